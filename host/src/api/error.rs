@@ -1,0 +1,147 @@
+//! The one place errors become HTTP: RFC 9457 `application/problem+json` bodies.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::store::StoreError;
+
+/// One problem with a request body, located by a JSON pointer into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub pointer: String,
+    pub message: String,
+}
+
+/// Everything a handler can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The body is not well-formed JSON, or the request is malformed in another way.
+    #[error("{0}")]
+    BadRequest(String),
+    /// No bearer token at all.
+    #[error(
+        "this endpoint needs an 'Authorization: Bearer <token>' header; get a token from POST /login"
+    )]
+    MissingToken,
+    /// A bearer token that is malformed, expired, forged, or signed otherwise.
+    #[error("{0}")]
+    InvalidToken(&'static str),
+    /// Wrong username or password (the same answer for both).
+    #[error("invalid username or password")]
+    InvalidCredentials,
+    /// The resource does not exist, or belongs to someone else.
+    #[error("{0}")]
+    NotFound(String),
+    /// The route exists but not with this method.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// The resource is not in a state that allows the request.
+    #[error("{0}")]
+    Conflict(String),
+    /// The body is larger than the limit, in bytes.
+    #[error("the body must be smaller than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// The body is not JSON.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// The body is JSON but not valid input: every problem found, with where it is.
+    #[error("{detail}")]
+    Validation {
+        detail: String,
+        errors: Vec<FieldError>,
+    },
+    /// Anything the client cannot fix. Logged in full; the response says nothing of it.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        ApiError::Internal(error.to_string())
+    }
+}
+
+impl From<tokio::task::JoinError> for ApiError {
+    fn from(error: tokio::task::JoinError) -> ApiError {
+        ApiError::Internal(error.to_string())
+    }
+}
+
+/// The problem document (RFC 9457).
+#[derive(Debug, Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<&'a [FieldError]>,
+}
+
+impl ApiError {
+    fn status_and_slug(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request"),
+            ApiError::MissingToken | ApiError::InvalidToken(_) => {
+                (StatusCode::UNAUTHORIZED, "unauthorized")
+            }
+            ApiError::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid-credentials"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large"),
+            ApiError::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
+            }
+            ApiError::Validation { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid-input"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, slug) = self.status_and_slug();
+        let detail = match &self {
+            ApiError::Internal(message) => {
+                // The request's span carries its id, so this line and the client's
+                // `x-request-id` header meet in the log.
+                tracing::error!(error = %message, "internal error");
+                "an internal error occurred; quote the x-request-id header when reporting it"
+                    .to_owned()
+            }
+            other => other.to_string(),
+        };
+        let errors = match &self {
+            ApiError::Validation { errors, .. } => Some(errors.as_slice()),
+            _ => None,
+        };
+        let problem = Problem {
+            kind: format!("urn:caseload:problem:{slug}"),
+            title: status.canonical_reason().unwrap_or("Error"),
+            status: status.as_u16(),
+            detail,
+            errors,
+        };
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            let challenge = match self {
+                ApiError::InvalidToken(_) => "Bearer error=\"invalid_token\"",
+                _ => "Bearer",
+            };
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+        }
+        response
+    }
+}

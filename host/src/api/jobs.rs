@@ -1,0 +1,54 @@
+//! Jobs: `GET /job/<id>` (the spec's status shape) and `GET /job/<id>/output`.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::wire::JobStatusResponse;
+use super::{ApiError, AppState, Json};
+use crate::auth::AuthUser;
+use crate::store::{JobOutput, now_millis};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/job/{job_id}", get(status))
+        .route("/job/{job_id}/output", get(output))
+}
+
+/// Another user's job answers exactly like a job that does not exist.
+fn not_found(job_id: &str) -> ApiError {
+    ApiError::NotFound(format!("no job {job_id:?}"))
+}
+
+async fn status(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(job_id): Path<String>,
+) -> Result<Json<JobStatusResponse>, ApiError> {
+    let job = state
+        .store
+        .job(&user.id, &job_id)
+        .await?
+        .ok_or_else(|| not_found(&job_id))?;
+    Ok(Json(JobStatusResponse::new(job, now_millis())))
+}
+
+async fn output(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(job_id): Path<String>,
+) -> Result<Response, ApiError> {
+    match state.store.job_output(&user.id, &job_id).await? {
+        None => Err(not_found(&job_id)),
+        // Stored as the plugin returned it, after the output schema accepted it.
+        Some(JobOutput::Completed(output)) => {
+            Ok(([(header::CONTENT_TYPE, "application/json")], output).into_response())
+        }
+        Some(JobOutput::NotCompleted(status)) => Err(ApiError::Conflict(format!(
+            "job {job_id:?} is {}; its output exists once it is COMPLETED",
+            status.as_str()
+        ))),
+    }
+}

@@ -1,0 +1,37 @@
+//! `POST /login`: credentials in, a bearer token out.
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::post;
+
+use super::wire::{LoginRequest, TokenResponse};
+use super::{ApiError, AppState, Json};
+use crate::auth::verify_password;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/login", post(login))
+}
+
+async fn login(
+    State(state): State<AppState>,
+    Json(request): Json<LoginRequest>,
+) -> Result<Json<TokenResponse>, ApiError> {
+    let user = state.store.user_by_name(&request.username).await?;
+    // An unknown user is checked against a decoy hash, so that both failures take the time
+    // of one argon2 verification and answer alike.
+    let hash = match &user {
+        Some(user) => user.password_hash.clone(),
+        None => state.tokens.decoy_hash().to_owned(),
+    };
+    let password = request.password;
+    let matches = tokio::task::spawn_blocking(move || verify_password(&hash, &password)).await?;
+    let user = match user {
+        Some(user) if matches => user,
+        _ => return Err(ApiError::InvalidCredentials),
+    };
+    Ok(Json(TokenResponse {
+        access_token: state.tokens.issue(&user.id, &user.username),
+        token_type: "Bearer",
+        expires_in: state.tokens.ttl().as_secs(),
+    }))
+}

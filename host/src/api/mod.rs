@@ -1,0 +1,136 @@
+//! The HTTP API: the router, its shared state and middleware, one module per route group.
+
+mod error;
+mod jobs;
+mod login;
+mod problems;
+mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::IntoResponse;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+
+pub use self::error::{ApiError, FieldError};
+pub use self::wire::format_timestamp;
+use crate::auth::TokenKeys;
+use crate::jobs::{JobLimits, WorkSignal};
+use crate::plugins::PluginRegistry;
+use crate::runtime::Limits;
+use crate::store::JobStore;
+
+/// Inline job bodies must be smaller than this (the spec: "less than 4 MB").
+pub const INLINE_BODY_LIMIT: usize = 4_000_000;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn JobStore>,
+    pub registry: Arc<PluginRegistry>,
+    pub tokens: Arc<TokenKeys>,
+    pub work: Arc<WorkSignal>,
+    pub job_limits: JobLimits,
+    /// Limits of the `validate` call made while a submission waits.
+    pub validate_limits: Limits,
+}
+
+impl AppState {
+    pub fn new(
+        store: Arc<dyn JobStore>,
+        registry: Arc<PluginRegistry>,
+        tokens: Arc<TokenKeys>,
+        work: Arc<WorkSignal>,
+        job_limits: JobLimits,
+    ) -> AppState {
+        AppState {
+            store,
+            registry,
+            tokens,
+            work,
+            validate_limits: Limits {
+                wall_time: Duration::from_secs(5),
+                ..job_limits.sandbox
+            },
+            job_limits,
+        }
+    }
+}
+
+/// The whole API, ready to serve.
+pub fn app(state: AppState) -> Router {
+    let request_id = HeaderName::from_static("x-request-id");
+    Router::new()
+        .merge(login::router())
+        .merge(problems::router())
+        .merge(jobs::router())
+        .route("/healthz", axum::routing::get(healthz))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(
+            // One line per request, at the response, inside a span that carries the request id.
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request| {
+                    let request_id = request
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or("");
+                    tracing::info_span!(
+                        "request",
+                        id = %request_id,
+                        method = %request.method(),
+                        path = %request.uri().path(),
+                    )
+                })
+                .on_request(())
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+        )
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+}
+
+async fn healthz() -> impl IntoResponse {
+    axum::Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such endpoint".into())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// `axum::Json`, with its rejections answered as problem documents.
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> axum::response::Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> ApiError {
+        match rejection.status() {
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType(
+                "send the body as Content-Type: application/json".into(),
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY => ApiError::Validation {
+                detail: rejection.body_text(),
+                errors: Vec::new(),
+            },
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(INLINE_BODY_LIMIT),
+            _ => ApiError::BadRequest(rejection.body_text()),
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! Use cases: `GET /problems`, `GET /problem/<id>`, and `POST /problem/<id>` to launch a job.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Map, Value};
+
+use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
+use super::{ApiError, AppState, FieldError, INLINE_BODY_LIMIT, Json};
+use crate::auth::AuthUser;
+use crate::jobs::JobOptions;
+use crate::plugins::Plugin;
+use crate::runtime::CallError;
+use crate::store::{NewJob, now_millis};
+
+/// At most this many schema violations are listed; the rest are counted.
+const MAX_LISTED_ERRORS: usize = 100;
+
+/// Violation messages longer than this quote the offending value no more.
+const MAX_MESSAGE_LENGTH: usize = 200;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/problems", get(list))
+        .route("/problem/{problem_id}", get(show).post(run_job))
+}
+
+fn resolve(state: &AppState, problem_id: &str) -> Result<Arc<Plugin>, ApiError> {
+    state.registry.resolve(problem_id).ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "no use case named {problem_id:?}; GET /problems lists them"
+        ))
+    })
+}
+
+async fn list(State(state): State<AppState>, _user: AuthUser) -> Json<Vec<ProblemSummary>> {
+    Json(
+        state
+            .registry
+            .list()
+            .iter()
+            .map(|plugin| ProblemSummary::new(plugin))
+            .collect(),
+    )
+}
+
+async fn show(
+    State(state): State<AppState>,
+    _user: AuthUser,
+    Path(problem_id): Path<String>,
+) -> Result<Json<ProblemDetail>, ApiError> {
+    let plugin = resolve(&state, &problem_id)?;
+    Ok(Json(ProblemDetail::new(&plugin)))
+}
+
+async fn run_job(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(problem_id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let plugin = resolve(&state, &problem_id)?;
+    check_json_content_type(&headers)?;
+    let body = read_limited(&headers, body).await?;
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|error| ApiError::BadRequest(format!("the body is not valid JSON: {error}")))?;
+    let Value::Object(mut fields) = body else {
+        return Err(invalid(
+            "the body must be a JSON object",
+            vec![FieldError {
+                pointer: String::new(),
+                message: "must be an object".into(),
+            }],
+        ));
+    };
+
+    let mut errors = Vec::new();
+    let options = JobOptions::from_request(fields.remove("options").as_ref(), &state.job_limits)
+        .map_err(|option_errors| errors.extend(option_errors))
+        .ok();
+
+    if let Some(identifier) = fields.get("data_file_identifier") {
+        return Err(dataset_form(identifier, &fields));
+    }
+
+    let input = Value::Object(fields);
+    errors.extend(schema_errors(&plugin, &input));
+    let options = match options {
+        Some(options) if errors.is_empty() => options,
+        _ => {
+            return Err(invalid(
+                "the input does not match the use case's schema",
+                errors,
+            ));
+        }
+    };
+
+    let input = input.to_string();
+    let input = validate_with_plugin(&state, &plugin, input).await?;
+
+    let job = NewJob {
+        id: uuid::Uuid::now_v7().to_string(),
+        owner_id: user.id.clone(),
+        problem: plugin.info.name.clone(),
+        input,
+        options: serde_json::to_string(&options)
+            .map_err(|error| ApiError::Internal(error.to_string()))?,
+        created_at: now_millis(),
+    };
+    // The job is committed before the client hears of it.
+    state.store.insert_job(&job).await?;
+    state.work.notify();
+    tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
+
+    let location = format!("/job/{}", job.id);
+    let response = RunJobResponse {
+        detail: format!(
+            "authorized as {}; {} job accepted and queued",
+            user.username, plugin.info.name
+        ),
+        job: job.id,
+    };
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(response),
+    )
+        .into_response())
+}
+
+/// JSON, or no type at all (a bare `curl --data-binary`) is fine; anything else is not.
+fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = content_type
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if essence == "application/json" || essence.ends_with("+json") {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType(format!(
+            "the body must be sent as Content-Type: application/json, not {essence:?}"
+        )))
+    }
+}
+
+/// Reads the body if it is smaller than [`INLINE_BODY_LIMIT`]. A declared length at or over
+/// the limit is refused before a byte is read; a chunked body is cut off as soon as it passes
+/// the limit.
+async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length >= INLINE_BODY_LIMIT as u64) {
+        return Err(ApiError::PayloadTooLarge(INLINE_BODY_LIMIT));
+    }
+    axum::body::to_bytes(body, INLINE_BODY_LIMIT - 1)
+        .await
+        .map_err(|error| {
+            let too_large = std::error::Error::source(&error)
+                .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
+                || error.to_string().contains("length limit exceeded");
+            if too_large {
+                ApiError::PayloadTooLarge(INLINE_BODY_LIMIT)
+            } else {
+                ApiError::BadRequest(format!("cannot read the body: {error}"))
+            }
+        })
+}
+
+fn invalid(detail: &str, errors: Vec<FieldError>) -> ApiError {
+    ApiError::Validation {
+        detail: detail.to_owned(),
+        errors,
+    }
+}
+
+/// The spec's rule: a body holding `data_file_identifier` is the dataset form, and may hold
+/// nothing else but `options`.
+fn dataset_form(identifier: &Value, fields: &Map<String, Value>) -> ApiError {
+    let inline: Vec<&str> = fields
+        .keys()
+        .map(String::as_str)
+        .filter(|key| *key != "data_file_identifier")
+        .collect();
+    if !inline.is_empty() {
+        return invalid(
+            "a body with data_file_identifier selects the dataset form and cannot also hold \
+             inline input; send one or the other",
+            inline
+                .iter()
+                .map(|key| FieldError {
+                    pointer: format!("/{key}"),
+                    message: "inline input field not allowed beside data_file_identifier".into(),
+                })
+                .collect(),
+        );
+    }
+    match identifier.as_str() {
+        Some(identifier) => ApiError::NotFound(format!("no data file {identifier:?}")),
+        None => invalid(
+            "data_file_identifier must be a string",
+            vec![FieldError {
+                pointer: "/data_file_identifier".into(),
+                message: "must be a string".into(),
+            }],
+        ),
+    }
+}
+
+/// Every violation of the plugin's input schema, each at its JSON pointer.
+fn schema_errors(plugin: &Plugin, input: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut unlisted = 0usize;
+    for error in plugin.input_schema.iter_errors(input) {
+        if errors.len() == MAX_LISTED_ERRORS {
+            unlisted += 1;
+            continue;
+        }
+        let mut message = error.to_string();
+        if message.len() > MAX_MESSAGE_LENGTH {
+            message = error.masked().to_string();
+        }
+        errors.push(FieldError {
+            pointer: error.instance_path().as_str().to_owned(),
+            message,
+        });
+    }
+    if unlisted > 0 {
+        errors.push(FieldError {
+            pointer: String::new(),
+            message: format!("{unlisted} more violations not listed"),
+        });
+    }
+    errors
+}
+
+/// Calls the plugin's `validate` off the async runtime, under the short submission deadline.
+/// Returns the input back on success.
+async fn validate_with_plugin(
+    state: &AppState,
+    plugin: &Arc<Plugin>,
+    input: String,
+) -> Result<String, ApiError> {
+    let plugin = plugin.clone();
+    let limits = state.validate_limits;
+    let (input, result) = tokio::task::spawn_blocking(move || {
+        let result = plugin.component.validate(&input, &limits);
+        (input, result)
+    })
+    .await?;
+    match result {
+        Ok(()) => Ok(input),
+        Err(CallError::InvalidInput(violations)) => Err(invalid(
+            "the input is not valid for this use case",
+            violations
+                .into_iter()
+                .map(|violation| FieldError {
+                    pointer: violation.pointer,
+                    message: violation.message,
+                })
+                .collect(),
+        )),
+        Err(CallError::Timeout(limit)) => Err(invalid(
+            &format!("validating the input took longer than {limit:?}"),
+            Vec::new(),
+        )),
+        Err(CallError::MemoryLimit(message)) => Err(invalid(
+            &format!("validating the input needed too much memory: {message}"),
+            Vec::new(),
+        )),
+        Err(other) => Err(ApiError::Internal(format!("validate failed: {other}"))),
+    }
+}

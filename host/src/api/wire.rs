@@ -1,0 +1,201 @@
+//! The HTTP API's bodies, kept apart from internal types: what is sent is built here, field by
+//! field, so that no internal struct reaches a client as it is.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::plugins::{Plugin, PluginSource};
+use crate::store::{ExecutionRecord, JobRecord, Millis};
+
+/// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
+pub fn format_timestamp(millis: Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(millis)
+        .map(|time| time.format("%m/%d/%Y, %H:%M:%S").to_string())
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LoginRequest {
+    pub username: String,
+    pub password: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub token_type: &'static str,
+    /// Seconds until the token expires.
+    pub expires_in: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunJobResponse {
+    pub detail: String,
+    pub job: String,
+}
+
+/// `{job: {<job_id>: {status, started_at, end_at, executions}}}`, exactly the spec's shape.
+#[derive(Debug, Serialize)]
+pub struct JobStatusResponse {
+    pub job: BTreeMap<String, JobView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobView {
+    pub status: &'static str,
+    pub started_at: String,
+    pub end_at: String,
+    /// One entry per attempt, keyed by execution id (time-ordered ids, so in attempt order).
+    pub executions: BTreeMap<String, ExecutionView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ExecutionView {
+    pub attempt: u32,
+    pub status: &'static str,
+    pub plugin: PluginRefView,
+    pub started_at: String,
+    pub end_at: String,
+    /// Run time so far for a running execution, total run time once it ended.
+    pub duration_ms: i64,
+    pub progress: Option<ProgressView>,
+    pub error: Option<ErrorView>,
+    pub logs: LogsView,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PluginRefView {
+    pub name: String,
+    pub version: String,
+    pub digest: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProgressView {
+    pub fraction: f64,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ErrorView {
+    pub code: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LogsView {
+    pub tail: String,
+    pub truncated: bool,
+}
+
+impl JobStatusResponse {
+    pub fn new(job: JobRecord, now: Millis) -> JobStatusResponse {
+        let view = JobView {
+            status: job.status.as_str(),
+            started_at: format_timestamp(job.created_at),
+            end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
+            executions: job
+                .executions
+                .into_iter()
+                .map(|execution| (execution.id.clone(), ExecutionView::new(execution, now)))
+                .collect(),
+        };
+        JobStatusResponse {
+            job: BTreeMap::from([(job.id, view)]),
+        }
+    }
+}
+
+impl ExecutionView {
+    fn new(execution: ExecutionRecord, now: Millis) -> ExecutionView {
+        let end = execution.ended_at.unwrap_or(now);
+        ExecutionView {
+            attempt: execution.attempt,
+            status: execution.status.as_str(),
+            plugin: PluginRefView {
+                name: execution.plugin.name,
+                version: execution.plugin.version,
+                digest: execution.plugin.digest,
+            },
+            started_at: format_timestamp(execution.started_at),
+            end_at: execution.ended_at.map(format_timestamp).unwrap_or_default(),
+            duration_ms: (end - execution.started_at).max(0),
+            progress: execution.progress.map(|progress| ProgressView {
+                fraction: progress.fraction,
+                message: progress.message,
+            }),
+            error: execution.error.map(|error| ErrorView {
+                code: error.code.as_str(),
+                message: error.message,
+            }),
+            logs: LogsView {
+                tail: execution.log_tail,
+                truncated: execution.log_truncated,
+            },
+        }
+    }
+}
+
+/// A use case as `GET /problems` lists it.
+#[derive(Debug, Serialize)]
+pub struct ProblemSummary {
+    pub name: String,
+    pub version: String,
+    pub aliases: Vec<String>,
+    pub description: String,
+    pub digest: String,
+    /// `built-in`, or the file it was loaded from.
+    pub source: String,
+    pub loaded_at: String,
+    pub media_types: Vec<String>,
+}
+
+/// A use case with its schemas, as `GET /problem/<id>` shows it.
+#[derive(Debug, Serialize)]
+pub struct ProblemDetail {
+    #[serde(flatten)]
+    pub summary: ProblemSummary,
+    pub input_schema: Value,
+    pub output_schema: Value,
+}
+
+impl ProblemSummary {
+    pub fn new(plugin: &Plugin) -> ProblemSummary {
+        ProblemSummary {
+            name: plugin.info.name.clone(),
+            version: plugin.info.version.clone(),
+            aliases: plugin.info.aliases.clone(),
+            description: plugin.info.description.clone(),
+            digest: plugin.digest.clone(),
+            source: match &plugin.source {
+                PluginSource::BuiltIn => "built-in".to_owned(),
+                PluginSource::File(path) => path.display().to_string(),
+            },
+            loaded_at: format_timestamp(plugin.loaded_at.timestamp_millis()),
+            media_types: plugin.info.media_types.clone(),
+        }
+    }
+}
+
+impl ProblemDetail {
+    pub fn new(plugin: &Plugin) -> ProblemDetail {
+        ProblemDetail {
+            summary: ProblemSummary::new(plugin),
+            input_schema: serde_json::from_str(&plugin.info.input_schema).unwrap_or(Value::Null),
+            output_schema: serde_json::from_str(&plugin.info.output_schema).unwrap_or(Value::Null),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_use_the_spec_form_in_utc() {
+        // 2024-08-15T10:52:45Z
+        assert_eq!(format_timestamp(1_723_719_165_000), "08/15/2024, 10:52:45");
+    }
+}

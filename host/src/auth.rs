@@ -1,0 +1,234 @@
+//! Authentication: argon2id password hashes, Ed25519-signed JWT access tokens, and the
+//! [`AuthUser`] extractor every protected handler takes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use ed25519_dalek::SigningKey;
+use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::api::{ApiError, AppState};
+
+/// The signing key's file in the data directory.
+const SIGNING_KEY_FILE: &str = "jwt-ed25519.pem";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("cannot read or write the signing key {path}: {source}")]
+    KeyFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the signing key {path} is not a PKCS#8 Ed25519 key: {message}")]
+    KeyFormat { path: PathBuf, message: String },
+    #[error("cannot hash the password: {0}")]
+    Hash(String),
+}
+
+/// Hashes a password with argon2id and a random salt, in PHC string form.
+pub fn hash_password(password: &str) -> Result<String, AuthError> {
+    let salt = SaltString::generate(&mut rand::rngs::OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|error| AuthError::Hash(error.to_string()))
+}
+
+/// Checks a password against a PHC hash; a malformed hash never matches.
+pub fn verify_password(hash: &str, password: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+}
+
+/// What an access token says.
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    /// The user's id.
+    sub: String,
+    /// The user's name, for logs.
+    name: String,
+    iat: u64,
+    exp: u64,
+}
+
+/// The server's token signer and verifier.
+pub struct TokenKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    kid: String,
+    validation: Validation,
+    ttl: Duration,
+    /// A hash verified when the user does not exist, so that an unknown name costs as much
+    /// time as a wrong password.
+    decoy_hash: String,
+}
+
+impl std::fmt::Debug for TokenKeys {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("TokenKeys")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenKeys {
+    /// Loads the signing key from the data directory, generating it on first start. Several
+    /// processes starting at once agree on one key: it is written to a temporary file and
+    /// hard-linked into place, which fails if another process got there first.
+    pub fn load_or_create(data_dir: &Path, ttl: Duration) -> Result<TokenKeys, AuthError> {
+        let path = data_dir.join(SIGNING_KEY_FILE);
+        let key_error = |source| AuthError::KeyFile {
+            path: path.clone(),
+            source,
+        };
+        if !path.exists() {
+            let key = SigningKey::generate(&mut rand::rngs::OsRng);
+            let pem = key
+                .to_pkcs8_pem(LineEnding::LF)
+                .map_err(|error| AuthError::KeyFormat {
+                    path: path.clone(),
+                    message: error.to_string(),
+                })?;
+            let temporary = data_dir.join(format!(".{SIGNING_KEY_FILE}.{}", uuid::Uuid::new_v4()));
+            write_private_file(&temporary, pem.as_bytes()).map_err(key_error)?;
+            let linked = std::fs::hard_link(&temporary, &path);
+            let _ = std::fs::remove_file(&temporary);
+            match linked {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(key_error(error)),
+            }
+        }
+        let pem = std::fs::read_to_string(&path).map_err(key_error)?;
+        let format_error = |message: String| AuthError::KeyFormat {
+            path: path.clone(),
+            message,
+        };
+        let key =
+            SigningKey::from_pkcs8_pem(&pem).map_err(|error| format_error(error.to_string()))?;
+        let public_pem = key
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .map_err(|error| format_error(error.to_string()))?;
+        let encoding = EncodingKey::from_ed_pem(pem.as_bytes())
+            .map_err(|error| format_error(error.to_string()))?;
+        let decoding = DecodingKey::from_ed_pem(public_pem.as_bytes())
+            .map_err(|error| format_error(error.to_string()))?;
+        let kid = hex::encode(&Sha256::digest(key.verifying_key().as_bytes())[..8]);
+
+        // The algorithm is pinned: a token naming any other (or `none`) is rejected.
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.leeway = 5;
+        validation.set_required_spec_claims(&["exp", "sub"]);
+
+        Ok(TokenKeys {
+            encoding,
+            decoding,
+            kid,
+            validation,
+            ttl,
+            decoy_hash: hash_password("decoy password, never matches")?,
+        })
+    }
+
+    /// The key id put in every token's header.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    pub fn decoy_hash(&self) -> &str {
+        &self.decoy_hash
+    }
+
+    /// Issues an access token for the user.
+    pub fn issue(&self, user_id: &str, username: &str) -> String {
+        let now = chrono::Utc::now().timestamp() as u64;
+        let claims = Claims {
+            sub: user_id.to_owned(),
+            name: username.to_owned(),
+            iat: now,
+            exp: now + self.ttl.as_secs(),
+        };
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, &claims, &self.encoding)
+            .expect("an Ed25519 key signs any claims")
+    }
+
+    /// Verifies a token and returns the user it was issued to.
+    fn verify(&self, token: &str) -> Option<AuthUser> {
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        if header.kid.as_deref() != Some(self.kid.as_str()) {
+            return None;
+        }
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation).ok()?;
+        Some(AuthUser {
+            id: data.claims.sub,
+            username: data.claims.name,
+        })
+    }
+}
+
+/// Writes a file only its owner can read (mode 0600), flushed to disk.
+pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    file.write_all(contents)?;
+    file.sync_all()
+}
+
+/// The user a request's bearer token was issued to.
+#[derive(Debug, Clone)]
+pub struct AuthUser {
+    pub id: String,
+    pub username: String,
+}
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .ok_or(ApiError::MissingToken)?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|value| {
+                let (scheme, token) = value.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            })
+            .ok_or(ApiError::InvalidToken(
+                "the Authorization header is not 'Bearer <token>'",
+            ))?;
+        state
+            .tokens
+            .verify(token)
+            .ok_or(ApiError::InvalidToken("the token is invalid or expired"))
+    }
+}

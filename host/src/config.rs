@@ -1,0 +1,135 @@
+//! Configuration: the command line and its `CASELOAD_*` environment variables.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// caseload: run optimization jobs over HTTP, each use case a WebAssembly plugin.
+#[derive(Debug, Parser)]
+#[command(name = "caseload", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub storage: StorageArgs,
+
+    /// Serve options, for when no subcommand is given (`serve` is the default).
+    #[command(flatten)]
+    pub serve: ServeArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the HTTP server and its workers (the default).
+    Serve(ServeArgs),
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user; the password is read from standard input.
+    Add {
+        name: String,
+        /// Read the password from standard input (its first line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+    },
+}
+
+/// Where the server keeps its state; accepted by every subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct StorageArgs {
+    /// Directory for the embedded database, the signing key and plugins.
+    #[arg(
+        long,
+        env = "CASELOAD_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+
+    /// Database URL; without it, SQLite in `<data-dir>/caseload.db`.
+    #[arg(long, env = "CASELOAD_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port (the real one is printed).
+    #[arg(long, env = "CASELOAD_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Directory of plugin `.wasm` files [default: <data-dir>/plugins].
+    #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
+    pub plugins_dir: Option<PathBuf>,
+
+    /// Worker threads running jobs [default: the number of CPUs].
+    #[arg(long, env = "CASELOAD_WORKERS")]
+    pub workers: Option<usize>,
+
+    /// The longest a job may run (e.g. `60s`, `5m`); a job's `options.time_limit_s` can ask
+    /// for less, never more.
+    #[arg(long, env = "CASELOAD_MAX_TIME_LIMIT", default_value = "60s", value_parser = parse_duration)]
+    pub max_time_limit: Duration,
+
+    /// The time limit of a job that does not set `options.time_limit_s`.
+    #[arg(long, env = "CASELOAD_DEFAULT_TIME_LIMIT", default_value = "10s", value_parser = parse_duration)]
+    pub default_time_limit: Duration,
+
+    /// Memory cap of one plugin instance, all its memories together, in MiB.
+    #[arg(long, env = "CASELOAD_MEMORY_LIMIT_MIB", default_value_t = 512)]
+    pub memory_limit_mib: usize,
+
+    /// How long an access token is valid.
+    #[arg(long, env = "CASELOAD_TOKEN_TTL", default_value = "1h", value_parser = parse_duration)]
+    pub token_ttl: Duration,
+
+    /// How many times a job is tried when its worker dies under it.
+    #[arg(long, env = "CASELOAD_MAX_ATTEMPTS", default_value_t = 3)]
+    pub max_attempts: u32,
+}
+
+/// Parses `500ms`, `10s`, `5m`, `1h`, or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 10s, 5m or 1h"))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?}; use ms, s, m or h"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("3 weeks").is_err());
+    }
+}

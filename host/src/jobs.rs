@@ -1,0 +1,491 @@
+//! Jobs: the options a client may set, and the workers that claim pending jobs from the store
+//! and run them in the sandbox.
+//!
+//! Workers are dedicated OS threads, not tokio tasks: a guest is CPU-bound and may not yield
+//! for as long as its deadline allows, which would starve the async runtime serving HTTP.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::api::FieldError;
+use crate::plugins::{Plugin, PluginRegistry};
+use crate::runtime::{CallError, ExecutionObserver, Limits, RunOptions};
+use crate::store::{
+    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, JobStore,
+    Lease, PluginRef, Progress, now_millis,
+};
+
+/// How long a claim lasts before another worker may take the job over.
+const LEASE: Duration = Duration::from_secs(300);
+
+/// How often an idle worker looks for work even if nobody woke it.
+const IDLE_POLL: Duration = Duration::from_secs(1);
+
+/// At most one progress write per execution in this interval.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The limits that apply to every job, from the server's configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct JobLimits {
+    /// The time limit of a job that does not set one.
+    pub default_time_limit: Duration,
+    /// The most a job may ask for.
+    pub max_time_limit: Duration,
+    /// Memory, log and output caps of one execution.
+    pub sandbox: Limits,
+    /// How many attempts a job gets when workers die under it.
+    pub max_attempts: u32,
+}
+
+impl JobLimits {
+    /// The sandbox's limits for a run: its wall-clock deadline is the job's time limit plus a
+    /// grace period, so that an anytime solver can return its best answer instead of being
+    /// killed at the very moment it should answer.
+    pub fn for_run(&self, time_limit: Duration) -> Limits {
+        let grace = (time_limit / 10).max(Duration::from_secs(1));
+        Limits {
+            wall_time: time_limit + grace,
+            ..self.sandbox
+        }
+    }
+}
+
+/// The options of a job as stored: every default already applied, so a retry runs the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobOptions {
+    pub time_limit_ms: u64,
+    pub seed: u64,
+    pub max_iterations: Option<u64>,
+}
+
+impl JobOptions {
+    /// Reads the body's `options` object (absent means all defaults). Unknown keys are errors:
+    /// a misspelt option silently ignored would be worse.
+    pub fn from_request(
+        options: Option<&Value>,
+        limits: &JobLimits,
+    ) -> Result<JobOptions, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let mut resolved = JobOptions {
+            time_limit_ms: limits
+                .default_time_limit
+                .min(limits.max_time_limit)
+                .as_millis() as u64,
+            seed: rand::random::<u32>() as u64,
+            max_iterations: None,
+        };
+        let error = |field: &str, message: String| FieldError {
+            pointer: format!("/options{field}"),
+            message,
+        };
+        let Some(options) = options else {
+            return Ok(resolved);
+        };
+        let Some(options) = options.as_object() else {
+            return Err(vec![error("", "must be an object".into())]);
+        };
+        for (key, value) in options {
+            match key.as_str() {
+                "time_limit_s" => {
+                    let max = limits.max_time_limit.as_secs_f64();
+                    match value.as_f64() {
+                        Some(seconds) if seconds > 0.0 && seconds <= max => {
+                            resolved.time_limit_ms = ((seconds * 1000.0).ceil() as u64).max(1);
+                        }
+                        _ => errors.push(error(
+                            "/time_limit_s",
+                            format!("must be a number of seconds greater than 0 and at most {max}"),
+                        )),
+                    }
+                }
+                "seed" => match value.as_u64() {
+                    Some(seed) => resolved.seed = seed,
+                    None => errors.push(error("/seed", "must be a non-negative integer".into())),
+                },
+                "max_iterations" => match value.as_u64() {
+                    Some(iterations) if iterations > 0 => {
+                        resolved.max_iterations = Some(iterations)
+                    }
+                    _ => errors.push(error(
+                        "/max_iterations",
+                        "must be a positive integer".into(),
+                    )),
+                },
+                other => errors.push(error(
+                    &format!("/{}", other.replace('~', "~0").replace('/', "~1")),
+                    "unknown option; known options are time_limit_s, seed and max_iterations"
+                        .into(),
+                )),
+            }
+        }
+        if errors.is_empty() {
+            Ok(resolved)
+        } else {
+            Err(errors)
+        }
+    }
+
+    pub fn time_limit(&self) -> Duration {
+        Duration::from_millis(self.time_limit_ms)
+    }
+}
+
+/// Wakes idle workers when a job arrives, without losing a wake-up that comes between a
+/// worker's empty claim and its wait.
+#[derive(Debug, Default)]
+pub struct WorkSignal {
+    generation: Mutex<u64>,
+    condvar: Condvar,
+}
+
+impl WorkSignal {
+    pub fn notify(&self) {
+        *self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) += 1;
+        self.condvar.notify_one();
+    }
+
+    fn generation(&self) -> u64 {
+        *self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until a notification newer than `seen`, or the timeout.
+    fn wait(&self, seen: u64, timeout: Duration) {
+        let guard = self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .condvar
+            .wait_timeout_while(guard, timeout, |generation| *generation == seen);
+    }
+
+    fn notify_all(&self) {
+        *self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) += 1;
+        self.condvar.notify_all();
+    }
+}
+
+/// What every worker shares.
+struct WorkerContext {
+    store: Arc<dyn JobStore>,
+    registry: Arc<PluginRegistry>,
+    limits: JobLimits,
+    signal: Arc<WorkSignal>,
+    shutdown: AtomicBool,
+    runtime: tokio::runtime::Handle,
+}
+
+/// The worker threads.
+pub struct WorkerPool {
+    context: Arc<WorkerContext>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("WorkerPool")
+            .field("workers", &self.threads.len())
+            .finish()
+    }
+}
+
+impl WorkerPool {
+    /// Starts `count` workers. `runtime` is the tokio runtime the store's futures run on.
+    pub fn start(
+        count: usize,
+        store: Arc<dyn JobStore>,
+        registry: Arc<PluginRegistry>,
+        limits: JobLimits,
+        signal: Arc<WorkSignal>,
+        runtime: tokio::runtime::Handle,
+    ) -> WorkerPool {
+        let context = Arc::new(WorkerContext {
+            store,
+            registry,
+            limits,
+            signal,
+            shutdown: AtomicBool::new(false),
+            runtime,
+        });
+        let threads = (0..count.max(1))
+            .map(|index| {
+                let context = context.clone();
+                std::thread::Builder::new()
+                    .name(format!("worker-{index}"))
+                    .spawn(move || work(&context))
+                    .expect("a worker thread starts")
+            })
+            .collect();
+        WorkerPool { context, threads }
+    }
+
+    /// Stops claiming new jobs and waits for the running ones to end.
+    pub fn shutdown(self) {
+        self.context.shutdown.store(true, Ordering::SeqCst);
+        self.context.signal.notify_all();
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn work(context: &WorkerContext) {
+    while !context.shutdown.load(Ordering::SeqCst) {
+        let seen = context.signal.generation();
+        match context
+            .runtime
+            .block_on(context.store.claim_next_job(LEASE))
+        {
+            Ok(Some(claim)) => run_claimed(context, claim),
+            Ok(None) => context.signal.wait(seen, IDLE_POLL),
+            Err(error) => {
+                tracing::error!(%error, "cannot claim a job");
+                std::thread::sleep(IDLE_POLL);
+            }
+        }
+    }
+}
+
+fn run_claimed(context: &WorkerContext, claim: ClaimedJob) {
+    let job_id = claim.lease.job_id.clone();
+    let span = tracing::info_span!("job", job = %job_id, attempt = claim.attempt);
+    let _entered = span.enter();
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let plugin = context.registry.resolve(&claim.problem);
+    let plugin_ref = match &plugin {
+        Some(plugin) => PluginRef {
+            name: plugin.info.name.clone(),
+            version: plugin.info.version.clone(),
+            digest: plugin.digest.clone(),
+        },
+        None => PluginRef {
+            name: claim.problem.clone(),
+            version: String::new(),
+            digest: String::new(),
+        },
+    };
+    let started = context.runtime.block_on(context.store.start_execution(
+        &claim.lease,
+        &execution_id,
+        claim.attempt,
+        &plugin_ref,
+        now_millis(),
+    ));
+    match started {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!("lease lost before the execution started");
+            return;
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot record the execution's start");
+            return;
+        }
+    }
+
+    let end = match plugin {
+        Some(plugin) => execute(context, &claim, &execution_id, &plugin),
+        None => failed(
+            &execution_id,
+            ErrorCode::PluginError,
+            format!("the use case {:?} is no longer loaded", claim.problem),
+        ),
+    };
+    tracing::info!(
+        status = end.status.as_str(),
+        error = end.error.as_ref().map(|error| error.code.as_str()),
+        "execution ended"
+    );
+    match context
+        .runtime
+        .block_on(context.store.finish_execution(&claim.lease, &end))
+    {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!("lease lost: the result of this execution was discarded"),
+        Err(error) => tracing::error!(%error, "cannot record the execution's end"),
+    }
+}
+
+fn failed(execution_id: &str, code: ErrorCode, message: String) -> ExecutionEnd {
+    ExecutionEnd {
+        execution_id: execution_id.to_owned(),
+        status: ExecutionStatus::Failed,
+        job_status: JobStatus::Failed,
+        error: Some(ExecutionError { code, message }),
+        output: None,
+        log_tail: String::new(),
+        log_truncated: false,
+        ended_at: now_millis(),
+    }
+}
+
+/// Runs the plugin and turns whatever happened into the execution's end.
+fn execute(
+    context: &WorkerContext,
+    claim: &ClaimedJob,
+    execution_id: &str,
+    plugin: &Plugin,
+) -> ExecutionEnd {
+    let options: JobOptions = match serde_json::from_str(&claim.options) {
+        Ok(options) => options,
+        Err(error) => {
+            return failed(
+                execution_id,
+                ErrorCode::InvalidInput,
+                format!("the job's stored options are unreadable: {error}"),
+            );
+        }
+    };
+    let limits = context.limits.for_run(options.time_limit());
+    let observer = Arc::new(ProgressWriter {
+        store: context.store.clone(),
+        runtime: context.runtime.clone(),
+        lease: claim.lease.clone(),
+        execution_id: execution_id.to_owned(),
+        last_write: Mutex::new(None),
+    });
+    let run_options = RunOptions {
+        time_limit: options.time_limit(),
+        seed: options.seed,
+        max_iterations: options.max_iterations,
+    };
+    let report = plugin.component.run(
+        &claim.input,
+        &run_options,
+        &limits,
+        Arc::new(AtomicBool::new(false)),
+        observer,
+    );
+    let (status, job_status, error, output) = match report.result {
+        Ok(output) => match check_output(plugin, &output) {
+            Ok(()) => (
+                ExecutionStatus::Completed,
+                JobStatus::Completed,
+                None,
+                Some(output),
+            ),
+            Err(message) => (
+                ExecutionStatus::Failed,
+                JobStatus::Failed,
+                Some(ExecutionError {
+                    code: ErrorCode::InvalidOutput,
+                    message,
+                }),
+                None,
+            ),
+        },
+        Err(CallError::Cancelled) => (ExecutionStatus::Cancelled, JobStatus::Cancelled, None, None),
+        Err(error) => {
+            let (status, code) = match &error {
+                CallError::Timeout(_) => (ExecutionStatus::TimedOut, ErrorCode::Timeout),
+                CallError::MemoryLimit(_) => (ExecutionStatus::Failed, ErrorCode::MemoryLimit),
+                CallError::Trap(_) => (ExecutionStatus::Failed, ErrorCode::Trap),
+                CallError::InvalidInput(_) => (ExecutionStatus::Failed, ErrorCode::InvalidInput),
+                CallError::PluginFailed(_) => (ExecutionStatus::Failed, ErrorCode::PluginError),
+                CallError::OutputTooLarge { .. } => {
+                    (ExecutionStatus::Failed, ErrorCode::InvalidOutput)
+                }
+                CallError::Cancelled => unreachable!("handled above"),
+            };
+            let message = match error {
+                CallError::InvalidInput(violations) => violations
+                    .iter()
+                    .map(|violation| format!("{}: {}", violation.pointer, violation.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                other => other.to_string(),
+            };
+            (
+                status,
+                JobStatus::Failed,
+                Some(ExecutionError { code, message }),
+                None,
+            )
+        }
+    };
+    ExecutionEnd {
+        execution_id: execution_id.to_owned(),
+        status,
+        job_status,
+        error,
+        output,
+        log_tail: report.log.text,
+        log_truncated: report.log.truncated,
+        ended_at: now_millis(),
+    }
+}
+
+/// The output must be JSON that the plugin's own output schema accepts.
+fn check_output(plugin: &Plugin, output: &str) -> Result<(), String> {
+    let value: Value =
+        serde_json::from_str(output).map_err(|error| format!("the output is not JSON: {error}"))?;
+    let problems: Vec<String> = plugin
+        .output_schema
+        .iter_errors(&value)
+        .take(10)
+        .map(|error| format!("{}: {}", error.instance_path().as_str(), error.masked()))
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the output does not match the output schema: {}",
+            problems.join("; ")
+        ))
+    }
+}
+
+/// Stores a running execution's progress, at most once per [`PROGRESS_INTERVAL`], without
+/// blocking the guest: the write happens on the async runtime.
+struct ProgressWriter {
+    store: Arc<dyn JobStore>,
+    runtime: tokio::runtime::Handle,
+    lease: Lease,
+    execution_id: String,
+    last_write: Mutex<Option<Instant>>,
+}
+
+impl ExecutionObserver for ProgressWriter {
+    fn progress(&self, fraction: f64, message: String) {
+        {
+            let mut last_write = self
+                .last_write
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            if last_write.is_some_and(|last| now - last < PROGRESS_INTERVAL) {
+                return;
+            }
+            *last_write = Some(now);
+        }
+        let store = self.store.clone();
+        let lease = self.lease.clone();
+        let execution_id = self.execution_id.clone();
+        let mut message = message;
+        message.truncate(message.floor_char_boundary(1024));
+        self.runtime.spawn(async move {
+            let progress = Progress { fraction, message };
+            if let Err(error) = store
+                .record_progress(&lease, &execution_id, &progress)
+                .await
+            {
+                tracing::warn!(%error, "cannot record progress");
+            }
+        });
+    }
+}

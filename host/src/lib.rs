@@ -1,0 +1,210 @@
+//! caseload-host: the caseload server as a library, so that tests and benchmarks can build the
+//! same router and runtime the `caseload` binary serves.
+//!
+//! Start at [`serve`]; the request path runs through [`api`] (HTTP), [`auth`], [`store`]
+//! (the durable job queue), [`jobs`] (workers), [`plugins`] (the use cases) and [`runtime`]
+//! (the wasmtime sandbox). ARCHITECTURE.md draws the whole path.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod jobs;
+pub mod plugins;
+pub mod runtime;
+pub mod store;
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+
+pub use crate::api::{AppState, app};
+use crate::auth::{TokenKeys, hash_password, write_private_file};
+use crate::config::{ServeArgs, StorageArgs};
+use crate::jobs::{JobLimits, WorkSignal, WorkerPool};
+use crate::plugins::PluginRegistry;
+use crate::runtime::{Limits, Runtime};
+use crate::store::{JobStore, SqliteStore, StoreError};
+
+/// Opens the store the storage arguments name, creating the data directory if needed.
+pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStore>> {
+    std::fs::create_dir_all(&storage.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            storage.data_dir.display()
+        )
+    })?;
+    let path = match storage.database_url.as_deref() {
+        None => storage.data_dir.join("caseload.db"),
+        Some(url) if url.starts_with("sqlite://") => PathBuf::from(&url["sqlite://".len()..]),
+        Some(url) if url.starts_with("sqlite:") => PathBuf::from(&url["sqlite:".len()..]),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            bail!(
+                "PostgreSQL is not supported by this build yet; omit --database-url to use SQLite"
+            )
+        }
+        Some(url) => bail!("unsupported database URL {url:?}: use sqlite://PATH"),
+    };
+    let store = SqliteStore::open(&path)
+        .await
+        .with_context(|| format!("cannot open the database {}", path.display()))?;
+    Ok(Arc::new(store))
+}
+
+/// `caseload user add NAME --password-stdin`.
+pub async fn add_user(storage: &StorageArgs, name: &str) -> anyhow::Result<()> {
+    let mut password = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut password)
+        .context("cannot read the password from standard input")?;
+    let password = password.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        bail!("the password read from standard input is empty");
+    }
+    if name.is_empty() || name.chars().any(char::is_control) {
+        bail!("the user name must be non-empty and printable");
+    }
+    let store = open_store(storage).await?;
+    let hash = hash_password(password)?;
+    match store.create_user(name, &hash).await {
+        Ok(_) => {
+            println!("created user {name}");
+            Ok(())
+        }
+        Err(StoreError::Conflict(_)) => bail!("user {name:?} exists already"),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// On a first start with no users, creates `admin` with `CASELOAD_ADMIN_PASSWORD`, or with a
+/// random password printed once and written to `<data-dir>/admin-password` (mode 0600).
+async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<()> {
+    if store.user_count().await? > 0 {
+        return Ok(());
+    }
+    let (password, generated) = match std::env::var("CASELOAD_ADMIN_PASSWORD") {
+        Ok(password) if !password.is_empty() => (password, false),
+        _ => {
+            use rand::Rng;
+            let password: String = rand::thread_rng()
+                .sample_iter(&rand::distributions::Alphanumeric)
+                .take(24)
+                .map(char::from)
+                .collect();
+            (password, true)
+        }
+    };
+    let hash = hash_password(&password)?;
+    match store.create_user("admin", &hash).await {
+        Ok(_) => {}
+        // Another replica created it in the meantime.
+        Err(StoreError::Conflict(_)) => return Ok(()),
+        Err(error) => return Err(error.into()),
+    }
+    if generated {
+        let path = data_dir.join("admin-password");
+        let _ = std::fs::remove_file(&path);
+        write_private_file(&path, format!("{password}\n").as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!(
+            "created user admin with password {password} (saved to {})",
+            path.display()
+        );
+    } else {
+        println!("created user admin with the password from CASELOAD_ADMIN_PASSWORD");
+    }
+    Ok(())
+}
+
+/// `caseload serve`: opens the store, loads the plugins, starts the workers and serves HTTP
+/// until SIGINT or SIGTERM.
+pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()> {
+    let store = open_store(storage).await?;
+    let job_limits = JobLimits {
+        default_time_limit: args.default_time_limit,
+        max_time_limit: args.max_time_limit,
+        sandbox: Limits {
+            memory_bytes: args.memory_limit_mib << 20,
+            wall_time: args.max_time_limit,
+            ..Limits::default()
+        },
+        max_attempts: args.max_attempts,
+    };
+    let recovered = store.recover_interrupted(job_limits.max_attempts).await?;
+    if recovered > 0 {
+        tracing::warn!(
+            jobs = recovered,
+            "requeued jobs interrupted by the last stop"
+        );
+    }
+    ensure_admin(store.as_ref(), &storage.data_dir).await?;
+
+    let data_dir = storage.data_dir.clone();
+    let token_ttl = args.token_ttl;
+    let tokens =
+        tokio::task::spawn_blocking(move || TokenKeys::load_or_create(&data_dir, token_ttl))
+            .await??;
+
+    let plugins_dir = args
+        .plugins_dir
+        .clone()
+        .unwrap_or_else(|| storage.data_dir.join("plugins"));
+    let describe_limits = Limits {
+        wall_time: std::time::Duration::from_secs(5),
+        ..job_limits.sandbox
+    };
+    let registry = tokio::task::spawn_blocking(move || -> anyhow::Result<PluginRegistry> {
+        let registry = PluginRegistry::new(Runtime::new()?, describe_limits);
+        registry.load_all(&plugins_dir)?;
+        Ok(registry)
+    })
+    .await??;
+    let registry = Arc::new(registry);
+
+    let work = Arc::new(WorkSignal::default());
+    let workers = WorkerPool::start(
+        args.workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get())),
+        store.clone(),
+        registry.clone(),
+        job_limits,
+        work.clone(),
+        tokio::runtime::Handle::current(),
+    );
+
+    let state = AppState::new(store, registry, Arc::new(tokens), work, job_limits);
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let address = listener.local_addr()?;
+    println!("listening on http://{address}");
+    std::io::stdout().flush()?;
+
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("stopped accepting requests; waiting for running jobs");
+    tokio::task::spawn_blocking(move || workers.shutdown()).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        () = terminate => {}
+    }
+}

@@ -1,0 +1,164 @@
+//! The execution log: the guest's stdout, stderr and `log` lines, keeping only the newest bytes.
+//!
+//! wasmtime-wasi's `MemoryOutputPipe` traps the guest once it is full; a plugin that prints a
+//! lot must not die for it, so this sink drops the oldest bytes instead and remembers that it
+//! did.
+
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+
+/// The newest bytes written to an execution's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogTail {
+    pub text: String,
+    /// True when older bytes were dropped to respect the cap.
+    pub truncated: bool,
+}
+
+#[derive(Debug)]
+struct Buffer {
+    bytes: VecDeque<u8>,
+    capacity: usize,
+    truncated: bool,
+}
+
+/// A shared, bounded log; clones write to the same buffer.
+#[derive(Debug, Clone)]
+pub struct BoundedLog {
+    buffer: Arc<Mutex<Buffer>>,
+}
+
+impl BoundedLog {
+    pub fn new(capacity: usize) -> BoundedLog {
+        BoundedLog {
+            buffer: Arc::new(Mutex::new(Buffer {
+                bytes: VecDeque::new(),
+                capacity,
+                truncated: false,
+            })),
+        }
+    }
+
+    pub fn append(&self, bytes: &[u8]) {
+        // A poisoned lock only means another writer panicked mid-append; the bytes are still
+        // a valid log.
+        let mut buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        let capacity = buffer.capacity;
+        let bytes = if bytes.len() > capacity {
+            buffer.truncated = true;
+            &bytes[bytes.len() - capacity..]
+        } else {
+            bytes
+        };
+        let overflow = (buffer.bytes.len() + bytes.len()).saturating_sub(capacity);
+        if overflow > 0 {
+            buffer.bytes.drain(..overflow);
+            buffer.truncated = true;
+        }
+        buffer.bytes.extend(bytes);
+    }
+
+    pub fn tail(&self) -> LogTail {
+        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        let (front, back) = buffer.bytes.as_slices();
+        let mut bytes = Vec::with_capacity(buffer.bytes.len());
+        bytes.extend_from_slice(front);
+        bytes.extend_from_slice(back);
+        LogTail {
+            // Dropping old bytes may have cut a character in two; show it as U+FFFD.
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+            truncated: buffer.truncated,
+        }
+    }
+}
+
+impl IsTerminal for BoundedLog {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for BoundedLog {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl OutputStream for BoundedLog {
+    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        self.append(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        // Always room: old bytes make way for new ones.
+        Ok(64 * 1024)
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for BoundedLog {
+    async fn ready(&mut self) {}
+}
+
+impl tokio::io::AsyncWrite for BoundedLog {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _context: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.append(bytes);
+        Poll::Ready(Ok(bytes.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_newest_bytes() {
+        let log = BoundedLog::new(8);
+        log.append(b"hello ");
+        assert_eq!(
+            log.tail(),
+            LogTail {
+                text: "hello ".into(),
+                truncated: false
+            }
+        );
+        log.append(b"world");
+        assert_eq!(
+            log.tail(),
+            LogTail {
+                text: "lo world".into(),
+                truncated: true
+            }
+        );
+        log.append(b"0123456789");
+        assert_eq!(log.tail().text, "23456789");
+    }
+}

@@ -1,0 +1,152 @@
+//! The state of one sandboxed call: an empty WASI context, the memory limiter, the captured
+//! log, and the host functions the `caseload:plugin/host` interface imports.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::bindings::caseload::plugin::host::{Host, LogLevel};
+use super::log::BoundedLog;
+use super::{ExecutionObserver, Limits};
+
+/// Returned from the memory limiter when a grow would exceed the cap, so the trap that follows
+/// can be told apart from any other.
+#[derive(Debug, thiserror::Error)]
+#[error("memory limit of {limit_bytes} bytes exceeded (all memories together)")]
+pub struct MemoryLimitExceeded {
+    pub limit_bytes: usize,
+}
+
+/// Caps the sum of all linear memories of the instance, not each one on its own.
+#[derive(Debug)]
+pub struct SummedMemoryLimiter {
+    limit_bytes: usize,
+    used_bytes: usize,
+    max_table_elements: usize,
+}
+
+impl ResourceLimiter for SummedMemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.used_bytes - current.min(self.used_bytes) + desired;
+        if total > self.limit_bytes {
+            return Err(MemoryLimitExceeded {
+                limit_bytes: self.limit_bytes,
+            }
+            .into());
+        }
+        self.used_bytes = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= self.max_table_elements)
+    }
+
+    fn instances(&self) -> usize {
+        // A component of a few core modules (the plugin and its adapters).
+        64
+    }
+
+    fn tables(&self) -> usize {
+        64
+    }
+
+    fn memories(&self) -> usize {
+        16
+    }
+}
+
+/// Everything a `Store` holds for one call into a plugin.
+pub struct SandboxState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(super) limiter: SummedMemoryLimiter,
+    log: BoundedLog,
+    cancelled: Arc<AtomicBool>,
+    observer: Option<Arc<dyn ExecutionObserver>>,
+}
+
+impl SandboxState {
+    pub fn new(
+        limits: &Limits,
+        log: BoundedLog,
+        cancelled: Arc<AtomicBool>,
+        observer: Option<Arc<dyn ExecutionObserver>>,
+    ) -> SandboxState {
+        // No preopened directories, no environment, no arguments, no network: the guest sees
+        // clocks, randomness and a stdout/stderr that land in its own log.
+        let wasi = WasiCtxBuilder::new()
+            .stdout(log.clone())
+            .stderr(log.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        SandboxState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: SummedMemoryLimiter {
+                limit_bytes: limits.memory_bytes,
+                used_bytes: 0,
+                max_table_elements: 100_000,
+            },
+            log,
+            cancelled,
+            observer,
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+}
+
+impl WasiView for SandboxState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl Host for SandboxState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        let level = match level {
+            LogLevel::Trace => "TRACE",
+            LogLevel::Debug => "DEBUG",
+            LogLevel::Info => "INFO",
+            LogLevel::Warn => "WARN",
+            LogLevel::Error => "ERROR",
+        };
+        self.log.append(format!("[{level}] {message}\n").as_bytes());
+    }
+
+    fn progress(&mut self, fraction: f64, message: String) {
+        if let Some(observer) = &self.observer {
+            let fraction = if fraction.is_finite() {
+                fraction.clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            observer.progress(fraction, message);
+        }
+    }
+
+    fn cancelled(&mut self) -> bool {
+        self.is_cancelled()
+    }
+}

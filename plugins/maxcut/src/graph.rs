@@ -1,0 +1,113 @@
+//! The sparse graph the solvers work on: adjacency lists in compressed rows, each undirected
+//! edge stored once per end.
+
+/// A weighted undirected graph in compressed sparse rows.
+#[derive(Debug, Clone)]
+pub struct Graph {
+    /// `offsets[v]..offsets[v + 1]` indexes `v`'s neighbours in `targets` and `weights`.
+    offsets: Vec<usize>,
+    targets: Vec<u32>,
+    weights: Vec<f64>,
+}
+
+impl Graph {
+    /// Builds the graph from a symmetric dense matrix, keeping only non-zero off-diagonal entries.
+    pub fn from_dense(matrix: &[Vec<f64>]) -> Graph {
+        let mut offsets = Vec::with_capacity(matrix.len() + 1);
+        let mut targets = Vec::new();
+        let mut weights = Vec::new();
+        offsets.push(0);
+        for (i, row) in matrix.iter().enumerate() {
+            for (j, &weight) in row.iter().enumerate() {
+                if i != j && weight != 0.0 {
+                    targets.push(j as u32);
+                    weights.push(weight);
+                }
+            }
+            offsets.push(targets.len());
+        }
+        Graph {
+            offsets,
+            targets,
+            weights,
+        }
+    }
+
+    /// Builds the graph from an edge list `(i, j, w)` over nodes `0..num_nodes`; parallel edges
+    /// add up and self-loops are dropped.
+    pub fn from_edges(num_nodes: usize, edges: &[(usize, usize, f64)]) -> Graph {
+        let mut degree = vec![0usize; num_nodes];
+        for &(i, j, weight) in edges {
+            if i != j && weight != 0.0 {
+                degree[i] += 1;
+                degree[j] += 1;
+            }
+        }
+        let mut offsets = Vec::with_capacity(num_nodes + 1);
+        offsets.push(0);
+        for d in &degree {
+            offsets.push(offsets[offsets.len() - 1] + d);
+        }
+        let mut cursor = offsets.clone();
+        let mut targets = vec![0u32; offsets[num_nodes]];
+        let mut weights = vec![0.0; offsets[num_nodes]];
+        for &(i, j, weight) in edges {
+            if i != j && weight != 0.0 {
+                targets[cursor[i]] = j as u32;
+                weights[cursor[i]] = weight;
+                cursor[i] += 1;
+                targets[cursor[j]] = i as u32;
+                weights[cursor[j]] = weight;
+                cursor[j] += 1;
+            }
+        }
+        Graph {
+            offsets,
+            targets,
+            weights,
+        }
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The neighbours of `node` with the weights of the edges to them.
+    pub fn neighbours(&self, node: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let range = self.offsets[node]..self.offsets[node + 1];
+        self.targets[range.clone()]
+            .iter()
+            .zip(&self.weights[range])
+            .map(|(&target, &weight)| (target as usize, weight))
+    }
+
+    /// The weight of the edges between the two sides, each edge counted once.
+    pub fn cut_value(&self, sides: &[bool]) -> f64 {
+        let mut twice = 0.0;
+        for node in 0..self.num_nodes() {
+            for (neighbour, weight) in self.neighbours(node) {
+                if sides[node] != sides[neighbour] {
+                    twice += weight;
+                }
+            }
+        }
+        twice / 2.0
+    }
+
+    /// How much the cut grows if `node` changes side, for every node.
+    pub fn flip_gains(&self, sides: &[bool]) -> Vec<f64> {
+        (0..self.num_nodes())
+            .map(|node| {
+                self.neighbours(node)
+                    .map(|(neighbour, weight)| {
+                        if sides[node] == sides[neighbour] {
+                            weight
+                        } else {
+                            -weight
+                        }
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+}

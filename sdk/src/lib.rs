@@ -1,0 +1,337 @@
+//! caseload-sdk: everything a use-case author needs to build a caseload plugin.
+//!
+//! A plugin is a WebAssembly component for `wasm32-wasip2` that exports the `caseload:plugin`
+//! world (`sdk/wit/caseload.wit`). Authors do not touch the WIT bindings: they implement
+//! [`UseCase`] with typed input and output and call [`export_use_case!`] once.
+//!
+//! ```ignore
+//! struct Echo;
+//! impl caseload_sdk::UseCase for Echo {
+//!     type Input = serde_json::Value;
+//!     type Output = serde_json::Value;
+//!     fn describe() -> caseload_sdk::Describe { /* name, version, schemas */ }
+//!     fn run(input: Self::Input, _: &caseload_sdk::RunContext) -> Result<Self::Output, caseload_sdk::RunError> {
+//!         Ok(input)
+//!     }
+//! }
+//! caseload_sdk::export_use_case!(Echo);
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` and drop the `.wasm` into the
+//! server's plugins directory. The same crate also compiles natively, where the host imports
+//! become no-ops, so solver code can be unit-tested and benchmarked without a sandbox.
+
+// The generated bindings name the SDK by its crate path, from inside it too.
+extern crate self as caseload_sdk;
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The bindings generated from the WIT world. Public only for [`export_use_case!`].
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_plugin_world",
+        default_bindings_module: "::caseload_sdk::bindings",
+        runtime_path: "::caseload_sdk::__private::wit_bindgen::rt",
+    });
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use wit_bindgen;
+
+    use crate::bindings::exports::caseload::plugin::use_case as wit;
+    use crate::{RunContext, UseCase, Violation};
+
+    pub fn describe<U: UseCase>() -> wit::PluginInfo {
+        let describe = U::describe();
+        wit::PluginInfo {
+            name: describe.name.to_owned(),
+            version: describe.version.to_owned(),
+            aliases: describe
+                .aliases
+                .iter()
+                .map(|alias| (*alias).to_owned())
+                .collect(),
+            description: describe.description.to_owned(),
+            input_schema: describe.input_schema.to_owned(),
+            output_schema: describe.output_schema.to_owned(),
+            media_types: describe
+                .media_types
+                .iter()
+                .map(|media| (*media).to_owned())
+                .collect(),
+        }
+    }
+
+    pub fn validate<U: UseCase>(input: String) -> Result<(), Vec<wit::Violation>> {
+        let input = parse::<U>(&input)?;
+        U::validate(&input).map_err(into_wit_violations)
+    }
+
+    pub fn run<U: UseCase>(
+        input: String,
+        options: wit::RunOptions,
+    ) -> Result<String, wit::PluginError> {
+        let input = parse::<U>(&input).map_err(wit::PluginError::InvalidInput)?;
+        if let Err(violations) = U::validate(&input) {
+            return Err(wit::PluginError::InvalidInput(into_wit_violations(
+                violations,
+            )));
+        }
+        let context = RunContext::new(
+            std::time::Duration::from_millis(options.time_limit_ms),
+            options.seed,
+            options.max_iterations,
+        );
+        match U::run(input, &context) {
+            Ok(output) => serde_json::to_string(&output).map_err(|error| {
+                wit::PluginError::Failed(format!("cannot encode output: {error}"))
+            }),
+            Err(crate::RunError::InvalidInput(violations)) => Err(wit::PluginError::InvalidInput(
+                into_wit_violations(violations),
+            )),
+            Err(crate::RunError::Failed(message)) => Err(wit::PluginError::Failed(message)),
+        }
+    }
+
+    fn parse<U: UseCase>(input: &str) -> Result<U::Input, Vec<wit::Violation>> {
+        serde_json::from_str(input).map_err(|error| {
+            vec![wit::Violation {
+                pointer: String::new(),
+                message: error.to_string(),
+            }]
+        })
+    }
+
+    fn into_wit_violations(violations: Vec<Violation>) -> Vec<wit::Violation> {
+        violations
+            .into_iter()
+            .map(|violation| wit::Violation {
+                pointer: violation.pointer,
+                message: violation.message,
+            })
+            .collect()
+    }
+}
+
+/// What a use case says about itself; the host reads it once when it loads the plugin.
+#[derive(Debug, Clone)]
+pub struct Describe {
+    /// The name clients use as `problem_id`: lowercase letters, digits and `-`.
+    pub name: &'static str,
+    /// Semantic version, usually `env!("CARGO_PKG_VERSION")`.
+    pub version: &'static str,
+    /// Other identifiers for the use case, such as a URN.
+    pub aliases: &'static [&'static str],
+    pub description: &'static str,
+    /// JSON Schema of the input, usually `include_str!` of a file in `schemas/`.
+    pub input_schema: &'static str,
+    /// JSON Schema of the output.
+    pub output_schema: &'static str,
+    /// Media types of dataset files the use case reads.
+    pub media_types: &'static [&'static str],
+}
+
+/// A problem with the input that the JSON Schema could not express.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// A JSON pointer (RFC 6901) into the input, `""` for the whole document.
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Violation {
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Violation {
+        Violation {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Why a run produced no output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// The input cannot be solved as given; reported to the client like a validation failure.
+    InvalidInput(Vec<Violation>),
+    /// Anything else, explained for the job's error message.
+    Failed(String),
+}
+
+/// A use case: typed input in, typed output out.
+pub trait UseCase {
+    /// The input, as the input schema describes it.
+    type Input: DeserializeOwned;
+    /// The output, as the output schema describes it.
+    type Output: Serialize;
+
+    fn describe() -> Describe;
+
+    /// Checks what the schema cannot say. Called at submission time under a short deadline, so
+    /// keep it linear in the input's size.
+    fn validate(_input: &Self::Input) -> Result<(), Vec<Violation>> {
+        Ok(())
+    }
+
+    /// Solves one job.
+    fn run(input: Self::Input, context: &RunContext) -> Result<Self::Output, RunError>;
+}
+
+/// The severity of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// What a run knows about its job, and its way to talk to the host while it runs.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    time_limit: Duration,
+    seed: u64,
+    max_iterations: Option<u64>,
+    started: Instant,
+}
+
+impl RunContext {
+    /// A context for running a use case outside the sandbox (tests, native benchmarks).
+    pub fn new(time_limit: Duration, seed: u64, max_iterations: Option<u64>) -> RunContext {
+        RunContext {
+            time_limit,
+            seed,
+            max_iterations,
+            started: Instant::now(),
+        }
+    }
+
+    /// The job's time budget. The sandbox stops the plugin shortly after it, so an anytime
+    /// algorithm should return its best answer before then.
+    pub fn time_limit(&self) -> Duration {
+        self.time_limit
+    }
+
+    /// When the run should return its answer.
+    pub fn deadline(&self) -> Instant {
+        self.started + self.time_limit
+    }
+
+    /// Time since the run started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub fn max_iterations(&self) -> Option<u64> {
+        self.max_iterations
+    }
+
+    /// True once the client cancelled the job; return early when it is.
+    pub fn cancelled(&self) -> bool {
+        host::cancelled()
+    }
+
+    /// Reports progress, `fraction` in [0, 1]. The host throttles what it stores.
+    pub fn progress(&self, fraction: f64, message: &str) {
+        host::progress(fraction.clamp(0.0, 1.0), message);
+    }
+
+    /// Appends a line to the execution's log.
+    pub fn log(&self, level: LogLevel, message: &str) {
+        host::log(level, message);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod host {
+    use crate::LogLevel;
+    use crate::bindings::caseload::plugin::host as wit;
+
+    pub fn cancelled() -> bool {
+        wit::cancelled()
+    }
+
+    pub fn progress(fraction: f64, message: &str) {
+        wit::progress(fraction, message);
+    }
+
+    pub fn log(level: LogLevel, message: &str) {
+        let level = match level {
+            LogLevel::Trace => wit::LogLevel::Trace,
+            LogLevel::Debug => wit::LogLevel::Debug,
+            LogLevel::Info => wit::LogLevel::Info,
+            LogLevel::Warn => wit::LogLevel::Warn,
+            LogLevel::Error => wit::LogLevel::Error,
+        };
+        wit::log(level, message);
+    }
+}
+
+/// Outside the sandbox there is no host: nothing is ever cancelled and reports go nowhere.
+#[cfg(not(target_arch = "wasm32"))]
+mod host {
+    use crate::LogLevel;
+
+    pub fn cancelled() -> bool {
+        false
+    }
+
+    pub fn progress(_fraction: f64, _message: &str) {}
+
+    pub fn log(_level: LogLevel, _message: &str) {}
+}
+
+/// Exports a [`UseCase`] as the plugin's implementation of the `caseload:plugin` world.
+///
+/// Call it once, at the crate root of a `cdylib` crate. On targets other than wasm32 it
+/// expands to nothing, so the crate still builds and tests natively.
+#[macro_export]
+macro_rules! export_use_case {
+    ($use_case:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            struct CaseloadExport;
+
+            impl $crate::bindings::exports::caseload::plugin::use_case::Guest for CaseloadExport {
+                fn describe() -> $crate::bindings::exports::caseload::plugin::use_case::PluginInfo {
+                    $crate::__private::describe::<$use_case>()
+                }
+
+                fn validate(
+                    input: ::std::string::String,
+                ) -> ::std::result::Result<
+                    (),
+                    ::std::vec::Vec<
+                        $crate::bindings::exports::caseload::plugin::use_case::Violation,
+                    >,
+                > {
+                    $crate::__private::validate::<$use_case>(input)
+                }
+
+                fn run(
+                    input: ::std::string::String,
+                    options: $crate::bindings::exports::caseload::plugin::use_case::RunOptions,
+                ) -> ::std::result::Result<
+                    ::std::string::String,
+                    $crate::bindings::exports::caseload::plugin::use_case::PluginError,
+                > {
+                    $crate::__private::run::<$use_case>(input, options)
+                }
+            }
+
+            $crate::bindings::__export_plugin_world!(CaseloadExport);
+        };
+    };
+}
