@@ -1,0 +1,231 @@
+//! Login and bearer tokens: every way a token can be wrong answers 401 with a Bearer challenge.
+
+use std::time::Instant;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ed25519_dalek::SigningKey;
+use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{ADMIN_PASSWORD, TestServer, expect_problem};
+
+#[tokio::test]
+async fn login_issues_an_eddsa_token_with_a_kid() {
+    let server = TestServer::start();
+    let response = server.login("admin", ADMIN_PASSWORD).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "Bearer");
+    assert_eq!(body["expires_in"], 3600);
+    let token = body["access_token"].as_str().unwrap();
+    let header = jsonwebtoken::decode_header(token).unwrap();
+    assert_eq!(header.alg, Algorithm::EdDSA);
+    assert!(header.kid.is_some_and(|kid| !kid.is_empty()));
+
+    let response = server.get(token, "/problems").await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bad_credentials_answer_one_401_in_about_the_same_time() {
+    let server = TestServer::start();
+    let wrong_password = expect_problem(
+        server.login("admin", "wrong").await,
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    let unknown_user = expect_problem(
+        server.login("nobody", "wrong").await,
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    assert_eq!(
+        wrong_password, unknown_user,
+        "the two failures must not be told apart"
+    );
+
+    // Both run one argon2 verification; compare the medians of interleaved attempts.
+    let mut wrong_times = Vec::new();
+    let mut unknown_times = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        server.login("admin", "wrong").await;
+        wrong_times.push(started.elapsed());
+        let started = Instant::now();
+        server.login("nobody", "wrong").await;
+        unknown_times.push(started.elapsed());
+    }
+    wrong_times.sort();
+    unknown_times.sort();
+    let ratio = wrong_times[2].as_secs_f64() / unknown_times[2].as_secs_f64();
+    assert!(
+        (0.33..3.0).contains(&ratio),
+        "wrong password {:?} vs unknown user {:?}",
+        wrong_times[2],
+        unknown_times[2]
+    );
+
+    // Malformed bodies are told apart from wrong credentials.
+    let response = server
+        .client
+        .post(server.url("/login"))
+        .header("content-type", "application/json")
+        .body("{")
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::BAD_REQUEST).await;
+    let response = server
+        .client
+        .post(server.url("/login"))
+        .json(&json!({"username": "admin"}))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+}
+
+fn sign(header: &Header, claims: &Value, key: &SigningKey) -> String {
+    let pem = key.to_pkcs8_pem(LineEnding::LF).unwrap();
+    jsonwebtoken::encode(
+        header,
+        claims,
+        &EncodingKey::from_ed_pem(pem.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn every_bad_token_answers_401_with_a_bearer_challenge() {
+    let server = TestServer::start();
+    let good = server.admin_token().await;
+    let kid = jsonwebtoken::decode_header(&good).unwrap().kid.unwrap();
+    let claims: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(good.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let now = chrono::Utc::now().timestamp();
+
+    // The server's own key, read from its data directory, to mint an expired token.
+    let pem = std::fs::read_to_string(server.data_dir().join("jwt-ed25519.pem")).unwrap();
+    let server_key = SigningKey::from_pkcs8_pem(&pem).unwrap();
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some(kid.clone());
+    let mut expired_claims = claims.clone();
+    expired_claims["exp"] = json!(now - 3600);
+    expired_claims["iat"] = json!(now - 7200);
+    let expired = sign(&header, &expired_claims, &server_key);
+
+    // Same claims and kid, signed by another key.
+    let forged = sign(
+        &header,
+        &claims,
+        &SigningKey::generate(&mut rand::rngs::OsRng),
+    );
+
+    // `alg: none` with no signature.
+    let none_header =
+        URL_SAFE_NO_PAD.encode(json!({"alg": "none", "typ": "JWT", "kid": kid}).to_string());
+    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+    let unsigned = format!("{none_header}.{payload}.");
+
+    // A valid signature over tampered claims.
+    let parts: Vec<&str> = good.split('.').collect();
+    let mut tampered_claims = claims.clone();
+    tampered_claims["sub"] = json!("someone-else");
+    let tampered = format!(
+        "{}.{}.{}",
+        parts[0],
+        URL_SAFE_NO_PAD.encode(tampered_claims.to_string()),
+        parts[2]
+    );
+
+    let cases: Vec<(&str, Option<String>)> = vec![
+        ("missing", None),
+        ("not bearer", Some(format!("Basic {good}"))),
+        ("malformed", Some("Bearer not-a-jwt".into())),
+        ("empty", Some("Bearer ".into())),
+        ("expired", Some(format!("Bearer {expired}"))),
+        ("forged", Some(format!("Bearer {forged}"))),
+        ("alg none", Some(format!("Bearer {unsigned}"))),
+        ("tampered", Some(format!("Bearer {tampered}"))),
+    ];
+    for (name, authorization) in cases {
+        let mut request = server.client.get(server.url("/job/anything"));
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "case {name}");
+        let challenge = response.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(challenge.starts_with("Bearer"), "case {name}: {challenge}");
+        expect_problem(response, StatusCode::UNAUTHORIZED).await;
+    }
+}
+
+#[tokio::test]
+async fn tokens_survive_a_restart() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let data_dir = server.kill();
+    let server = TestServer::start_in(data_dir, &[]);
+    let response = server.get(&token, "/problems").await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn first_start_without_a_password_generates_one_for_admin() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir.path())
+        .env_remove("CASELOAD_ADMIN_PASSWORD")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut printed = Vec::new();
+    let mut base_url = None;
+    for line in std::io::BufRead::lines(stdout).map_while(Result::ok) {
+        if let Some(address) = line.strip_prefix("listening on ") {
+            base_url = Some(address.to_owned());
+            break;
+        }
+        printed.push(line);
+    }
+    let base_url = base_url.expect("the server listens");
+    let path = data_dir.path().join("admin-password");
+    let password = std::fs::read_to_string(&path).unwrap().trim().to_owned();
+    assert!(password.len() >= 16);
+    assert!(
+        printed.iter().any(|line| line.contains(&password)),
+        "printed once: {printed:?}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let response = reqwest::Client::new()
+        .post(format!("{base_url}/login"))
+        .json(&json!({"username": "admin", "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -1,0 +1,253 @@
+//! The spec's flow: log in, launch max-cut inline, read the job until it ends, read its output.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{
+    ServerOptions, TestServer, brute_force_max_cut, cut_of, expect_problem, matrix,
+};
+
+/// Launches max-cut on `matrix`, waits for it and checks the answer: the expected optimum,
+/// marked optimal, with a partition whose cut is the reported value.
+async fn check_max_cut(
+    server: &TestServer,
+    token: &str,
+    adjacency: &[Vec<f64>],
+    expected: f64,
+) -> Value {
+    let body = json!({ "num_nodes": adjacency.len(), "adj_matrix": adjacency });
+    let job = server.launch(token, "maxcut", &body).await;
+    let view = server.wait_until_ended(token, &job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    let output = server.output(token, &job).await;
+    assert_eq!(output["cut_value"].as_f64(), Some(expected), "{output}");
+    assert_eq!(output["optimal"], true);
+    let partition: Vec<u64> = output["partition"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|side| side.as_u64().unwrap())
+        .collect();
+    assert_eq!(partition.len(), adjacency.len());
+    assert!(partition.iter().all(|side| *side <= 1));
+    assert_eq!(cut_of(adjacency, &partition), expected);
+    view
+}
+
+#[tokio::test]
+async fn max_cut_of_small_graphs_with_known_optimum() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+
+    let five_cycle = matrix(
+        5,
+        &[
+            (0, 1, 1.0),
+            (1, 2, 1.0),
+            (2, 3, 1.0),
+            (3, 4, 1.0),
+            (4, 0, 1.0),
+        ],
+    );
+    let view = check_max_cut(&server, &token, &five_cycle, 4.0).await;
+
+    // The execution record: one attempt, the built-in plugin, timings, no error.
+    let executions = view["executions"].as_object().unwrap();
+    assert_eq!(executions.len(), 1);
+    let execution = executions.values().next().unwrap();
+    assert_eq!(execution["attempt"], 1);
+    assert_eq!(execution["status"], "COMPLETED");
+    assert_eq!(execution["plugin"]["name"], "maxcut");
+    assert!(
+        execution["plugin"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert!(execution["duration_ms"].as_i64().unwrap() >= 0);
+    assert_eq!(execution["error"], Value::Null);
+    assert!(execution["logs"]["truncated"].is_boolean());
+
+    let k4 = matrix(
+        4,
+        &[
+            (0, 1, 1.0),
+            (0, 2, 1.0),
+            (0, 3, 1.0),
+            (1, 2, 1.0),
+            (1, 3, 1.0),
+            (2, 3, 1.0),
+        ],
+    );
+    check_max_cut(&server, &token, &k4, 4.0).await;
+
+    // Negative and fractional weights, checked against brute force written here.
+    let weighted = matrix(
+        8,
+        &[
+            (0, 1, 3.5),
+            (0, 2, -2.0),
+            (0, 7, 1.25),
+            (1, 2, 4.0),
+            (1, 3, -1.5),
+            (2, 4, 2.0),
+            (3, 4, 5.0),
+            (3, 5, -3.25),
+            (4, 6, 1.0),
+            (5, 6, 2.5),
+            (5, 7, -0.5),
+            (6, 7, 3.0),
+            (2, 6, -4.0),
+        ],
+    );
+    let optimum = brute_force_max_cut(&weighted);
+    check_max_cut(&server, &token, &weighted, optimum).await;
+
+    // The use case also answers to its URN.
+    let job = server
+        .launch(
+            &token,
+            "urn:caseload:usecase:maxcut",
+            &json!({"num_nodes": 4, "adj_matrix": k4}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
+}
+
+/// With one worker busy on a long job, a new job is `PENDING`: empty `end_at`, no executions,
+/// no output yet (409), then it runs and completes.
+#[tokio::test]
+async fn a_queued_job_is_pending_then_completes() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "1"],
+        plugins: &[("caseload_guest_spin", "spin.wasm")],
+    });
+    let token = server.admin_token().await;
+    let busy = server
+        .launch(&token, "spin", &json!({"options": {"time_limit_s": 1}}))
+        .await;
+    let k4 = matrix(
+        4,
+        &[
+            (0, 1, 1.0),
+            (0, 2, 1.0),
+            (0, 3, 1.0),
+            (1, 2, 1.0),
+            (1, 3, 1.0),
+            (2, 3, 1.0),
+        ],
+    );
+    let job = server
+        .launch(&token, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
+        .await;
+
+    let before = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let view = server.job(&token, &job).await;
+    assert_eq!(view["status"], "PENDING");
+    assert_eq!(view["end_at"], "");
+    assert_eq!(view["executions"], json!({}));
+    let started_at = view["started_at"].as_str().unwrap();
+    assert_timestamp_near(started_at, before);
+
+    let response = server.get(&token, &format!("/job/{job}/output")).await;
+    expect_problem(response, StatusCode::CONFLICT).await;
+
+    let view = server.wait_until_ended(&token, &job).await;
+    assert_eq!(view["status"], "COMPLETED");
+    assert_timestamp_near(view["end_at"].as_str().unwrap(), before);
+    assert_eq!(
+        server.wait_until_ended(&token, &busy).await["status"],
+        "FAILED"
+    );
+}
+
+/// `MM/DD/YYYY, HH:MM:SS` in UTC, no earlier than `not_before` and not in the future.
+fn assert_timestamp_near(text: &str, not_before: chrono::DateTime<chrono::Utc>) {
+    let parsed = chrono::NaiveDateTime::parse_from_str(text, "%m/%d/%Y, %H:%M:%S")
+        .unwrap_or_else(|error| panic!("{text:?} is not MM/DD/YYYY, HH:MM:SS: {error}"))
+        .and_utc();
+    assert_eq!(text.len(), "08/15/2024, 10:52:45".len());
+    assert!(
+        parsed >= not_before.with_nanosecond(0).unwrap(),
+        "{text} is before {not_before}"
+    );
+    assert!(parsed <= chrono::Utc::now(), "{text} is in the future");
+}
+
+use chrono::Timelike;
+
+#[tokio::test]
+async fn other_users_jobs_and_unknown_ids_are_not_found() {
+    let server = TestServer::start();
+    server.add_user("bob", "bob's password");
+    let admin = server.admin_token().await;
+    let bob = server.token("bob", "bob's password").await;
+    let k4 = matrix(
+        4,
+        &[
+            (0, 1, 1.0),
+            (0, 2, 1.0),
+            (0, 3, 1.0),
+            (1, 2, 1.0),
+            (1, 3, 1.0),
+            (2, 3, 1.0),
+        ],
+    );
+    let job = server
+        .launch(&admin, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
+        .await;
+    server.wait_until_ended(&admin, &job).await;
+
+    expect_problem(
+        server.get(&bob, &format!("/job/{job}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_problem(
+        server.get(&bob, &format!("/job/{job}/output")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_problem(
+        server.get(&admin, "/job/no-such-job").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    let response = server
+        .post_json(
+            &admin,
+            "/problem/no-such-use-case",
+            &json!({"num_nodes": 1, "adj_matrix": [[0]]}),
+        )
+        .await;
+    expect_problem(response, StatusCode::NOT_FOUND).await;
+    expect_problem(
+        server.get(&admin, "/problem/no-such-use-case").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // The use case is listed with its schema.
+    let response = server.get(&bob, "/problem/max-cut").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let detail: Value = response.json().await.unwrap();
+    assert_eq!(detail["name"], "maxcut");
+    assert_eq!(detail["source"], "built-in");
+    assert_eq!(
+        detail["input_schema"]["required"],
+        json!(["num_nodes", "adj_matrix"])
+    );
+
+    let response = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().contains_key("x-request-id"));
+}

@@ -1,0 +1,287 @@
+//! The test harness: the real `caseload` binary on a real socket, with its own data directory.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use reqwest::{Client, Response, StatusCode};
+use serde_json::{Value, json};
+
+pub const ADMIN_PASSWORD: &str = "correct horse battery staple";
+
+/// How long a test waits for anything before it fails.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A compiled test guest, by crate name (`caseload-guest-spin` is `caseload_guest_spin`).
+pub fn guest_wasm(artifact: &str) -> PathBuf {
+    Path::new(env!("CASELOAD_TEST_GUESTS_DIR")).join(format!("{artifact}.wasm"))
+}
+
+/// A running server; killed when dropped.
+pub struct TestServer {
+    child: Child,
+    pub base_url: String,
+    pub client: Client,
+    data_dir: tempfile::TempDir,
+}
+
+/// How to start a server.
+#[derive(Default)]
+pub struct ServerOptions<'a> {
+    pub args: &'a [&'a str],
+    /// Guests to drop into the plugins directory before start: (artifact, file name).
+    pub plugins: &'a [(&'a str, &'a str)],
+}
+
+impl TestServer {
+    pub fn start() -> TestServer {
+        TestServer::start_with(ServerOptions::default())
+    }
+
+    pub fn start_with(options: ServerOptions<'_>) -> TestServer {
+        let data_dir = tempfile::tempdir().expect("a temporary directory");
+        let plugins_dir = data_dir.path().join("plugins");
+        std::fs::create_dir_all(&plugins_dir).expect("the plugins directory");
+        for (artifact, file_name) in options.plugins {
+            std::fs::copy(guest_wasm(artifact), plugins_dir.join(file_name))
+                .expect("the test guest was built by build.rs");
+        }
+        TestServer::start_in(data_dir, options.args)
+    }
+
+    /// Starts a server on an existing data directory (for restarts).
+    pub fn start_in(data_dir: tempfile::TempDir, args: &[&str]) -> TestServer {
+        let stderr = std::fs::File::create(data_dir.path().join("server.log")).expect("a log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir.path())
+            .args(args)
+            .env("CASELOAD_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("the caseload binary starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(address) = line.strip_prefix("listening on ") {
+                    let _ = sender.send(address.to_owned());
+                }
+            }
+        });
+        let base_url = match receiver.recv_timeout(PATIENCE) {
+            Ok(address) => address,
+            Err(_) => {
+                let _ = child.kill();
+                let log =
+                    std::fs::read_to_string(data_dir.path().join("server.log")).unwrap_or_default();
+                panic!("the server did not say where it listens; its log:\n{log}");
+            }
+        };
+        TestServer {
+            child,
+            base_url,
+            client: Client::new(),
+            data_dir,
+        }
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.data_dir.path()
+    }
+
+    /// Kills the server (SIGKILL) and hands back its data directory.
+    pub fn kill(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let placeholder = tempfile::tempdir().expect("a temporary directory");
+        std::mem::replace(&mut self.data_dir, placeholder)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    /// Creates a user with the real `caseload user add`, beside the running server.
+    pub fn add_user(&self, name: &str, password: &str) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+            .args(["user", "add", name, "--password-stdin", "--data-dir"])
+            .arg(self.data_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("caseload user add starts");
+        writeln!(child.stdin.take().expect("piped stdin"), "{password}")
+            .expect("the password is written");
+        let output = child.wait_with_output().expect("caseload user add ends");
+        assert!(
+            output.status.success(),
+            "user add failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    pub async fn login(&self, username: &str, password: &str) -> Response {
+        self.client
+            .post(self.url("/login"))
+            .json(&json!({ "username": username, "password": password }))
+            .send()
+            .await
+            .expect("the server answers")
+    }
+
+    /// Logs in and returns the access token.
+    pub async fn token(&self, username: &str, password: &str) -> String {
+        let response = self.login(username, password).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: Value = response.json().await.expect("a JSON body");
+        body["access_token"]
+            .as_str()
+            .expect("an access token")
+            .to_owned()
+    }
+
+    pub async fn admin_token(&self) -> String {
+        self.token("admin", ADMIN_PASSWORD).await
+    }
+
+    pub async fn get(&self, token: &str, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("the server answers")
+    }
+
+    pub async fn post_json(&self, token: &str, path: &str, body: &Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("the server answers")
+    }
+
+    /// Launches a job and returns its id, asserting the 202 and its Location.
+    pub async fn launch(&self, token: &str, problem_id: &str, body: &Value) -> String {
+        let response = self
+            .post_json(token, &format!("/problem/{problem_id}"), body)
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::ACCEPTED,
+            "{}",
+            response.text().await.unwrap_or_default()
+        );
+        let location = response.headers()["location"]
+            .to_str()
+            .expect("ASCII")
+            .to_owned();
+        let body: Value = response.json().await.expect("a JSON body");
+        let job = body["job"].as_str().expect("a job id").to_owned();
+        assert_eq!(location, format!("/job/{job}"));
+        assert!(
+            body["detail"]
+                .as_str()
+                .is_some_and(|detail| !detail.is_empty())
+        );
+        job
+    }
+
+    /// The job object under `job.<id>` of `GET /job/<id>`.
+    pub async fn job(&self, token: &str, job: &str) -> Value {
+        let response = self.get(token, &format!("/job/{job}")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body: Value = response.json().await.expect("a JSON body");
+        let jobs = body["job"].as_object().expect("a job object");
+        assert_eq!(jobs.len(), 1);
+        jobs[job].clone()
+    }
+
+    /// Polls the job until it has ended, and returns it.
+    pub async fn wait_until_ended(&self, token: &str, job: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let view = self.job(token, job).await;
+            if !matches!(view["status"].as_str(), Some("PENDING" | "RUNNING")) {
+                return view;
+            }
+            assert!(Instant::now() < deadline, "job {job} did not end: {view}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn output(&self, token: &str, job: &str) -> Value {
+        let response = self.get(token, &format!("/job/{job}/output")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        response.json().await.expect("a JSON body")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.data_dir.path().join("server.log"))
+                .unwrap_or_default();
+            eprintln!("--- server log ---\n{log}");
+        }
+    }
+}
+
+/// Asserts a problem+json answer with this status, and returns its body.
+pub async fn expect_problem(response: Response, status: StatusCode) -> Value {
+    assert_eq!(response.status(), status);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert_eq!(content_type, "application/problem+json");
+    let body: Value = response.json().await.expect("a JSON body");
+    assert_eq!(body["status"], status.as_u16());
+    assert!(body["type"].is_string() && body["title"].is_string() && body["detail"].is_string());
+    body
+}
+
+/// An n-node adjacency matrix from an edge list.
+pub fn matrix(n: usize, edges: &[(usize, usize, f64)]) -> Vec<Vec<f64>> {
+    let mut matrix = vec![vec![0.0; n]; n];
+    for &(i, j, weight) in edges {
+        matrix[i][j] = weight;
+        matrix[j][i] = weight;
+    }
+    matrix
+}
+
+/// The cut of `partition` in `matrix`, each edge counted once.
+pub fn cut_of(matrix: &[Vec<f64>], partition: &[u64]) -> f64 {
+    let mut cut = 0.0;
+    for i in 0..matrix.len() {
+        for j in i + 1..matrix.len() {
+            if partition[i] != partition[j] {
+                cut += matrix[i][j];
+            }
+        }
+    }
+    cut
+}
+
+/// The maximum cut by trying every partition.
+pub fn brute_force_max_cut(matrix: &[Vec<f64>]) -> f64 {
+    let n = matrix.len();
+    (0..1u64 << n)
+        .map(|mask| {
+            let partition: Vec<u64> = (0..n).map(|bit| mask >> bit & 1).collect();
+            cut_of(matrix, &partition)
+        })
+        .fold(f64::NEG_INFINITY, f64::max)
+}
