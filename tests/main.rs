@@ -1,6 +1,9 @@
 //! End-to-end tests: the real `caseload` binary on a real socket, with a real SQLite file and
 //! real wasm components built from this workspace. One test binary for the whole workspace.
 
+// A failed unwrap is a failed test, with its location: exactly what a test wants.
+#![allow(clippy::unwrap_used)]
+
 mod auth;
 mod flow;
 mod sandbox;

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::runtime::{CallError, CompiledPlugin, Limits, LoadError, PluginInfo, Runtime};
 
 /// The max-cut component, built from `plugins/maxcut` by `build.rs`.
-const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm"));
+pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm"));
 
 /// Where a plugin came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

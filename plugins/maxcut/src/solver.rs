@@ -111,7 +111,7 @@ pub fn exhaustive(graph: &Graph, limits: &SolveLimits, report: &mut Report<'_>) 
     let mut step = 0u64;
     while step < steps {
         step += 1;
-        if step % (CHECK_EVERY * 64) == 0 && clock.should_stop(best_cut, report) {
+        if step.is_multiple_of(CHECK_EVERY * 64) && clock.should_stop(best_cut, report) {
             completed = false;
             break;
         }
@@ -155,7 +155,7 @@ pub fn tabu_search(graph: &Graph, limits: &SolveLimits, report: &mut Report<'_>)
     let n = graph.num_nodes();
     let mut random = SplitMix64::new(limits.seed);
     let mut clock = Clock::new(limits.deadline);
-    let mut sides: Vec<bool> = (0..n).map(|_| random.next() & 1 == 1).collect();
+    let mut sides: Vec<bool> = (0..n).map(|_| random.next_u64() & 1 == 1).collect();
     let mut gains = graph.flip_gains(&sides);
     let mut cut = graph.cut_value(&sides);
     let mut best_cut = cut;
@@ -173,7 +173,7 @@ pub fn tabu_search(graph: &Graph, limits: &SolveLimits, report: &mut Report<'_>)
         {
             break;
         }
-        if iteration % CHECK_EVERY == 0 && iteration > 0 {
+        if iteration.is_multiple_of(CHECK_EVERY) && iteration > 0 {
             if clock.should_stop(best_cut, report) {
                 break;
             }
@@ -268,7 +268,7 @@ impl SplitMix64 {
         SplitMix64 { state: seed }
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -278,12 +278,12 @@ impl SplitMix64 {
 
     /// A number in `0..bound`; `bound` must be positive.
     pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
+        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
     }
 
     /// A float in [0, 1).
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -339,7 +339,7 @@ mod tests {
     fn incremental_gains_equal_recomputed_gains() {
         let graph = random_graph(40, 0.3, 11);
         let mut random = SplitMix64::new(5);
-        let mut sides: Vec<bool> = (0..40).map(|_| random.next() & 1 == 1).collect();
+        let mut sides: Vec<bool> = (0..40).map(|_| random.next_u64() & 1 == 1).collect();
         let mut gains = graph.flip_gains(&sides);
         let mut cut = graph.cut_value(&sides);
         for _ in 0..2_000 {
