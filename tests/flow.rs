@@ -231,6 +231,29 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
     )
     .await;
 
+    // Each user lists only their own jobs, newest first, a page at a time.
+    let second = server
+        .launch(&admin, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
+        .await;
+    let page: Value = server
+        .get(&admin, "/jobs?limit=1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["jobs"][0]["id"], second.as_str());
+    assert_eq!(page["next"], second.as_str());
+    let page: Value = server
+        .get(&admin, &format!("/jobs?limit=1&before={second}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["jobs"][0]["id"], job.as_str());
+    assert_eq!(page["jobs"][0]["status"], "COMPLETED");
+    let page: Value = server.get(&bob, "/jobs").await.json().await.unwrap();
+    assert_eq!(page, json!({"jobs": [], "next": null}));
+
     // The use case is listed with its schema.
     let response = server.get(&bob, "/problem/max-cut").await;
     assert_eq!(response.status(), StatusCode::OK);

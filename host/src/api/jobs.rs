@@ -1,12 +1,12 @@
-//! Jobs: `GET /job/<id>` (the spec's status shape) and `GET /job/<id>/output`.
+//! Jobs: `GET /job/<id>` (the spec's status shape), `GET /job/<id>/output`, and `GET /jobs`.
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::wire::JobStatusResponse;
+use super::wire::{JobList, JobListEntry, JobListQuery, JobStatusResponse};
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
 use crate::store::{JobOutput, now_millis};
@@ -15,6 +15,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/job/{job_id}", get(status))
         .route("/job/{job_id}/output", get(output))
+        .route("/jobs", get(list))
 }
 
 /// Another user's job answers exactly like a job that does not exist.
@@ -51,4 +52,27 @@ async fn output(
             status.as_str()
         ))),
     }
+}
+
+/// The most jobs one page lists.
+const MAX_PAGE: u32 = 500;
+
+async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    query: Result<Query<JobListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<JobList>, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
+    let jobs = state
+        .store
+        .jobs(&user.id, query.before.as_deref(), limit)
+        .await?;
+    let next = (jobs.len() == limit as usize)
+        .then(|| jobs.last().map(|job| job.id.clone()))
+        .flatten();
+    Ok(Json(JobList {
+        jobs: jobs.into_iter().map(JobListEntry::new).collect(),
+        next,
+    }))
 }

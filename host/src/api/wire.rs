@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::plugins::{Plugin, PluginSource};
-use crate::store::{ExecutionRecord, JobRecord, Millis};
+use crate::store::{ExecutionRecord, JobRecord, JobSummary, Millis};
 
 /// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
 pub fn format_timestamp(millis: Millis) -> String {
@@ -136,6 +136,41 @@ impl ExecutionView {
             },
         }
     }
+}
+
+/// `GET /jobs`: a page of the caller's jobs, newest first.
+#[derive(Debug, Serialize)]
+pub struct JobList {
+    pub jobs: Vec<JobListEntry>,
+    /// Pass as `before` for the next page; null on the last page.
+    pub next: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobListEntry {
+    pub id: String,
+    pub problem: String,
+    pub status: &'static str,
+    pub started_at: String,
+    pub end_at: String,
+}
+
+impl JobListEntry {
+    pub fn new(job: JobSummary) -> JobListEntry {
+        JobListEntry {
+            status: job.status.as_str(),
+            started_at: format_timestamp(job.created_at),
+            end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
+            id: job.id,
+            problem: job.problem,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct JobListQuery {
+    pub before: Option<String>,
+    pub limit: Option<u32>,
 }
 
 /// A use case as `GET /problems` lists it.

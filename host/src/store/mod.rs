@@ -222,6 +222,16 @@ pub struct ExecutionEnd {
     pub ended_at: Millis,
 }
 
+/// A job as `GET /jobs` lists it.
+#[derive(Debug, Clone)]
+pub struct JobSummary {
+    pub id: String,
+    pub problem: String,
+    pub status: JobStatus,
+    pub created_at: Millis,
+    pub ended_at: Option<Millis>,
+}
+
 /// The job's output, or where the job is instead.
 #[derive(Debug, Clone)]
 pub enum JobOutput {
@@ -244,6 +254,15 @@ pub trait JobStore: Send + Sync + 'static {
 
     /// The job with its executions, if it exists and belongs to `owner_id`.
     async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError>;
+
+    /// The owner's jobs, newest first: at most `limit`, all older than the job `before` if
+    /// given (keyset pagination on the time-ordered id).
+    async fn jobs(
+        &self,
+        owner_id: &str,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<JobSummary>, StoreError>;
 
     /// The job's output, if it exists and belongs to `owner_id`.
     async fn job_output(

@@ -14,8 +14,8 @@ use sqlx::sqlite::{
 
 use super::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionRecord, ExecutionStatus,
-    JobOutput, JobRecord, JobStatus, JobStore, Lease, Millis, NewJob, PluginRef, Progress,
-    StoreError, User, now_millis,
+    JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, Millis, NewJob, PluginRef,
+    Progress, StoreError, User, now_millis,
 };
 
 /// The schema, one script per version, applied in order at start.
@@ -224,6 +224,36 @@ impl JobStore for SqliteStore {
             ended_at: row.try_get("ended_at")?,
             executions,
         }))
+    }
+
+    async fn jobs(
+        &self,
+        owner_id: &str,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<JobSummary>, StoreError> {
+        // Ids are UUIDv7, so their order is their creation order.
+        let rows = sqlx::query(
+            "SELECT id, problem, status, created_at, ended_at FROM jobs
+             WHERE owner_id = ?1 AND (?2 IS NULL OR id < ?2)
+             ORDER BY id DESC LIMIT ?3",
+        )
+        .bind(owner_id)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(&self.readers)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(JobSummary {
+                    id: row.try_get("id")?,
+                    problem: row.try_get("problem")?,
+                    status: JobStatus::parse(row.try_get("status")?)?,
+                    created_at: row.try_get("created_at")?,
+                    ended_at: row.try_get("ended_at")?,
+                })
+            })
+            .collect()
     }
 
     async fn job_output(
