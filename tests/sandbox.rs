@@ -49,6 +49,11 @@ async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
     assert_eq!(execution["status"], "TIMED_OUT");
     assert_eq!(execution["error"]["code"], "timeout");
     assert_eq!(execution["plugin"]["name"], "spin");
+    let log = execution["logs"]["tail"].as_str().unwrap();
+    assert!(
+        log.contains("spinning until the sandbox stops me"),
+        "{execution}"
+    );
     // Stopped after its limit plus the grace period, not long after.
     let duration = execution["duration_ms"].as_i64().unwrap();
     assert!(duration >= 2_000, "{execution}");

@@ -72,6 +72,11 @@ impl Graph {
         self.offsets.len() - 1
     }
 
+    /// Undirected edges, each counted once.
+    pub fn num_edges(&self) -> usize {
+        self.targets.len() / 2
+    }
+
     /// The neighbours of `node` with the weights of the edges to them.
     pub fn neighbours(&self, node: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
         let range = self.offsets[node]..self.offsets[node + 1];

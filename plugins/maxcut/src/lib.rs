@@ -12,7 +12,7 @@
 pub mod graph;
 pub mod solver;
 
-use caseload_sdk::{Describe, RunContext, RunError, UseCase, Violation};
+use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation};
 use serde::{Deserialize, Serialize};
 
 use crate::graph::Graph;
@@ -81,11 +81,29 @@ impl UseCase for MaxCut {
             max_iterations: context.max_iterations(),
             seed: context.seed(),
         };
+        context.log(
+            LogLevel::Info,
+            &format!(
+                "{} nodes, {} edges, time limit {:?}, seed {}",
+                graph.num_nodes(),
+                graph.num_edges(),
+                context.time_limit(),
+                context.seed()
+            ),
+        );
         let solution = solver::solve(&graph, &limits, &mut |best_cut, fraction| {
             context.progress(fraction, &format!("best cut so far: {best_cut}"));
             context.cancelled()
         });
-        Ok(output_from(&graph, solution, context))
+        let output = output_from(&graph, solution, context);
+        context.log(
+            LogLevel::Info,
+            &format!(
+                "{}: cut {} after {} iterations",
+                output.solver.algorithm, output.cut_value, output.solver.iterations
+            ),
+        );
+        Ok(output)
     }
 }
 

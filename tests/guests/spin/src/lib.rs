@@ -25,6 +25,8 @@ impl UseCase for Spin {
         _input: serde_json::Value,
         _context: &RunContext,
     ) -> Result<serde_json::Value, RunError> {
+        // Lands in the execution's log: stdout is captured, even for a run that is killed.
+        println!("spinning until the sandbox stops me");
         let mut counter = 0u64;
         loop {
             counter = std::hint::black_box(counter.wrapping_add(1));
