@@ -14,6 +14,43 @@ pub const ADMIN_PASSWORD: &str = "correct horse battery staple";
 /// How long a test waits for anything before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// The API's bodies as `schemas/api/` describes them: every response the tests read is checked
+/// against its schema, so the schemas and the server cannot drift apart.
+pub enum Contract {
+    Token,
+    RunJob,
+    JobStatus,
+    Problem,
+}
+
+pub fn assert_contract(contract: Contract, body: &Value) {
+    let (name, text) = match contract {
+        Contract::Token => ("token", include_str!("../../schemas/api/token.schema.json")),
+        Contract::RunJob => (
+            "run-job",
+            include_str!("../../schemas/api/run-job.schema.json"),
+        ),
+        Contract::JobStatus => (
+            "job-status",
+            include_str!("../../schemas/api/job-status.schema.json"),
+        ),
+        Contract::Problem => (
+            "problem",
+            include_str!("../../schemas/api/problem.schema.json"),
+        ),
+    };
+    let schema: Value = serde_json::from_str(text).expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(body)
+        .map(|error| format!("{}: {error}", error.instance_path().as_str()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{body} breaks the {name} contract: {errors:?}"
+    );
+}
+
 /// A compiled test guest, by crate name (`caseload-guest-spin` is `caseload_guest_spin`).
 pub fn guest_wasm(artifact: &str) -> PathBuf {
     Path::new(env!("CASELOAD_TEST_GUESTS_DIR")).join(format!("{artifact}.wasm"))
@@ -141,6 +178,7 @@ impl TestServer {
         let response = self.login(username, password).await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = response.json().await.expect("a JSON body");
+        assert_contract(Contract::Token, &body);
         body["access_token"]
             .as_str()
             .expect("an access token")
@@ -186,6 +224,7 @@ impl TestServer {
             .expect("ASCII")
             .to_owned();
         let body: Value = response.json().await.expect("a JSON body");
+        assert_contract(Contract::RunJob, &body);
         let job = body["job"].as_str().expect("a job id").to_owned();
         assert_eq!(location, format!("/job/{job}"));
         assert!(
@@ -201,6 +240,7 @@ impl TestServer {
         let response = self.get(token, &format!("/job/{job}")).await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = response.json().await.expect("a JSON body");
+        assert_contract(Contract::JobStatus, &body);
         let jobs = body["job"].as_object().expect("a job object");
         assert_eq!(jobs.len(), 1);
         jobs[job].clone()
@@ -247,6 +287,7 @@ pub async fn expect_problem(response: Response, status: StatusCode) -> Value {
         .to_owned();
     assert_eq!(content_type, "application/problem+json");
     let body: Value = response.json().await.expect("a JSON body");
+    assert_contract(Contract::Problem, &body);
     assert_eq!(body["status"], status.as_u16());
     assert!(body["type"].is_string() && body["title"].is_string() && body["detail"].is_string());
     body
