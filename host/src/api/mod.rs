@@ -70,6 +70,7 @@ pub fn app(state: AppState) -> Router {
         .merge(problems::router())
         .merge(jobs::router())
         .route("/healthz", axum::routing::get(healthz))
+        .route("/openapi.json", axum::routing::get(openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -98,6 +99,25 @@ pub fn app(state: AppState) -> Router {
 
 async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// The OpenAPI document: `schemas/api/openapi.json` with the body schemas of `schemas/api/`
+/// (the ones the contract tests check responses against) as its components.
+async fn openapi() -> impl IntoResponse {
+    static DOCUMENT: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
+        let parse = |text: &str| -> serde_json::Value {
+            serde_json::from_str(text).expect("the schemas in schemas/api are JSON")
+        };
+        let mut document = parse(include_str!("../../../schemas/api/openapi.json"));
+        document["components"]["schemas"] = serde_json::json!({
+            "Token": parse(include_str!("../../../schemas/api/token.schema.json")),
+            "RunJob": parse(include_str!("../../../schemas/api/run-job.schema.json")),
+            "JobStatus": parse(include_str!("../../../schemas/api/job-status.schema.json")),
+            "Problem": parse(include_str!("../../../schemas/api/problem.schema.json")),
+        });
+        document
+    });
+    axum::Json(DOCUMENT.clone())
 }
 
 async fn not_found() -> ApiError {
