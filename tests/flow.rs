@@ -278,3 +278,88 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response.headers().contains_key("x-request-id"));
 }
+
+#[tokio::test]
+async fn openapi_metrics_and_unknown_routes() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let k4 = matrix(
+        4,
+        &[
+            (0, 1, 1.0),
+            (0, 2, 1.0),
+            (0, 3, 1.0),
+            (1, 2, 1.0),
+            (1, 3, 1.0),
+            (2, 3, 1.0),
+        ],
+    );
+    let job = server
+        .launch(&token, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
+        .await;
+    server.wait_until_ended(&token, &job).await;
+
+    // The OpenAPI document names every route and carries the contract schemas.
+    let document: Value = server
+        .client
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    for path in [
+        "/login",
+        "/problem/{problem_id}",
+        "/job/{job_id}",
+        "/job/{job_id}/output",
+        "/jobs",
+        "/problems",
+        "/healthz",
+    ] {
+        assert!(
+            document["paths"][path].is_object(),
+            "{path} is not in /openapi.json"
+        );
+    }
+    assert_eq!(
+        document["components"]["schemas"]["JobStatus"]["$id"],
+        "urn:caseload:api:job-status"
+    );
+
+    let metrics = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("caseload_jobs_accepted_total 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("caseload_executions_ended_total{status=\"COMPLETED\",error_code=\"\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("caseload_plugins_loaded 1"), "{metrics}");
+
+    let response = server
+        .client
+        .put(server.url("/login"))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::METHOD_NOT_ALLOWED).await;
+    let response = server
+        .client
+        .get(server.url("/nowhere"))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::NOT_FOUND).await;
+}

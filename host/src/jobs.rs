@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::FieldError;
+use crate::metrics::Metrics;
 use crate::plugins::{Plugin, PluginRegistry};
 use crate::runtime::{CallError, ExecutionObserver, Limits, RunOptions};
 use crate::store::{
@@ -185,6 +186,7 @@ struct WorkerContext {
     registry: Arc<PluginRegistry>,
     limits: JobLimits,
     signal: Arc<WorkSignal>,
+    metrics: Arc<Metrics>,
     shutdown: AtomicBool,
     runtime: tokio::runtime::Handle,
 }
@@ -212,6 +214,7 @@ impl WorkerPool {
         registry: Arc<PluginRegistry>,
         limits: JobLimits,
         signal: Arc<WorkSignal>,
+        metrics: Arc<Metrics>,
         runtime: tokio::runtime::Handle,
     ) -> WorkerPool {
         let context = Arc::new(WorkerContext {
@@ -219,6 +222,7 @@ impl WorkerPool {
             registry,
             limits,
             signal,
+            metrics,
             shutdown: AtomicBool::new(false),
             runtime,
         });
@@ -298,6 +302,8 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob) {
         }
     }
 
+    let run_started = Instant::now();
+    context.metrics.execution_started();
     let end = match plugin {
         Some(plugin) => execute(context, &claim, &execution_id, &plugin),
         None => failed(
@@ -306,6 +312,11 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob) {
             format!("the use case {:?} is no longer loaded", claim.problem),
         ),
     };
+    context.metrics.execution_ended(
+        end.status.as_str(),
+        end.error.as_ref().map(|error| error.code.as_str()),
+        run_started.elapsed(),
+    );
     tracing::info!(
         status = end.status.as_str(),
         error = end.error.as_ref().map(|error| error.code.as_str()),

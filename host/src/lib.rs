@@ -9,6 +9,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod jobs;
+pub mod metrics;
 pub mod plugins;
 pub mod runtime;
 pub mod store;
@@ -23,6 +24,7 @@ pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
 use crate::config::{ServeArgs, StorageArgs};
 use crate::jobs::{JobLimits, WorkSignal, WorkerPool};
+use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::runtime::{Limits, Runtime};
 use crate::store::{JobStore, SqliteStore, StoreError};
@@ -164,6 +166,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let registry = Arc::new(registry);
 
     let work = Arc::new(WorkSignal::default());
+    let metrics = Arc::new(Metrics::default());
     let workers = WorkerPool::start(
         args.workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get())),
@@ -171,10 +174,11 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         registry.clone(),
         job_limits,
         work.clone(),
+        metrics.clone(),
         tokio::runtime::Handle::current(),
     );
 
-    let state = AppState::new(store, registry, Arc::new(tokens), work, job_limits);
+    let state = AppState::new(store, registry, Arc::new(tokens), work, metrics, job_limits);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;

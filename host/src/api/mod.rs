@@ -21,6 +21,7 @@ pub use self::error::{ApiError, FieldError};
 pub use self::wire::format_timestamp;
 use crate::auth::TokenKeys;
 use crate::jobs::{JobLimits, WorkSignal};
+use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::runtime::Limits;
 use crate::store::JobStore;
@@ -35,6 +36,7 @@ pub struct AppState {
     pub registry: Arc<PluginRegistry>,
     pub tokens: Arc<TokenKeys>,
     pub work: Arc<WorkSignal>,
+    pub metrics: Arc<Metrics>,
     pub job_limits: JobLimits,
     /// Limits of the `validate` call made while a submission waits.
     pub validate_limits: Limits,
@@ -46,6 +48,7 @@ impl AppState {
         registry: Arc<PluginRegistry>,
         tokens: Arc<TokenKeys>,
         work: Arc<WorkSignal>,
+        metrics: Arc<Metrics>,
         job_limits: JobLimits,
     ) -> AppState {
         AppState {
@@ -53,6 +56,7 @@ impl AppState {
             registry,
             tokens,
             work,
+            metrics,
             validate_limits: Limits {
                 wall_time: Duration::from_secs(5),
                 ..job_limits.sandbox
@@ -71,6 +75,7 @@ pub fn app(state: AppState) -> Router {
         .merge(jobs::router())
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))
+        .route("/metrics", axum::routing::get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -118,6 +123,20 @@ async fn openapi() -> impl IntoResponse {
         document
     });
     axum::Json(DOCUMENT.clone())
+}
+
+async fn metrics(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Result<impl IntoResponse, ApiError> {
+    let pending = state.store.pending_count().await?;
+    let text = state.metrics.render(pending, state.registry.list().len());
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    ))
 }
 
 async fn not_found() -> ApiError {

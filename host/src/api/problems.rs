@@ -116,6 +116,7 @@ async fn run_job(
     // The job is committed before the client hears of it.
     state.store.insert_job(&job).await?;
     state.work.notify();
+    state.metrics.job_accepted();
     tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
 
     let location = format!("/job/{}", job.id);

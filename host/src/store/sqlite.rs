@@ -226,6 +226,13 @@ impl JobStore for SqliteStore {
         }))
     }
 
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE status = 'PENDING'")
+            .fetch_one(&self.readers)
+            .await?;
+        Ok(count as u64)
+    }
+
     async fn jobs(
         &self,
         owner_id: &str,
