@@ -4,7 +4,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::support::{
-    ServerOptions, TestServer, brute_force_max_cut, cut_of, expect_problem, matrix,
+    ServerOptions, TestServer, brute_force_max_cut, complete_graph, cut_of, expect_problem, matrix,
 };
 
 /// Launches max-cut on `matrix`, waits for it and checks the answer: the expected optimum,
@@ -72,17 +72,7 @@ async fn max_cut_of_small_graphs_with_known_optimum() {
     assert!(log.contains("[INFO] 5 nodes, 5 edges"), "{log}");
     assert!(log.contains("exhaustive: cut 4"), "{log}");
 
-    let k4 = matrix(
-        4,
-        &[
-            (0, 1, 1.0),
-            (0, 2, 1.0),
-            (0, 3, 1.0),
-            (1, 2, 1.0),
-            (1, 3, 1.0),
-            (2, 3, 1.0),
-        ],
-    );
+    let k4 = complete_graph(4);
     check_max_cut(&server, &token, &k4, 4.0).await;
 
     // Negative and fractional weights, checked against brute force written here.
@@ -133,17 +123,7 @@ async fn a_queued_job_is_pending_then_completes() {
     let busy = server
         .launch(&token, "spin", &json!({"options": {"time_limit_s": 1}}))
         .await;
-    let k4 = matrix(
-        4,
-        &[
-            (0, 1, 1.0),
-            (0, 2, 1.0),
-            (0, 3, 1.0),
-            (1, 2, 1.0),
-            (1, 3, 1.0),
-            (2, 3, 1.0),
-        ],
-    );
+    let k4 = complete_graph(4);
     let job = server
         .launch(&token, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
         .await;
@@ -189,17 +169,7 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
     server.add_user("bob", "bob's password");
     let admin = server.admin_token().await;
     let bob = server.token("bob", "bob's password").await;
-    let k4 = matrix(
-        4,
-        &[
-            (0, 1, 1.0),
-            (0, 2, 1.0),
-            (0, 3, 1.0),
-            (1, 2, 1.0),
-            (1, 3, 1.0),
-            (2, 3, 1.0),
-        ],
-    );
+    let k4 = complete_graph(4);
     let job = server
         .launch(&admin, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
         .await;
@@ -283,17 +253,7 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
 async fn openapi_metrics_and_unknown_routes() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    let k4 = matrix(
-        4,
-        &[
-            (0, 1, 1.0),
-            (0, 2, 1.0),
-            (0, 3, 1.0),
-            (1, 2, 1.0),
-            (1, 3, 1.0),
-            (2, 3, 1.0),
-        ],
-    );
+    let k4 = complete_graph(4);
     let job = server
         .launch(&token, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
         .await;

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{ServerOptions, TestServer, matrix};
+use crate::support::{ServerOptions, TestServer, complete_graph, matrix};
 
 #[tokio::test]
 async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
@@ -17,17 +17,7 @@ async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
         .await;
 
     // While the spinning guest holds one worker, max-cut jobs run on the other.
-    let k4 = matrix(
-        4,
-        &[
-            (0, 1, 1.0),
-            (0, 2, 1.0),
-            (0, 3, 1.0),
-            (1, 2, 1.0),
-            (1, 3, 1.0),
-            (2, 3, 1.0),
-        ],
-    );
+    let k4 = complete_graph(4);
     let job = server
         .launch(&token, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
         .await;

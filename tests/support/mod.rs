@@ -303,6 +303,13 @@ pub fn matrix(n: usize, edges: &[(usize, usize, f64)]) -> Vec<Vec<f64>> {
     matrix
 }
 
+/// K_n with unit weights; its maximum cut is floor(n/2) * ceil(n/2).
+pub fn complete_graph(n: usize) -> Vec<Vec<f64>> {
+    (0..n)
+        .map(|i| (0..n).map(|j| if i == j { 0.0 } else { 1.0 }).collect())
+        .collect()
+}
+
 /// The cut of `partition` in `matrix`, each edge counted once.
 pub fn cut_of(matrix: &[Vec<f64>], partition: &[u64]) -> f64 {
     let mut cut = 0.0;
