@@ -150,3 +150,59 @@ impl Host for SandboxState {
         self.is_cancelled()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limiter(limit_bytes: usize) -> SummedMemoryLimiter {
+        SummedMemoryLimiter {
+            limit_bytes,
+            used_bytes: 0,
+            max_table_elements: 10,
+        }
+    }
+
+    #[test]
+    fn memory_cap_is_summed_over_memories_obeyed() {
+        let mut limiter = limiter(100);
+        // Two memories of 40 bytes each, then one grows to 60: 100 in all.
+        assert!(
+            limiter
+                .memory_growing(0, 40, None)
+                .is_ok_and(|allowed| allowed)
+        );
+        assert!(
+            limiter
+                .memory_growing(0, 40, None)
+                .is_ok_and(|allowed| allowed)
+        );
+        assert!(
+            limiter
+                .memory_growing(40, 60, None)
+                .is_ok_and(|allowed| allowed)
+        );
+        assert_eq!(limiter.used_bytes, 100);
+    }
+
+    #[test]
+    fn memory_cap_is_summed_over_memories_violated() {
+        let mut limiter = limiter(100);
+        assert!(
+            limiter
+                .memory_growing(0, 60, None)
+                .is_ok_and(|allowed| allowed)
+        );
+        // Each memory alone is under the cap; together they are not.
+        let error = limiter
+            .memory_growing(0, 60, None)
+            .expect_err("the sum is over the cap");
+        assert!(error.downcast_ref::<MemoryLimitExceeded>().is_some());
+        assert_eq!(limiter.used_bytes, 60);
+        assert!(
+            limiter
+                .table_growing(0, 11, None)
+                .is_ok_and(|allowed| !allowed)
+        );
+    }
+}
