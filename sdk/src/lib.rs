@@ -4,16 +4,32 @@
 //! world (`sdk/wit/caseload.wit`). Authors do not touch the WIT bindings: they implement
 //! [`UseCase`] with typed input and output and call [`export_use_case!`] once.
 //!
-//! ```ignore
+//! ```
+//! use caseload_sdk::{Describe, RunContext, RunError, UseCase};
+//!
 //! struct Echo;
-//! impl caseload_sdk::UseCase for Echo {
+//!
+//! impl UseCase for Echo {
 //!     type Input = serde_json::Value;
 //!     type Output = serde_json::Value;
-//!     fn describe() -> caseload_sdk::Describe { /* name, version, schemas */ }
-//!     fn run(input: Self::Input, _: &caseload_sdk::RunContext) -> Result<Self::Output, caseload_sdk::RunError> {
+//!
+//!     fn describe() -> Describe {
+//!         Describe {
+//!             name: "echo",
+//!             version: "0.1.0",
+//!             aliases: &["urn:example:echo"],
+//!             description: "Returns its input.",
+//!             input_schema: r#"{"type": "object"}"#,
+//!             output_schema: r#"{"type": "object"}"#,
+//!             media_types: &["application/json"],
+//!         }
+//!     }
+//!
+//!     fn run(input: Self::Input, _context: &RunContext) -> Result<Self::Output, RunError> {
 //!         Ok(input)
 //!     }
 //! }
+//!
 //! caseload_sdk::export_use_case!(Echo);
 //! ```
 //!
