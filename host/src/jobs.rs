@@ -414,6 +414,12 @@ fn execute(
                 CallError::Cancelled => unreachable!("handled above"),
             };
             let message = match error {
+                CallError::Timeout(stopped_after) => format!(
+                    "the run exceeded its time limit of {:?} and was stopped after {:?} \
+                     (the limit plus a grace period)",
+                    options.time_limit(),
+                    stopped_after
+                ),
                 CallError::InvalidInput(violations) => violations
                     .iter()
                     .map(|violation| format!("{}: {}", violation.pointer, violation.message))
