@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// Packages compiled to components: the built-in use cases, then the guests the tests use.
 const BUILT_IN: &[(&str, &str)] = &[("caseload-maxcut", "caseload_maxcut")];
-const TEST_GUESTS: &[&str] = &["caseload-guest-spin"];
+const TEST_GUESTS: &[&str] = &["caseload-guest-runaway"];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));

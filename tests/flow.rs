@@ -117,11 +117,15 @@ async fn max_cut_of_small_graphs_with_known_optimum() {
 async fn a_queued_job_is_pending_then_completes() {
     let server = TestServer::start_with(ServerOptions {
         args: &["--workers", "1"],
-        plugins: &[("caseload_guest_spin", "spin.wasm")],
+        plugins: &[("caseload_guest_runaway", "runaway.wasm")],
     });
     let token = server.admin_token().await;
     let busy = server
-        .launch(&token, "spin", &json!({"options": {"time_limit_s": 1}}))
+        .launch(
+            &token,
+            "runaway",
+            &json!({"mode": "spin", "options": {"time_limit_s": 3}}),
+        )
         .await;
     let k4 = complete_graph(4);
     let job = server

@@ -1,25 +1,41 @@
-//! The sandbox's limits, with real guests: a run past its time limit fails with `timeout`
-//! while other jobs keep completing.
+//! The sandbox's limits, against real guests: each limit in a pair, `_obeyed` and `_violated`,
+//! and the server keeps serving while a runaway guest runs.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{ServerOptions, TestServer, complete_graph, matrix};
+
+const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
+
+/// The only execution of an ended job.
+fn only_execution(view: &Value) -> Value {
+    let executions = view["executions"].as_object().unwrap();
+    assert_eq!(executions.len(), 1, "{view}");
+    executions.values().next().unwrap().clone()
+}
 
 #[tokio::test]
 async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
     let server = TestServer::start_with(ServerOptions {
         args: &["--workers", "2"],
-        plugins: &[("caseload_guest_spin", "spin.wasm")],
+        plugins: RUNAWAY,
     });
     let token = server.admin_token().await;
     let spinning = server
-        .launch(&token, "spin", &json!({"options": {"time_limit_s": 2}}))
+        .launch(
+            &token,
+            "runaway",
+            &json!({"mode": "spin", "options": {"time_limit_s": 4}}),
+        )
         .await;
 
     // While the spinning guest holds one worker, max-cut jobs run on the other.
-    let k4 = complete_graph(4);
     let job = server
-        .launch(&token, "maxcut", &json!({"num_nodes": 4, "adj_matrix": k4}))
+        .launch(
+            &token,
+            "maxcut",
+            &json!({"num_nodes": 4, "adj_matrix": complete_graph(4)}),
+        )
         .await;
     assert_eq!(
         server.wait_until_ended(&token, &job).await["status"],
@@ -29,24 +45,37 @@ async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
 
     let view = server.wait_until_ended(&token, &spinning).await;
     assert_eq!(view["status"], "FAILED");
-    let execution = view["executions"]
-        .as_object()
-        .unwrap()
-        .values()
-        .next()
-        .unwrap()
-        .clone();
+    let execution = only_execution(&view);
     assert_eq!(execution["status"], "TIMED_OUT");
     assert_eq!(execution["error"]["code"], "timeout");
-    assert_eq!(execution["plugin"]["name"], "spin");
+    assert_eq!(execution["plugin"]["name"], "runaway");
     let log = execution["logs"]["tail"].as_str().unwrap();
-    assert!(
-        log.contains("spinning until the sandbox stops me"),
-        "{execution}"
-    );
-    // Stopped after its limit plus the grace period, not long after.
+    assert!(log.contains("running away: Spin"), "{execution}");
+    // Stopped after its limit plus the 1 s grace: not before, and not at the 10 s default.
     let duration = execution["duration_ms"].as_i64().unwrap();
-    assert!(duration >= 2_000, "{execution}");
+    assert!((4_000..9_000).contains(&duration), "{execution}");
+}
+
+/// Epoch interruption cannot stop a guest blocked in a host call; a WASI sleep still ends at
+/// the deadline.
+#[tokio::test]
+async fn time_limit_violated_by_sleeping_in_wasi() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &[],
+        plugins: RUNAWAY,
+    });
+    let token = server.admin_token().await;
+    let sleeping = server
+        .launch(
+            &token,
+            "runaway",
+            &json!({"mode": "sleep", "options": {"time_limit_s": 1}}),
+        )
+        .await;
+    let execution = only_execution(&server.wait_until_ended(&token, &sleeping).await);
+    assert_eq!(execution["error"]["code"], "timeout", "{execution}");
+    let duration = execution["duration_ms"].as_i64().unwrap();
+    assert!((1_000..9_000).contains(&duration), "{execution}");
 }
 
 #[tokio::test]
@@ -58,9 +87,8 @@ async fn time_limit_obeyed_completes_within_it() {
         .flat_map(|i| [(i, (i + 1) % 30, 1.0), (i, (i + 7) % 30, -1.0)])
         .collect();
     let adjacency = matrix(30, &edges);
-    let job = server
-        .launch(&token, "maxcut", &json!({"num_nodes": 30, "adj_matrix": adjacency, "options": {"time_limit_s": 0.5, "seed": 7}}))
-        .await;
+    let body = json!({"num_nodes": 30, "adj_matrix": adjacency, "options": {"time_limit_s": 0.5, "seed": 7}});
+    let job = server.launch(&token, "maxcut", &body).await;
     let view = server.wait_until_ended(&token, &job).await;
     assert_eq!(view["status"], "COMPLETED", "{view}");
     let output = server.output(&token, &job).await;
@@ -69,5 +97,48 @@ async fn time_limit_obeyed_completes_within_it() {
     assert!(
         output["solver"]["elapsed_s"].as_f64().unwrap() <= 1.5,
         "{output}"
+    );
+}
+
+#[tokio::test]
+async fn memory_limit_obeyed() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--memory-limit-mib", "64"],
+        plugins: RUNAWAY,
+    });
+    let token = server.admin_token().await;
+    let job = server
+        .launch(&token, "runaway", &json!({"mode": "grow", "grow_mib": 16}))
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
+    assert_eq!(
+        server.output(&token, &job).await,
+        json!({"allocated_mib": 16})
+    );
+}
+
+#[tokio::test]
+async fn memory_limit_violated() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--memory-limit-mib", "64"],
+        plugins: RUNAWAY,
+    });
+    let token = server.admin_token().await;
+    let job = server
+        .launch(&token, "runaway", &json!({"mode": "grow"}))
+        .await;
+    let view = server.wait_until_ended(&token, &job).await;
+    assert_eq!(view["status"], "FAILED");
+    let execution = only_execution(&view);
+    assert_eq!(execution["status"], "FAILED");
+    assert_eq!(execution["error"]["code"], "memory_limit", "{execution}");
+    assert!(
+        execution["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("67108864")
     );
 }

@@ -51,7 +51,7 @@ pub fn assert_contract(contract: Contract, body: &Value) {
     );
 }
 
-/// A compiled test guest, by crate name (`caseload-guest-spin` is `caseload_guest_spin`).
+/// A compiled test guest, by crate name (`caseload-guest-runaway` is `caseload_guest_runaway`).
 pub fn guest_wasm(artifact: &str) -> PathBuf {
     Path::new(env!("CASELOAD_TEST_GUESTS_DIR")).join(format!("{artifact}.wasm"))
 }

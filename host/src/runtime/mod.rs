@@ -171,6 +171,7 @@ impl Runtime {
         // Rust guests import WASI p2 even when they use none of it; the context each store
         // gets is empty, so linking it grants nothing but clocks, randomness and a log.
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(RuntimeError::Engine)?;
+        link_deadline_aware_clock(&mut linker).map_err(RuntimeError::Engine)?;
         PluginBindings::add_to_linker::<SandboxState, HasSelf<SandboxState>>(
             &mut linker,
             |state| state,
@@ -197,6 +198,42 @@ impl Runtime {
             pre,
         })
     }
+}
+
+/// The WASI monotonic clock's subscriptions as wasmtime-wasi implements them, but never
+/// waiting past the call's deadline (see [`SandboxState::clamp_wait`]). These two functions
+/// are the only ways a guest can wait on time; stdin is empty, the log never blocks and
+/// sockets are denied, so no other WASI call can hold a worker past its deadline.
+fn link_deadline_aware_clock(linker: &mut Linker<SandboxState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::clocks::WasiClocksView;
+    use wasmtime_wasi::p2::bindings::clocks::monotonic_clock::Host as MonotonicClock;
+
+    /// The interface as `add_to_linker_sync` names it (wasmtime-wasi 48).
+    const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance(MONOTONIC_CLOCK)?;
+    clock.func_wrap(
+        "subscribe-duration",
+        |mut store: wasmtime::StoreContextMut<'_, SandboxState>, (nanos,): (u64,)| {
+            let state = store.data_mut();
+            let wait = state.clamp_wait(Duration::from_nanos(nanos));
+            let pollable = state.clocks().subscribe_duration(wait.as_nanos() as u64)?;
+            Ok((pollable,))
+        },
+    )?;
+    clock.func_wrap(
+        "subscribe-instant",
+        |mut store: wasmtime::StoreContextMut<'_, SandboxState>, (when,): (u64,)| {
+            let state = store.data_mut();
+            let now = state.clocks().now()?;
+            let wait = state.clamp_wait(Duration::from_nanos(when.saturating_sub(now)));
+            let pollable = state.clocks().subscribe_duration(wait.as_nanos() as u64)?;
+            Ok((pollable,))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
 }
 
 /// One thread for the whole process advances the epoch; it stops when the engine is dropped.
@@ -306,10 +343,10 @@ impl CompiledPlugin {
         observer: Option<Arc<dyn ExecutionObserver>>,
     ) -> Call {
         let log = BoundedLog::new(limits.log_bytes);
-        let state = SandboxState::new(limits, log.clone(), cancelled, observer);
+        let deadline = Instant::now() + limits.wall_time;
+        let state = SandboxState::new(limits, deadline, log.clone(), cancelled, observer);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
-        let deadline = Instant::now() + limits.wall_time;
         store.epoch_deadline_callback(move |context| {
             if context.data().is_cancelled() {
                 return Err(Interruption::Cancelled.into());

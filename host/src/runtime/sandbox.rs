@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
@@ -77,11 +78,14 @@ pub struct SandboxState {
     log: BoundedLog,
     cancelled: Arc<AtomicBool>,
     observer: Option<Arc<dyn ExecutionObserver>>,
+    /// When the call must end; no WASI wait may last past it.
+    deadline: Instant,
 }
 
 impl SandboxState {
     pub fn new(
         limits: &Limits,
+        deadline: Instant,
         log: BoundedLog,
         cancelled: Arc<AtomicBool>,
         observer: Option<Arc<dyn ExecutionObserver>>,
@@ -106,7 +110,16 @@ impl SandboxState {
             log,
             cancelled,
             observer,
+            deadline,
         }
+    }
+
+    /// Shortens a WASI wait so that it ends just after the deadline. Epoch interruption
+    /// stops only running wasm; a guest blocked in a host sleep would otherwise hold its
+    /// worker for as long as it asked. Once the wait ends, the next epoch check traps.
+    pub fn clamp_wait(&self, wait: Duration) -> Duration {
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        wait.min(remaining + Duration::from_millis(20))
     }
 
     pub fn is_cancelled(&self) -> bool {
