@@ -255,7 +255,24 @@ fn work(context: &WorkerContext) {
             .runtime
             .block_on(context.store.claim_next_job(LEASE))
         {
-            Ok(Some(claim)) => run_claimed(context, claim),
+            Ok(Some(claim)) => {
+                let execution_id = uuid::Uuid::now_v7().to_string();
+                let lease = claim.lease.clone();
+                let run =
+                    std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id));
+                if std::panic::catch_unwind(run).is_err() {
+                    // A bug in the host, not in the plugin: fail the job rather than leave it
+                    // RUNNING, and keep this worker serving.
+                    tracing::error!(job = %lease.job_id, "the worker panicked running this job");
+                    let mut end = failed(
+                        &execution_id,
+                        ErrorCode::WorkerLost,
+                        "the worker failed while running this job".into(),
+                    );
+                    end.status = ExecutionStatus::Abandoned;
+                    record_end(context, &lease, &end);
+                }
+            }
             Ok(None) => context.signal.wait(seen, IDLE_POLL),
             Err(error) => {
                 tracing::error!(%error, "cannot claim a job");
@@ -265,11 +282,10 @@ fn work(context: &WorkerContext) {
     }
 }
 
-fn run_claimed(context: &WorkerContext, claim: ClaimedJob) {
+fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) {
     let job_id = claim.lease.job_id.clone();
     let span = tracing::info_span!("job", job = %job_id, attempt = claim.attempt);
     let _entered = span.enter();
-    let execution_id = uuid::Uuid::now_v7().to_string();
     let plugin = context.registry.resolve(&claim.problem);
     let plugin_ref = match &plugin {
         Some(plugin) => PluginRef {
@@ -285,7 +301,7 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob) {
     };
     let started = context.runtime.block_on(context.store.start_execution(
         &claim.lease,
-        &execution_id,
+        execution_id,
         claim.attempt,
         &plugin_ref,
         now_millis(),
@@ -305,9 +321,9 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob) {
     let run_started = Instant::now();
     context.metrics.execution_started();
     let end = match plugin {
-        Some(plugin) => execute(context, &claim, &execution_id, &plugin),
+        Some(plugin) => execute(context, &claim, execution_id, &plugin),
         None => failed(
-            &execution_id,
+            execution_id,
             ErrorCode::PluginError,
             format!("the use case {:?} is no longer loaded", claim.problem),
         ),
@@ -322,13 +338,30 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob) {
         error = end.error.as_ref().map(|error| error.code.as_str()),
         "execution ended"
     );
-    match context
-        .runtime
-        .block_on(context.store.finish_execution(&claim.lease, &end))
-    {
-        Ok(true) => {}
-        Ok(false) => tracing::warn!("lease lost: the result of this execution was discarded"),
-        Err(error) => tracing::error!(%error, "cannot record the execution's end"),
+    record_end(context, &claim.lease, &end);
+}
+
+/// Writes an execution's end, retrying a failing database a few times: a result that was
+/// computed is worth a short wait.
+fn record_end(context: &WorkerContext, lease: &Lease, end: &ExecutionEnd) {
+    let mut backoff = Duration::from_millis(100);
+    for attempt in 1..=5 {
+        match context
+            .runtime
+            .block_on(context.store.finish_execution(lease, end))
+        {
+            Ok(true) => return,
+            Ok(false) => {
+                tracing::warn!("lease lost: the result of this execution was discarded");
+                return;
+            }
+            Err(error) if attempt < 5 => {
+                tracing::warn!(%error, attempt, "cannot record the execution's end; retrying");
+                std::thread::sleep(backoff);
+                backoff *= 2;
+            }
+            Err(error) => tracing::error!(%error, "cannot record the execution's end"),
+        }
     }
 }
 

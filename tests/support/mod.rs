@@ -56,6 +56,16 @@ pub fn guest_wasm(artifact: &str) -> PathBuf {
     Path::new(env!("CASELOAD_TEST_GUESTS_DIR")).join(format!("{artifact}.wasm"))
 }
 
+/// A child process killed when the test ends, passed or failed.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A running server; killed when dropped.
 pub struct TestServer {
     child: Child,

@@ -40,6 +40,10 @@ pub struct AppState {
     pub job_limits: JobLimits,
     /// Limits of the `validate` call made while a submission waits.
     pub validate_limits: Limits,
+    /// Permits for the CPU- and memory-heavy work requests do off the async runtime
+    /// (argon2 verification, `validate`), one per CPU: a flood of logins or submissions
+    /// queues here instead of spawning hundreds of blocking threads.
+    pub blocking_work: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -61,6 +65,9 @@ impl AppState {
                 wall_time: Duration::from_secs(5),
                 ..job_limits.sandbox
             },
+            blocking_work: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |count| count.get()),
+            )),
             job_limits,
         }
     }
@@ -168,7 +175,8 @@ impl From<JsonRejection> for ApiError {
                 detail: rejection.body_text(),
                 errors: Vec::new(),
             },
-            StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(INLINE_BODY_LIMIT),
+            // axum's default limit for JSON bodies other than a job's.
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(2 << 20),
             _ => ApiError::BadRequest(rejection.body_text()),
         }
     }

@@ -158,42 +158,50 @@ fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 /// Reads the body if it is smaller than [`INLINE_BODY_LIMIT`]. A declared length at or over
-/// the limit is refused before a byte is read; a chunked body is cut off as soon as it passes
-/// the limit.
+/// the limit is refused before a byte is read; a chunked body is refused as soon as it passes
+/// the limit. Either way the rest of the body is never kept.
 async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
+    use futures_util::StreamExt;
+
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
+    let expects_continue = headers
+        .get(header::EXPECT)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let mut stream = body.into_data_stream();
     if declared.is_some_and(|length| length >= INLINE_BODY_LIMIT as u64) {
-        tokio::spawn(discard(body));
+        // A client waiting for `100 Continue` never sends the body if it is not read; anyone
+        // else is sending it already.
+        if !expects_continue {
+            tokio::spawn(discard(stream));
+        }
         return Err(ApiError::PayloadTooLarge(INLINE_BODY_LIMIT));
     }
-    axum::body::to_bytes(body, INLINE_BODY_LIMIT - 1)
-        .await
-        .map_err(|error| {
-            let too_large = std::error::Error::source(&error)
-                .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
-                || error.to_string().contains("length limit exceeded");
-            if too_large {
-                ApiError::PayloadTooLarge(INLINE_BODY_LIMIT)
-            } else {
-                ApiError::BadRequest(format!("cannot read the body: {error}"))
-            }
-        })
+    let mut bytes = Vec::with_capacity(declared.map_or(0, |length| length as usize));
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|error| ApiError::BadRequest(format!("cannot read the body: {error}")))?;
+        if bytes.len() + chunk.len() >= INLINE_BODY_LIMIT {
+            tokio::spawn(discard(stream));
+            return Err(ApiError::PayloadTooLarge(INLINE_BODY_LIMIT));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes.into())
 }
 
-/// Reads and drops what a refused client is still sending, a little of it, so that the
-/// connection closes cleanly and the client reads its 413 rather than a reset. Nothing is
-/// kept; clients that send `Expect: 100-continue` (curl does) never send the body at all.
-async fn discard(body: Body) {
+/// Reads and drops what a refused client is still sending, a bounded amount for a bounded
+/// time, so that the connection closes cleanly and the client reads its 413 rather than a
+/// reset. Nothing is kept.
+async fn discard(mut stream: axum::body::BodyDataStream) {
     use futures_util::StreamExt;
 
     const DISCARD_AT_MOST: usize = 64 << 20;
-    let mut body = body.into_data_stream();
     let mut discarded = 0usize;
     let drain = async {
-        while let Some(Ok(chunk)) = body.next().await {
+        while let Some(Ok(chunk)) = stream.next().await {
             discarded += chunk.len();
             if discarded > DISCARD_AT_MOST {
                 break;
@@ -279,6 +287,11 @@ async fn validate_with_plugin(
 ) -> Result<String, ApiError> {
     let plugin = plugin.clone();
     let limits = state.validate_limits;
+    let _permit = state
+        .blocking_work
+        .acquire()
+        .await
+        .map_err(|error| ApiError::Internal(error.to_string()))?;
     let (input, result) = tokio::task::spawn_blocking(move || {
         let result = plugin.component.validate(&input, &limits);
         (input, result)

@@ -206,7 +206,11 @@ impl ProblemSummary {
             digest: plugin.digest.clone(),
             source: match &plugin.source {
                 PluginSource::BuiltIn => "built-in".to_owned(),
-                PluginSource::File(path) => path.display().to_string(),
+                // The file's name only: the server's directories are nobody's business.
+                PluginSource::File(path) => format!(
+                    "file:{}",
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                ),
             },
             loaded_at: format_timestamp(plugin.loaded_at.timestamp_millis()),
             media_types: plugin.info.media_types.clone(),
