@@ -164,18 +164,25 @@ async fn an_oversized_declared_body_is_refused_before_it_is_sent() {
     let server = TestServer::start();
     let token = server.admin_token().await;
     let address = server.base_url.trim_start_matches("http://").to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
-    let head = format!(
-        "POST /problem/maxcut HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/json\r\nContent-Length: 4000000\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let mut answer = vec![0u8; 4096];
-    let read = tokio::time::timeout(crate::support::PATIENCE, stream.read(&mut answer))
-        .await
-        .expect("the server answers without waiting for the body")
-        .unwrap();
-    let answer = String::from_utf8_lossy(&answer[..read]);
-    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
-    assert!(answer.contains("application/problem+json"), "{answer}");
+    // Without and with `Expect: 100-continue`: the second client must get its 413 straight
+    // away, never a `100 Continue` asking for the body.
+    for expect in ["", "Expect: 100-continue\r\n"] {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let head = format!(
+            "POST /problem/maxcut HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: 4000000\r\n{expect}\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = vec![0u8; 4096];
+        let read = tokio::time::timeout(crate::support::PATIENCE, stream.read(&mut answer))
+            .await
+            .expect("the server answers without waiting for the body")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer[..read]);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{expect:?}: {answer}");
+        assert!(
+            answer.contains("application/problem+json"),
+            "{expect:?}: {answer}"
+        );
+    }
 }

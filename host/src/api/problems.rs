@@ -167,16 +167,11 @@ async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Byt
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
-    let expects_continue = headers
-        .get(header::EXPECT)
-        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"));
     let mut stream = body.into_data_stream();
     if declared.is_some_and(|length| length >= INLINE_BODY_LIMIT as u64) {
-        // A client waiting for `100 Continue` never sends the body if it is not read; anyone
-        // else is sending it already.
-        if !expects_continue {
-            tokio::spawn(discard(stream));
-        }
+        // The 413 goes out before the body is read, so a client waiting for `100 Continue`
+        // is never asked for it (tested); anyone else is sending it already.
+        tokio::spawn(discard(stream));
         return Err(ApiError::PayloadTooLarge(INLINE_BODY_LIMIT));
     }
     let mut bytes = Vec::with_capacity(declared.map_or(0, |length| length as usize));
