@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 
 use crate::api::{ApiError, AppState};
 
-/// The signing key's file in the data directory.
-const SIGNING_KEY_FILE: &str = "jwt-ed25519.pem";
+/// The signing key's file in the data directory, unless `--jwt-key-file` names another.
+pub const SIGNING_KEY_FILE: &str = "jwt-ed25519.pem";
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -86,11 +86,12 @@ impl std::fmt::Debug for TokenKeys {
 }
 
 impl TokenKeys {
-    /// Loads the signing key from the data directory, generating it on first start. Several
-    /// processes starting at once agree on one key: it is written to a temporary file and
-    /// hard-linked into place, which fails if another process got there first.
-    pub fn load_or_create(data_dir: &Path, ttl: Duration) -> Result<TokenKeys, AuthError> {
-        let path = data_dir.join(SIGNING_KEY_FILE);
+    /// Loads the Ed25519 signing key (PKCS#8 PEM) from `path`, generating it on first start.
+    /// Several processes starting at once agree on one key: it is written to a temporary file
+    /// and hard-linked into place, which fails if another process got there first. Replicas
+    /// share tokens by sharing this file (`--jwt-key-file`).
+    pub fn load_or_create(path: &Path, ttl: Duration) -> Result<TokenKeys, AuthError> {
+        let path = path.to_path_buf();
         let key_error = |source| AuthError::KeyFile {
             path: path.clone(),
             source,
@@ -103,7 +104,10 @@ impl TokenKeys {
                     path: path.clone(),
                     message: error.to_string(),
                 })?;
-            let temporary = data_dir.join(format!(".{SIGNING_KEY_FILE}.{}", uuid::Uuid::new_v4()));
+            let file_name = path
+                .file_name()
+                .map_or_else(|| "key".into(), |name| name.to_string_lossy());
+            let temporary = path.with_file_name(format!(".{file_name}.{}", uuid::Uuid::new_v4()));
             write_private_file(&temporary, pem.as_bytes()).map_err(key_error)?;
             let linked = std::fs::hard_link(&temporary, &path);
             let _ = std::fs::remove_file(&temporary);

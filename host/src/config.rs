@@ -53,7 +53,8 @@ pub struct StorageArgs {
     )]
     pub data_dir: PathBuf,
 
-    /// Database URL; without it, SQLite in `<data-dir>/caseload.db`.
+    /// Database URL: `postgres://...` for replicas sharing one database, or `sqlite://PATH`;
+    /// without it, SQLite in `<data-dir>/caseload.db`.
     #[arg(long, env = "CASELOAD_DATABASE_URL", global = true)]
     pub database_url: Option<String>,
 }
@@ -92,9 +93,33 @@ pub struct ServeArgs {
     /// How many times a job is tried when its worker dies under it.
     #[arg(long, env = "CASELOAD_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: u32,
+
+    /// The Ed25519 key (PKCS#8 PEM) that signs access tokens, generated if missing. Replicas
+    /// must share it, so that a token one issues verifies on all [default:
+    /// <data-dir>/jwt-ed25519.pem].
+    #[arg(long, env = "CASELOAD_JWT_KEY_FILE")]
+    pub jwt_key_file: Option<PathBuf>,
+
+    /// How long a worker's claim on a job lasts without a heartbeat (it renews every third of
+    /// this). A job whose replica died runs again after at most this plus `--reaper-interval`.
+    #[arg(long, env = "CASELOAD_LEASE", default_value = "30s", value_parser = parse_duration)]
+    pub lease: Duration,
+
+    /// How often each replica looks for expired leases.
+    #[arg(long, env = "CASELOAD_REAPER_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub reaper_interval: Duration,
+
+    /// On SIGTERM or SIGINT, how long running jobs may go on before they are interrupted and
+    /// given back to the queue for another replica.
+    #[arg(long, env = "CASELOAD_SHUTDOWN_GRACE", default_value = "30s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+
+    /// Finished jobs and their outputs are deleted this long after they end.
+    #[arg(long, env = "CASELOAD_RETENTION", default_value = "30d", value_parser = parse_duration)]
+    pub retention: Duration,
 }
 
-/// Parses `500ms`, `10s`, `5m`, `1h`, or a plain number of seconds.
+/// Parses `500ms`, `10s`, `5m`, `1h`, `30d`, or a plain number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -109,9 +134,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "" | "s" => number,
         "m" | "min" => number * 60.0,
         "h" => number * 3600.0,
+        "d" => number * 86400.0,
         other => {
             return Err(format!(
-                "unknown duration unit {other:?}; use ms, s, m or h"
+                "unknown duration unit {other:?}; use ms, s, m, h or d"
             ));
         }
     };
@@ -129,6 +155,7 @@ mod tests {
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86400)));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("3 weeks").is_err());
     }

@@ -4,6 +4,7 @@
 //! Workers are dedicated OS threads, not tokio tasks: a guest is CPU-bound and may not yield
 //! for as long as its deadline allows, which would starve the async runtime serving HTTP.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -21,11 +22,9 @@ use crate::store::{
     Lease, PluginRef, Progress, now_millis,
 };
 
-/// How long a claim lasts before another worker may take the job over.
-const LEASE: Duration = Duration::from_secs(300);
-
-/// How often an idle worker looks for work even if nobody woke it.
-const IDLE_POLL: Duration = Duration::from_secs(1);
+/// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
+/// jobs wake workers (and, on PostgreSQL, notify other replicas' workers).
+const IDLE_POLL: Duration = Duration::from_secs(2);
 
 /// At most one progress write per execution in this interval.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -41,6 +40,8 @@ pub struct JobLimits {
     pub sandbox: Limits,
     /// How many attempts a job gets when workers die under it.
     pub max_attempts: u32,
+    /// How long a claim lasts without a heartbeat; a third of it passes between heartbeats.
+    pub lease: Duration,
 }
 
 impl JobLimits {
@@ -153,7 +154,7 @@ impl WorkSignal {
         self.condvar.notify_one();
     }
 
-    fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         *self
             .generation
             .lock()
@@ -171,7 +172,7 @@ impl WorkSignal {
             .wait_timeout_while(guard, timeout, |generation| *generation == seen);
     }
 
-    fn notify_all(&self) {
+    pub fn notify_all(&self) {
         *self
             .generation
             .lock()
@@ -187,8 +188,54 @@ struct WorkerContext {
     limits: JobLimits,
     signal: Arc<WorkSignal>,
     metrics: Arc<Metrics>,
+    /// Set when the server stops: claim nothing more.
     shutdown: AtomicBool,
+    /// Set when the shutdown grace ran out: interrupt running jobs and give them back.
+    releasing: AtomicBool,
+    held: HeldLeases,
     runtime: tokio::runtime::Handle,
+}
+
+/// The leases this process's workers hold, each with its execution's interrupt flag: the
+/// heartbeat renews them all in one write, and stops the executions whose lease was lost.
+#[derive(Debug, Default)]
+struct HeldLeases(Mutex<HashMap<String, (Lease, Arc<AtomicBool>)>>);
+
+impl HeldLeases {
+    fn hold(&self, lease: &Lease) -> Arc<AtomicBool> {
+        let interrupt = Arc::new(AtomicBool::new(false));
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(lease.job_id.clone(), (lease.clone(), interrupt.clone()));
+        interrupt
+    }
+
+    fn release(&self, lease: &Lease) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&lease.job_id);
+    }
+
+    fn leases(&self) -> Vec<Lease> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|(lease, _)| lease.clone())
+            .collect()
+    }
+
+    /// Interrupts the executions of these leases (all of them, without a list).
+    fn interrupt(&self, leases: Option<&[Lease]>) {
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for (lease, interrupt) in held.values() {
+            if leases.is_none_or(|leases| leases.contains(lease)) {
+                interrupt.store(true, Ordering::SeqCst);
+            }
+        }
+    }
 }
 
 /// The worker threads.
@@ -224,8 +271,11 @@ impl WorkerPool {
             signal,
             metrics,
             shutdown: AtomicBool::new(false),
+            releasing: AtomicBool::new(false),
+            held: HeldLeases::default(),
             runtime,
         });
+        context.runtime.spawn(heartbeat(Arc::downgrade(&context)));
         let threads = (0..count.max(1))
             .map(|index| {
                 let context = context.clone();
@@ -238,12 +288,57 @@ impl WorkerPool {
         WorkerPool { context, threads }
     }
 
-    /// Stops claiming new jobs and waits for the running ones to end.
-    pub fn shutdown(self) {
+    /// Stops claiming new jobs and lets the running ones end within `grace`. Jobs still
+    /// running then are interrupted and given back to the queue (their execution `ABANDONED`),
+    /// so that another replica takes them at once instead of waiting for the lease to expire.
+    pub fn shutdown(self, grace: Duration) {
         self.context.shutdown.store(true, Ordering::SeqCst);
         self.context.signal.notify_all();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && self.threads.iter().any(|thread| !thread.is_finished()) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let running = self.context.held.leases().len();
+        if running > 0 {
+            tracing::warn!(
+                jobs = running,
+                "the shutdown grace ran out; giving the running jobs back to the queue"
+            );
+            self.context.releasing.store(true, Ordering::SeqCst);
+            self.context.held.interrupt(None);
+        }
         for thread in self.threads {
             let _ = thread.join();
+        }
+    }
+}
+
+/// Renews the held leases every third of a lease, and interrupts executions whose lease was
+/// lost: their results would be discarded, so computing them is wasted.
+async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
+    let Some(interval) = context.upgrade().map(|context| context.limits.lease / 3) else {
+        return;
+    };
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(context) = context.upgrade() else {
+            return;
+        };
+        let leases = context.held.leases();
+        if leases.is_empty() {
+            continue;
+        }
+        match context.store.heartbeat(&leases, context.limits.lease).await {
+            Ok(lost) if lost.is_empty() => {}
+            Ok(lost) => {
+                for lease in &lost {
+                    tracing::warn!(job = %lease.job_id, "lease lost; interrupting the execution");
+                }
+                context.held.interrupt(Some(&lost));
+            }
+            Err(error) => tracing::warn!(%error, "cannot renew the leases"),
         }
     }
 }
@@ -253,7 +348,7 @@ fn work(context: &WorkerContext) {
         let seen = context.signal.generation();
         match context
             .runtime
-            .block_on(context.store.claim_next_job(LEASE))
+            .block_on(context.store.claim_next_job(context.limits.lease))
         {
             Ok(Some(claim)) => {
                 let execution_id = uuid::Uuid::now_v7().to_string();
@@ -320,8 +415,9 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) {
 
     let run_started = Instant::now();
     context.metrics.execution_started();
+    let interrupt = context.held.hold(&claim.lease);
     let end = match plugin {
-        Some(plugin) => execute(context, &claim, execution_id, &plugin),
+        Some(plugin) => execute(context, &claim, execution_id, &plugin, interrupt),
         None => failed(
             execution_id,
             ErrorCode::PluginError,
@@ -339,6 +435,7 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) {
         "execution ended"
     );
     record_end(context, &claim.lease, &end);
+    context.held.release(&claim.lease);
 }
 
 /// Writes an execution's end, retrying a failing database a few times: a result that was
@@ -384,6 +481,7 @@ fn execute(
     claim: &ClaimedJob,
     execution_id: &str,
     plugin: &Plugin,
+    interrupt: Arc<AtomicBool>,
 ) -> ExecutionEnd {
     let options: JobOptions = match serde_json::from_str(&claim.options) {
         Ok(options) => options,
@@ -408,13 +506,9 @@ fn execute(
         seed: options.seed,
         max_iterations: options.max_iterations,
     };
-    let report = plugin.component.run(
-        &claim.input,
-        &run_options,
-        &limits,
-        Arc::new(AtomicBool::new(false)),
-        observer,
-    );
+    let report = plugin
+        .component
+        .run(&claim.input, &run_options, &limits, interrupt, observer);
     let (status, job_status, error, output) = match report.result {
         Ok(output) => match check_output(plugin, &output) {
             Ok(()) => (
@@ -433,6 +527,18 @@ fn execute(
                 None,
             ),
         },
+        // Interrupted because the server stops: the job goes back to the queue.
+        Err(CallError::Cancelled) if context.releasing.load(Ordering::SeqCst) => (
+            ExecutionStatus::Abandoned,
+            JobStatus::Pending,
+            Some(ExecutionError {
+                code: ErrorCode::WorkerLost,
+                message: "the server shut down before this execution ended; \
+                          the job went back to the queue"
+                    .into(),
+            }),
+            None,
+        ),
         Err(CallError::Cancelled) => (ExecutionStatus::Cancelled, JobStatus::Cancelled, None, None),
         Err(error) => {
             let (status, code) = match &error {

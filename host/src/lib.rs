@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod plugins;
 pub mod runtime;
 pub mod store;
+pub mod upkeep;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ use crate::jobs::{JobLimits, WorkSignal, WorkerPool};
 use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::runtime::{Limits, Runtime};
-use crate::store::{JobStore, SqliteStore, StoreError};
+use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
 pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStore>> {
@@ -42,11 +43,12 @@ pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStor
         Some(url) if url.starts_with("sqlite://") => PathBuf::from(&url["sqlite://".len()..]),
         Some(url) if url.starts_with("sqlite:") => PathBuf::from(&url["sqlite:".len()..]),
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            bail!(
-                "PostgreSQL is not supported by this build yet; omit --database-url to use SQLite"
-            )
+            let store = PostgresStore::open(url)
+                .await
+                .context("cannot open the PostgreSQL database")?;
+            return Ok(Arc::new(store));
         }
-        Some(url) => bail!("unsupported database URL {url:?}: use sqlite://PATH"),
+        Some(url) => bail!("unsupported database URL {url:?}: use postgres://... or sqlite://PATH"),
     };
     let store = SqliteStore::open(&path)
         .await
@@ -133,6 +135,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
             ..Limits::default()
         },
         max_attempts: args.max_attempts,
+        lease: args.lease,
     };
     let recovered = store.recover_interrupted(job_limits.max_attempts).await?;
     if recovered > 0 {
@@ -143,10 +146,13 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     }
     ensure_admin(store.as_ref(), &storage.data_dir).await?;
 
-    let data_dir = storage.data_dir.clone();
+    let key_file = args
+        .jwt_key_file
+        .clone()
+        .unwrap_or_else(|| storage.data_dir.join(auth::SIGNING_KEY_FILE));
     let token_ttl = args.token_ttl;
     let tokens =
-        tokio::task::spawn_blocking(move || TokenKeys::load_or_create(&data_dir, token_ttl))
+        tokio::task::spawn_blocking(move || TokenKeys::load_or_create(&key_file, token_ttl))
             .await??;
 
     let plugins_dir = args
@@ -166,6 +172,8 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let registry = Arc::new(registry);
 
     let work = Arc::new(WorkSignal::default());
+    store.watch_new_jobs(work.clone()).await;
+    upkeep::start(store.clone(), work.clone(), args);
     let metrics = Arc::new(Metrics::default());
     let workers = WorkerPool::start(
         args.workers
@@ -190,7 +198,8 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("stopped accepting requests; waiting for running jobs");
-    tokio::task::spawn_blocking(move || workers.shutdown()).await?;
+    let grace = args.shutdown_grace;
+    tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;
     Ok(())
 }
 

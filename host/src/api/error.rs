@@ -51,6 +51,12 @@ pub enum ApiError {
         detail: String,
         errors: Vec<FieldError>,
     },
+    /// An `Idempotency-Key` the caller used before for a different request.
+    #[error("{0}")]
+    IdempotencyKeyReused(String),
+    /// The server is stopping and takes no more work; another replica will.
+    #[error("the server is shutting down; retry the request")]
+    ShuttingDown,
     /// Anything the client cannot fix. Logged in full; the response says nothing of it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -58,7 +64,10 @@ pub enum ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> ApiError {
-        ApiError::Internal(error.to_string())
+        match error {
+            StoreError::Closed => ApiError::ShuttingDown,
+            other => ApiError::Internal(other.to_string()),
+        }
     }
 }
 
@@ -96,6 +105,10 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
             }
             ApiError::Validation { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid-input"),
+            ApiError::IdempotencyKeyReused(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "idempotency-key-reused")
+            }
+            ApiError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting-down"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }

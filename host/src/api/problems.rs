@@ -16,7 +16,7 @@ use crate::auth::AuthUser;
 use crate::jobs::JobOptions;
 use crate::plugins::Plugin;
 use crate::runtime::CallError;
-use crate::store::{NewJob, now_millis};
+use crate::store::{Idempotency, Inserted, NewJob, now_millis};
 
 /// At most this many schema violations are listed; the rest are counted.
 const MAX_LISTED_ERRORS: usize = 100;
@@ -67,7 +67,20 @@ async fn run_job(
 ) -> Result<Response, ApiError> {
     let plugin = resolve(&state, &problem_id)?;
     check_json_content_type(&headers)?;
+    let idempotency_key = idempotency_key(&headers)?;
     let body = read_limited(&headers, body).await?;
+    let idempotency = idempotency_key.map(|key| Idempotency {
+        key,
+        request_hash: request_hash(&plugin.info.name, &body),
+    });
+    if let Some(idempotency) = &idempotency
+        && let Some((job_id, request_hash)) = state
+            .store
+            .job_by_idempotency_key(&user.id, &idempotency.key)
+            .await?
+    {
+        return replay(&user, &plugin, idempotency, job_id, &request_hash);
+    }
     let body: Value = serde_json::from_slice(&body)
         .map_err(|error| ApiError::BadRequest(format!("the body is not valid JSON: {error}")))?;
     let Value::Object(mut fields) = body else {
@@ -112,27 +125,100 @@ async fn run_job(
         options: serde_json::to_string(&options)
             .map_err(|error| ApiError::Internal(error.to_string()))?,
         created_at: now_millis(),
+        idempotency,
     };
     // The job is committed before the client hears of it.
-    state.store.insert_job(&job).await?;
+    match state.store.insert_job(&job).await? {
+        Inserted::Created => {}
+        // The same key, sent twice at once: the other request stored its job first.
+        Inserted::Existing {
+            job_id,
+            request_hash,
+        } => {
+            let idempotency = job.idempotency.as_ref().ok_or_else(|| {
+                ApiError::Internal("an existing job reported for a request without a key".into())
+            })?;
+            return replay(&user, &plugin, idempotency, job_id, &request_hash);
+        }
+    }
     state.work.notify();
     state.metrics.job_accepted();
     tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
 
-    let location = format!("/job/{}", job.id);
+    Ok(accepted(&user, &plugin, job.id).into_response())
+}
+
+/// `202 {detail, job}` with the job's `Location`.
+fn accepted(user: &AuthUser, plugin: &Plugin, job_id: String) -> impl IntoResponse + use<> {
+    let location = format!("/job/{job_id}");
     let response = RunJobResponse {
         detail: format!(
             "authorized as {}; {} job accepted and queued",
             user.username, plugin.info.name
         ),
-        job: job.id,
+        job: job_id,
     };
-    Ok((
+    (
         StatusCode::ACCEPTED,
         [(header::LOCATION, location)],
         Json(response),
     )
-        .into_response())
+}
+
+/// The longest `Idempotency-Key` accepted.
+const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters, if present.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Ok(key)
+            if !key.is_empty()
+                && key.len() <= MAX_IDEMPOTENCY_KEY
+                && key.bytes().all(|byte| byte.is_ascii_graphic()) =>
+        {
+            Ok(Some(key.to_owned()))
+        }
+        _ => Err(ApiError::BadRequest(format!(
+            "the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters"
+        ))),
+    }
+}
+
+/// What makes two requests "the same": the use case and the body's exact bytes.
+fn request_hash(problem: &str, body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(problem.as_bytes());
+    hasher.update([0]);
+    hasher.update(body);
+    hex::encode(hasher.finalize())
+}
+
+/// The answer to a request whose key was used before: the same job for the same request,
+/// 422 for a different one.
+fn replay(
+    user: &AuthUser,
+    plugin: &Plugin,
+    idempotency: &Idempotency,
+    job_id: String,
+    stored_hash: &str,
+) -> Result<Response, ApiError> {
+    if stored_hash != idempotency.request_hash {
+        return Err(ApiError::IdempotencyKeyReused(format!(
+            "the Idempotency-Key {:?} was used for a different request (job {job_id}); \
+             use a new key for a new job",
+            idempotency.key
+        )));
+    }
+    let mut response = accepted(user, plugin, job_id).into_response();
+    response.headers_mut().insert(
+        "idempotent-replayed",
+        header::HeaderValue::from_static("true"),
+    );
+    Ok(response)
 }
 
 /// JSON, or no type at all (a bare `curl --data-binary`) is fine; anything else is not.

@@ -1,16 +1,27 @@
 //! The job store: users, jobs, their executions and outputs, behind one interface.
 //!
-//! Handlers and workers see only [`JobStore`]; the embedded SQLite implementation lives in
-//! [`sqlite`], and a PostgreSQL one can sit beside it without either of them changing.
-//! Every write of a running execution carries the [`Lease`] its worker got when it claimed the
-//! job, so a worker that lost its lease changes nothing.
+//! Handlers and workers see only [`JobStore`]. Two implementations sit behind it: the embedded
+//! [`SqliteStore`] (one process) and [`PostgresStore`] (any number of replicas sharing one
+//! database). Every write of a running execution carries the [`Lease`] its worker got when it
+//! claimed the job, so a worker that lost its lease changes nothing.
+//!
+//! The frequent writes (new jobs, claims, starts, progress, heartbeats, ends) go through a
+//! [`batch::Batcher`]: concurrent writes share one transaction and so one durable commit, which
+//! is where throughput comes from, without weakening durability.
 
+mod batch;
+mod postgres;
+mod sql;
 mod sqlite;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
+pub use self::postgres::PostgresStore;
 pub use self::sqlite::SqliteStore;
 
 /// Milliseconds since the Unix epoch, the store's one representation of time.
@@ -36,6 +47,9 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
+    /// The store is shutting down and takes no more writes.
+    #[error("the store is closed")]
+    Closed,
     /// The database holds a value this version of caseload does not understand.
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -131,6 +145,26 @@ string_enum!(ErrorCode {
     WorkerLost => "worker_lost",
 });
 
+/// A client's `Idempotency-Key` and a digest of the request it came with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    pub key: String,
+    pub request_hash: String,
+}
+
+/// What [`JobStore::insert_job`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inserted {
+    /// The job is stored.
+    Created,
+    /// The owner used this idempotency key before: nothing was stored, and this is the job that
+    /// key names, with the digest of the request that created it.
+    Existing {
+        job_id: String,
+        request_hash: String,
+    },
+}
+
 /// A job as accepted by the API, stored before the client hears about it.
 #[derive(Debug, Clone)]
 pub struct NewJob {
@@ -143,6 +177,7 @@ pub struct NewJob {
     /// The resolved job options JSON (time limit, seed...).
     pub options: String,
     pub created_at: Millis,
+    pub idempotency: Option<Idempotency>,
 }
 
 /// A job with its executions, for the status endpoint.
@@ -249,8 +284,16 @@ pub trait JobStore: Send + Sync + 'static {
 
     async fn user_count(&self) -> Result<u64, StoreError>;
 
-    /// Stores a new `PENDING` job durably; returns once it is committed.
-    async fn insert_job(&self, job: &NewJob) -> Result<(), StoreError>;
+    /// Stores a new `PENDING` job durably; returns once it is committed. With an idempotency key
+    /// the owner used before, stores nothing and names the job that key created.
+    async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError>;
+
+    /// The job an idempotency key of this owner created, with its request digest.
+    async fn job_by_idempotency_key(
+        &self,
+        owner_id: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, StoreError>;
 
     /// The job with its executions, if it exists and belongs to `owner_id`.
     async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError>;
@@ -278,6 +321,10 @@ pub trait JobStore: Send + Sync + 'static {
     /// token, and sets its lease to expire after `lease`.
     async fn claim_next_job(&self, lease: Duration) -> Result<Option<ClaimedJob>, StoreError>;
 
+    /// Extends the leases this process holds to expire `lease` from now. Returns the leases that
+    /// were lost (the job was reaped, cancelled or claimed by another worker).
+    async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError>;
+
     /// Records the start of an attempt. Returns false if the lease is no longer held.
     async fn start_execution(
         &self,
@@ -301,8 +348,164 @@ pub trait JobStore: Send + Sync + 'static {
     async fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd)
     -> Result<bool, StoreError>;
 
-    /// At the start of a single-process server: executions left `RUNNING` by a crash become
-    /// `ABANDONED`, and their jobs go back to `PENDING` (or `FAILED` after `max_attempts`).
-    /// Returns how many jobs were recovered.
+    /// Jobs whose lease expired (their worker died or stalled): the execution becomes
+    /// `ABANDONED` with `worker_lost`, and the job goes back to `PENDING`, or to `FAILED` once
+    /// it had `max_attempts`. Returns how many jobs were reaped.
+    async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError>;
+
+    /// At start. On the embedded single-process store every `RUNNING` job was left by a crash
+    /// of this very server and is reaped at once; on a shared database other replicas may be
+    /// running them, so only expired leases are reaped.
     async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError>;
+
+    /// Deletes at most `batch` finished jobs (with their executions and outputs) that ended
+    /// before `ended_before`. Returns how many were deleted.
+    async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError>;
+
+    /// Wakes `signal` whenever another process makes a job pending. A no-op where no other
+    /// process can.
+    async fn watch_new_jobs(&self, signal: std::sync::Arc<crate::jobs::WorkSignal>);
+}
+
+/// Reads an execution from a row of either backend (the columns of `executions`).
+fn execution_from_row<R>(row: &R) -> Result<ExecutionRecord, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let progress = match row.try_get::<Option<f64>, _>("progress_fraction")? {
+        Some(fraction) => Some(Progress {
+            fraction,
+            message: row
+                .try_get::<Option<String>, _>("progress_message")?
+                .unwrap_or_default(),
+        }),
+        None => None,
+    };
+    let error = match row.try_get::<Option<String>, _>("error_code")? {
+        Some(code) => Some(ExecutionError {
+            code: ErrorCode::parse(&code)?,
+            message: row
+                .try_get::<Option<String>, _>("error_message")?
+                .unwrap_or_default(),
+        }),
+        None => None,
+    };
+    Ok(ExecutionRecord {
+        id: row.try_get("id")?,
+        attempt: attempt_from(row.try_get("attempt")?)?,
+        status: ExecutionStatus::parse(&row.try_get::<String, _>("status")?)?,
+        plugin: PluginRef {
+            name: row.try_get("plugin_name")?,
+            version: row.try_get("plugin_version")?,
+            digest: row.try_get("plugin_digest")?,
+        },
+        started_at: row.try_get("started_at")?,
+        ended_at: row.try_get("ended_at")?,
+        progress,
+        error,
+        log_tail: row.try_get("log_tail")?,
+        log_truncated: row.try_get("log_truncated")?,
+    })
+}
+
+/// Reads a job summary from a row of either backend.
+fn summary_from_row<R>(row: &R) -> Result<JobSummary, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(JobSummary {
+        id: row.try_get("id")?,
+        problem: row.try_get("problem")?,
+        status: JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+        created_at: row.try_get("created_at")?,
+        ended_at: row.try_get("ended_at")?,
+    })
+}
+
+/// Reads a claimed job from the `RETURNING` row of either backend's claim.
+fn claim_from_row<R>(row: &R) -> Result<ClaimedJob, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(ClaimedJob {
+        lease: Lease {
+            job_id: row.try_get("id")?,
+            token: row.try_get("lease_token")?,
+        },
+        problem: row.try_get("problem")?,
+        input: row.try_get("input")?,
+        options: row.try_get("options")?,
+        attempt: attempt_from(row.try_get("attempts")?)?,
+    })
+}
+
+fn attempt_from(value: i64) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("attempt number {value}")))
+}
+
+/// A taken user name is a conflict, not a database failure.
+fn user_conflict(error: sqlx::Error, username: &str) -> StoreError {
+    if error
+        .as_database_error()
+        .is_some_and(|database| database.is_unique_violation())
+    {
+        StoreError::Conflict(format!("user {username:?}"))
+    } else {
+        StoreError::Database(error)
+    }
+}
+
+impl User {
+    /// A new user with a fresh id.
+    fn new(username: &str, password_hash: &str) -> User {
+        User {
+            id: uuid::Uuid::now_v7().to_string(),
+            username: username.to_owned(),
+            password_hash: password_hash.to_owned(),
+        }
+    }
+}
+
+impl JobRecord {
+    fn new(summary: JobSummary, executions: Vec<ExecutionRecord>) -> JobRecord {
+        JobRecord {
+            id: summary.id,
+            problem: summary.problem,
+            status: summary.status,
+            created_at: summary.created_at,
+            ended_at: summary.ended_at,
+            executions,
+        }
+    }
+}
+
+impl JobOutput {
+    /// The output only counts once the job completed.
+    fn from_parts(status: JobStatus, output: Option<String>) -> JobOutput {
+        match output {
+            Some(output) if status == JobStatus::Completed => JobOutput::Completed(output),
+            _ => JobOutput::NotCompleted(status),
+        }
+    }
+}
+
+impl ExecutionEnd {
+    /// When the job ends with this execution: never, if it goes back to the queue.
+    fn job_ended_at(&self) -> Option<Millis> {
+        match self.job_status {
+            JobStatus::Pending | JobStatus::Running => None,
+            JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled => Some(self.ended_at),
+        }
+    }
 }

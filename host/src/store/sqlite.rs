@@ -1,30 +1,51 @@
 //! The embedded store: one SQLite file in WAL mode, one writer connection (SQLite allows one
 //! writer at a time; a pool of them would only queue on the file lock) and a few readers.
+//! One process owns the file: there is no other process to wake or to share leases with.
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::{Row, SqliteConnection};
 
+use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
-    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionRecord, ExecutionStatus,
-    JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, Millis, NewJob, PluginRef,
-    Progress, StoreError, User, now_millis,
+    ClaimedJob, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus, JobStore, JobSummary,
+    Lease, Millis, NewJob, PluginRef, Progress, StoreError, User, claim_from_row,
+    execution_from_row, now_millis, sql, summary_from_row, user_conflict,
 };
+use crate::jobs::WorkSignal;
 
 /// The schema, one script per version, applied in order at start.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/sqlite/0001_initial.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/sqlite/0001_initial.sql")),
+    (
+        2,
+        include_str!("../../migrations/sqlite/0002_leases_idempotency.sql"),
+    ),
+];
+
+/// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
+const CLAIM: &str = "UPDATE jobs
+     SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
+         lease_expires_at = $1
+     WHERE id = (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT 1)
+     RETURNING id, problem, input, options, attempts, lease_token";
+
+const ABANDON_EXECUTIONS: &str = "UPDATE executions
+     SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
+     WHERE status = 'RUNNING' AND job_id IN (SELECT value FROM json_each($3))";
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     writer: SqlitePool,
     readers: SqlitePool,
+    batcher: Batcher,
 }
 
 impl SqliteStore {
@@ -48,7 +69,43 @@ impl SqliteStore {
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(SqliteStore { writer, readers })
+        let batcher = Batcher::start(Arc::new(SqliteWriter {
+            pool: writer.clone(),
+        }));
+        Ok(SqliteStore {
+            writer,
+            readers,
+            batcher,
+        })
+    }
+
+    async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
+        let now = now_millis();
+        let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let reaped: Vec<String> = sqlx::query_scalar(sql::REAP_JOBS)
+            .bind(i64::from(max_attempts))
+            .bind(now)
+            .bind(every_running)
+            .fetch_all(&mut *transaction)
+            .await?;
+        if reaped.is_empty() {
+            return Ok(0);
+        }
+        let message = if every_running {
+            "the server stopped while this execution ran"
+        } else {
+            sql::WORKER_LOST
+        };
+        sqlx::query(ABANDON_EXECUTIONS)
+            .bind(now)
+            .bind(message)
+            .bind(serde_json::to_string(&reaped).map_err(|error| {
+                StoreError::Corrupt(format!("cannot list reaped jobs: {error}"))
+            })?)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(reaped.len() as u64)
     }
 }
 
@@ -64,7 +121,7 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     for &(version, script) in MIGRATIONS {
         let mut transaction = pool.begin_with("BEGIN IMMEDIATE").await?;
         let applied: Option<i64> =
-            sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = ?")
+            sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = $1")
                 .bind(version)
                 .fetch_optional(&mut *transaction)
                 .await?;
@@ -75,7 +132,7 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
             .execute(&mut *transaction)
             .await
             .map_err(|source| StoreError::Migration { version, source })?;
-        sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)")
+        sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
             .bind(version)
             .bind(now_millis())
             .execute(&mut *transaction)
@@ -86,78 +143,186 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn is_unique_violation(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .is_some_and(|database| database.is_unique_violation())
+/// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction.
+struct SqliteWriter {
+    pool: SqlitePool,
 }
 
-fn execution_from_row(row: &SqliteRow) -> Result<ExecutionRecord, StoreError> {
-    let progress = match row.try_get::<Option<f64>, _>("progress_fraction")? {
-        Some(fraction) => Some(Progress {
-            fraction,
-            message: row
-                .try_get::<Option<String>, _>("progress_message")?
-                .unwrap_or_default(),
-        }),
-        None => None,
-    };
-    let error = match row.try_get::<Option<String>, _>("error_code")? {
-        Some(code) => Some(ExecutionError {
-            code: ErrorCode::parse(&code)?,
-            message: row
-                .try_get::<Option<String>, _>("error_message")?
-                .unwrap_or_default(),
-        }),
-        None => None,
-    };
-    Ok(ExecutionRecord {
-        id: row.try_get("id")?,
-        attempt: row.try_get::<u32, _>("attempt")?,
-        status: ExecutionStatus::parse(row.try_get("status")?)?,
-        plugin: PluginRef {
-            name: row.try_get("plugin_name")?,
-            version: row.try_get("plugin_version")?,
-            digest: row.try_get("plugin_digest")?,
-        },
-        started_at: row.try_get("started_at")?,
-        ended_at: row.try_get("ended_at")?,
-        progress,
-        error,
-        log_tail: row.try_get("log_tail")?,
-        log_truncated: row.try_get::<bool, _>("log_truncated")?,
+#[async_trait]
+impl BatchWriter for SqliteWriter {
+    async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut outcomes = Vec::with_capacity(writes.len());
+        for write in writes {
+            outcomes.push(apply(&mut transaction, write).await?);
+        }
+        transaction.commit().await?;
+        Ok(outcomes)
+    }
+}
+
+async fn apply(connection: &mut SqliteConnection, write: &Write) -> Result<Outcome, StoreError> {
+    Ok(match write {
+        Write::InsertJob(job) => Outcome::Inserted(insert_job(connection, job).await?),
+        Write::Claim { lease_expires_at } => {
+            let row = sqlx::query(CLAIM)
+                .bind(lease_expires_at)
+                .fetch_optional(&mut *connection)
+                .await?;
+            Outcome::Claimed(row.as_ref().map(claim_from_row).transpose()?)
+        }
+        Write::Start {
+            lease,
+            execution_id,
+            attempt,
+            plugin,
+            started_at,
+        } => {
+            let inserted = sqlx::query(sql::START_EXECUTION)
+                .bind(execution_id)
+                .bind(i64::from(*attempt))
+                .bind(&plugin.name)
+                .bind(&plugin.version)
+                .bind(&plugin.digest)
+                .bind(started_at)
+                .bind(&lease.job_id)
+                .bind(lease.token)
+                .execute(&mut *connection)
+                .await?;
+            Outcome::Held(inserted.rows_affected() == 1)
+        }
+        Write::Progress {
+            lease,
+            execution_id,
+            progress,
+        } => {
+            let updated = sqlx::query(sql::RECORD_PROGRESS)
+                .bind(progress.fraction)
+                .bind(&progress.message)
+                .bind(execution_id)
+                .bind(&lease.job_id)
+                .bind(lease.token)
+                .execute(&mut *connection)
+                .await?;
+            Outcome::Held(updated.rows_affected() == 1)
+        }
+        Write::Heartbeat {
+            leases,
+            lease_expires_at,
+        } => {
+            let mut lost = Vec::new();
+            for lease in leases {
+                let updated = sqlx::query(sql::HEARTBEAT)
+                    .bind(lease_expires_at)
+                    .bind(&lease.job_id)
+                    .bind(lease.token)
+                    .execute(&mut *connection)
+                    .await?;
+                if updated.rows_affected() == 0 {
+                    lost.push(lease.clone());
+                }
+            }
+            Outcome::Lost(lost)
+        }
+        Write::Finish { lease, end } => Outcome::Held(finish(connection, lease, end).await?),
     })
+}
+
+async fn insert_job(
+    connection: &mut SqliteConnection,
+    job: &NewJob,
+) -> Result<Inserted, StoreError> {
+    let inserted = sqlx::query(sql::INSERT_JOB)
+        .bind(&job.id)
+        .bind(&job.owner_id)
+        .bind(&job.problem)
+        .bind(&job.input)
+        .bind(&job.options)
+        .bind(job.created_at)
+        .bind(job.idempotency.as_ref().map(|idempotency| &idempotency.key))
+        .bind(
+            job.idempotency
+                .as_ref()
+                .map(|idempotency| &idempotency.request_hash),
+        )
+        .execute(&mut *connection)
+        .await?;
+    if inserted.rows_affected() == 1 {
+        return Ok(Inserted::Created);
+    }
+    let existing = match &job.idempotency {
+        Some(idempotency) => {
+            sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
+                .bind(&job.owner_id)
+                .bind(&idempotency.key)
+                .fetch_optional(&mut *connection)
+                .await?
+        }
+        None => None,
+    };
+    match existing {
+        Some(row) => Ok(Inserted::Existing {
+            job_id: row.try_get("id")?,
+            request_hash: row.try_get("request_hash")?,
+        }),
+        None => Err(StoreError::Conflict(format!("job {}", job.id))),
+    }
+}
+
+async fn finish(
+    connection: &mut SqliteConnection,
+    lease: &Lease,
+    end: &ExecutionEnd,
+) -> Result<bool, StoreError> {
+    let job = sqlx::query(sql::FINISH_JOB)
+        .bind(end.job_status.as_str())
+        .bind(end.job_ended_at())
+        .bind(&lease.job_id)
+        .bind(lease.token)
+        .execute(&mut *connection)
+        .await?;
+    if job.rows_affected() != 1 {
+        // The lease was lost: someone else owns the job now. Change nothing.
+        return Ok(false);
+    }
+    sqlx::query(sql::FINISH_EXECUTION)
+        .bind(end.status.as_str())
+        .bind(end.ended_at)
+        .bind(end.error.as_ref().map(|error| error.code.as_str()))
+        .bind(end.error.as_ref().map(|error| error.message.as_str()))
+        .bind(&end.log_tail)
+        .bind(end.log_truncated)
+        .bind(&end.execution_id)
+        .bind(&lease.job_id)
+        .execute(&mut *connection)
+        .await?;
+    if let Some(output) = &end.output {
+        sqlx::query(sql::INSERT_OUTPUT)
+            .bind(&lease.job_id)
+            .bind(output)
+            .execute(&mut *connection)
+            .await?;
+    }
+    Ok(true)
 }
 
 #[async_trait]
 impl JobStore for SqliteStore {
     async fn create_user(&self, username: &str, password_hash: &str) -> Result<User, StoreError> {
-        let user = User {
-            id: uuid::Uuid::now_v7().to_string(),
-            username: username.to_owned(),
-            password_hash: password_hash.to_owned(),
-        };
-        sqlx::query(
-            "INSERT INTO users (id, username, password_hash, created_at) VALUES (?, ?, ?, ?)",
-        )
-        .bind(&user.id)
-        .bind(&user.username)
-        .bind(&user.password_hash)
-        .bind(now_millis())
-        .execute(&self.writer)
-        .await
-        .map_err(|error| {
-            if is_unique_violation(&error) {
-                StoreError::Conflict(format!("user {username:?}"))
-            } else {
-                StoreError::Database(error)
-            }
-        })?;
+        let user = User::new(username, password_hash);
+        sqlx::query(sql::INSERT_USER)
+            .bind(&user.id)
+            .bind(&user.username)
+            .bind(&user.password_hash)
+            .bind(now_millis())
+            .execute(&self.writer)
+            .await
+            .map_err(|error| user_conflict(error, username))?;
         Ok(user)
     }
 
     async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
-        let row = sqlx::query("SELECT id, username, password_hash FROM users WHERE username = ?")
+        let row = sqlx::query(sql::USER_BY_NAME)
             .bind(username)
             .fetch_optional(&self.readers)
             .await?;
@@ -172,43 +337,42 @@ impl JobStore for SqliteStore {
     }
 
     async fn user_count(&self) -> Result<u64, StoreError> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+        let count: i64 = sqlx::query_scalar(sql::USER_COUNT)
             .fetch_one(&self.writer)
             .await?;
         Ok(count as u64)
     }
 
-    async fn insert_job(&self, job: &NewJob) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at)
-             VALUES (?, ?, ?, ?, ?, 'PENDING', ?)",
-        )
-        .bind(&job.id)
-        .bind(&job.owner_id)
-        .bind(&job.problem)
-        .bind(&job.input)
-        .bind(&job.options)
-        .bind(job.created_at)
-        .execute(&self.writer)
-        .await?;
-        Ok(())
+    async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
+        self.batcher.insert_job(job).await
+    }
+
+    async fn job_by_idempotency_key(
+        &self,
+        owner_id: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let row = sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
+            .bind(owner_id)
+            .bind(key)
+            .fetch_optional(&self.readers)
+            .await?;
+        row.map(|row| Ok((row.try_get("id")?, row.try_get("request_hash")?)))
+            .transpose()
     }
 
     async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError> {
         // One read transaction, so the job and its executions are one consistent snapshot.
         let mut transaction = self.readers.begin().await?;
-        let Some(row) = sqlx::query(
-            "SELECT id, problem, status, created_at, ended_at FROM jobs
-             WHERE id = ? AND owner_id = ?",
-        )
-        .bind(job_id)
-        .bind(owner_id)
-        .fetch_optional(&mut *transaction)
-        .await?
+        let Some(row) = sqlx::query(sql::JOB)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(&mut *transaction)
+            .await?
         else {
             return Ok(None);
         };
-        let executions = sqlx::query("SELECT * FROM executions WHERE job_id = ? ORDER BY attempt")
+        let executions = sqlx::query(sql::EXECUTIONS)
             .bind(job_id)
             .fetch_all(&mut *transaction)
             .await?
@@ -216,18 +380,11 @@ impl JobStore for SqliteStore {
             .map(execution_from_row)
             .collect::<Result<Vec<_>, _>>()?;
         transaction.commit().await?;
-        Ok(Some(JobRecord {
-            id: row.try_get("id")?,
-            problem: row.try_get("problem")?,
-            status: JobStatus::parse(row.try_get("status")?)?,
-            created_at: row.try_get("created_at")?,
-            ended_at: row.try_get("ended_at")?,
-            executions,
-        }))
+        Ok(Some(JobRecord::new(summary_from_row(&row)?, executions)))
     }
 
     async fn pending_count(&self) -> Result<u64, StoreError> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE status = 'PENDING'")
+        let count: i64 = sqlx::query_scalar(sql::PENDING_COUNT)
             .fetch_one(&self.readers)
             .await?;
         Ok(count as u64)
@@ -239,27 +396,14 @@ impl JobStore for SqliteStore {
         before: Option<&str>,
         limit: u32,
     ) -> Result<Vec<JobSummary>, StoreError> {
-        // Ids are UUIDv7, so their order is their creation order.
-        let rows = sqlx::query(
-            "SELECT id, problem, status, created_at, ended_at FROM jobs
-             WHERE owner_id = ?1 AND (?2 IS NULL OR id < ?2)
-             ORDER BY id DESC LIMIT ?3",
-        )
-        .bind(owner_id)
-        .bind(before)
-        .bind(limit)
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(JobSummary {
-                    id: row.try_get("id")?,
-                    problem: row.try_get("problem")?,
-                    status: JobStatus::parse(row.try_get("status")?)?,
-                    created_at: row.try_get("created_at")?,
-                    ended_at: row.try_get("ended_at")?,
-                })
-            })
+        sqlx::query(sql::JOBS_PAGE)
+            .bind(owner_id)
+            .bind(before)
+            .bind(i64::from(limit))
+            .fetch_all(&self.readers)
+            .await?
+            .iter()
+            .map(summary_from_row)
             .collect()
     }
 
@@ -268,54 +412,30 @@ impl JobStore for SqliteStore {
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<JobOutput>, StoreError> {
-        let row = sqlx::query(
-            "SELECT jobs.status, job_outputs.output FROM jobs
-             LEFT JOIN job_outputs ON job_outputs.job_id = jobs.id
-             WHERE jobs.id = ? AND jobs.owner_id = ?",
-        )
-        .bind(job_id)
-        .bind(owner_id)
-        .fetch_optional(&self.readers)
-        .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let status = JobStatus::parse(row.try_get("status")?)?;
-        Ok(Some(match row.try_get::<Option<String>, _>("output")? {
-            Some(output) if status == JobStatus::Completed => JobOutput::Completed(output),
-            _ => JobOutput::NotCompleted(status),
-        }))
+        let row = sqlx::query(sql::JOB_OUTPUT)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(&self.readers)
+            .await?;
+        row.map(|row| {
+            Ok(JobOutput::from_parts(
+                JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+                row.try_get("output")?,
+            ))
+        })
+        .transpose()
     }
 
     async fn claim_next_job(&self, lease: Duration) -> Result<Option<ClaimedJob>, StoreError> {
-        let now = now_millis();
-        let expires_at = now + lease.as_millis() as Millis;
-        let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let row = sqlx::query(
-            "UPDATE jobs
-             SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
-                 lease_expires_at = ?
-             WHERE id = (SELECT id FROM jobs WHERE status = 'PENDING'
-                         ORDER BY created_at, id LIMIT 1)
-             RETURNING id, problem, input, options, attempts, lease_token",
-        )
-        .bind(expires_at)
-        .fetch_optional(&mut *transaction)
-        .await?;
-        transaction.commit().await?;
-        row.map(|row| {
-            Ok(ClaimedJob {
-                lease: Lease {
-                    job_id: row.try_get("id")?,
-                    token: row.try_get("lease_token")?,
-                },
-                problem: row.try_get("problem")?,
-                input: row.try_get("input")?,
-                options: row.try_get("options")?,
-                attempt: row.try_get::<u32, _>("attempts")?,
-            })
-        })
-        .transpose()
+        self.batcher
+            .claim(now_millis() + lease.as_millis() as Millis)
+            .await
+    }
+
+    async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        self.batcher
+            .heartbeat(leases, now_millis() + lease.as_millis() as Millis)
+            .await
     }
 
     async fn start_execution(
@@ -326,23 +446,15 @@ impl JobStore for SqliteStore {
         plugin: &PluginRef,
         started_at: Millis,
     ) -> Result<bool, StoreError> {
-        let inserted = sqlx::query(
-            "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version,
-                                     plugin_digest, started_at)
-             SELECT ?, id, ?, 'RUNNING', ?, ?, ?, ? FROM jobs
-             WHERE id = ? AND lease_token = ? AND status = 'RUNNING'",
-        )
-        .bind(execution_id)
-        .bind(attempt)
-        .bind(&plugin.name)
-        .bind(&plugin.version)
-        .bind(&plugin.digest)
-        .bind(started_at)
-        .bind(&lease.job_id)
-        .bind(lease.token)
-        .execute(&self.writer)
-        .await?;
-        Ok(inserted.rows_affected() == 1)
+        self.batcher
+            .leased(Write::Start {
+                lease: lease.clone(),
+                execution_id: execution_id.to_owned(),
+                attempt,
+                plugin: plugin.clone(),
+                started_at,
+            })
+            .await
     }
 
     async fn record_progress(
@@ -351,19 +463,13 @@ impl JobStore for SqliteStore {
         execution_id: &str,
         progress: &Progress,
     ) -> Result<bool, StoreError> {
-        let updated = sqlx::query(
-            "UPDATE executions SET progress_fraction = ?, progress_message = ?
-             WHERE id = ? AND status = 'RUNNING'
-               AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = ? AND jobs.lease_token = ?)",
-        )
-        .bind(progress.fraction)
-        .bind(&progress.message)
-        .bind(execution_id)
-        .bind(&lease.job_id)
-        .bind(lease.token)
-        .execute(&self.writer)
-        .await?;
-        Ok(updated.rows_affected() == 1)
+        self.batcher
+            .leased(Write::Progress {
+                lease: lease.clone(),
+                execution_id: execution_id.to_owned(),
+                progress: progress.clone(),
+            })
+            .await
     }
 
     async fn finish_execution(
@@ -371,81 +477,30 @@ impl JobStore for SqliteStore {
         lease: &Lease,
         end: &ExecutionEnd,
     ) -> Result<bool, StoreError> {
-        let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let job_ended_at = match end.job_status {
-            JobStatus::Pending | JobStatus::Running => None,
-            JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled => Some(end.ended_at),
-        };
-        let job = sqlx::query(
-            "UPDATE jobs SET status = ?, ended_at = ?, lease_expires_at = NULL
-             WHERE id = ? AND lease_token = ? AND status = 'RUNNING'",
-        )
-        .bind(end.job_status.as_str())
-        .bind(job_ended_at)
-        .bind(&lease.job_id)
-        .bind(lease.token)
-        .execute(&mut *transaction)
-        .await?;
-        if job.rows_affected() != 1 {
-            // The lease was lost: someone else owns the job now. Change nothing.
-            transaction.rollback().await?;
-            return Ok(false);
-        }
-        sqlx::query(
-            "UPDATE executions
-             SET status = ?1, ended_at = ?2, error_code = ?3, error_message = ?4, log_tail = ?5,
-                 log_truncated = ?6,
-                 progress_fraction = CASE WHEN ?1 = 'COMPLETED' THEN 1.0
-                                          ELSE progress_fraction END
-             WHERE id = ?7 AND job_id = ?8",
-        )
-        .bind(end.status.as_str())
-        .bind(end.ended_at)
-        .bind(end.error.as_ref().map(|error| error.code.as_str()))
-        .bind(end.error.as_ref().map(|error| error.message.as_str()))
-        .bind(&end.log_tail)
-        .bind(end.log_truncated)
-        .bind(&end.execution_id)
-        .bind(&lease.job_id)
-        .execute(&mut *transaction)
-        .await?;
-        if let Some(output) = &end.output {
-            sqlx::query("INSERT INTO job_outputs (job_id, output) VALUES (?, ?)")
-                .bind(&lease.job_id)
-                .bind(output)
-                .execute(&mut *transaction)
-                .await?;
-        }
-        transaction.commit().await?;
-        Ok(true)
+        self.batcher
+            .leased(Write::Finish {
+                lease: lease.clone(),
+                end: end.clone(),
+            })
+            .await
+    }
+
+    async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        self.reap(max_attempts, false).await
     }
 
     async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
-        let now = now_millis();
-        let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        sqlx::query(
-            "UPDATE executions
-             SET status = 'ABANDONED', ended_at = ?, error_code = 'worker_lost',
-                 error_message = 'the server stopped while this execution ran'
-             WHERE status = 'RUNNING'",
-        )
-        .bind(now)
-        .execute(&mut *transaction)
-        .await?;
-        sqlx::query(
-            "UPDATE jobs SET status = 'FAILED', ended_at = ?, lease_expires_at = NULL
-             WHERE status = 'RUNNING' AND attempts >= ?",
-        )
-        .bind(now)
-        .bind(max_attempts)
-        .execute(&mut *transaction)
-        .await?;
-        let requeued = sqlx::query(
-            "UPDATE jobs SET status = 'PENDING', lease_expires_at = NULL WHERE status = 'RUNNING'",
-        )
-        .execute(&mut *transaction)
-        .await?;
-        transaction.commit().await?;
-        Ok(requeued.rows_affected())
+        self.reap(max_attempts, true).await
     }
+
+    async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {
+        let deleted = sqlx::query(sql::PURGE_FINISHED)
+            .bind(ended_before)
+            .bind(i64::from(batch))
+            .execute(&self.writer)
+            .await?;
+        Ok(deleted.rows_affected())
+    }
+
+    async fn watch_new_jobs(&self, _signal: Arc<WorkSignal>) {}
 }

@@ -1,0 +1,77 @@
+//! The statements both backends share. They use `$N` placeholders, which PostgreSQL and
+//! SQLite (through sqlx) both read by number; where the dialects differ, each backend has
+//! its own statement.
+
+pub(super) const INSERT_USER: &str =
+    "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)";
+
+pub(super) const USER_BY_NAME: &str =
+    "SELECT id, username, password_hash FROM users WHERE username = $1";
+
+pub(super) const USER_COUNT: &str = "SELECT COUNT(*) FROM users";
+
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8)
+     ON CONFLICT DO NOTHING";
+
+pub(super) const JOB_BY_IDEMPOTENCY_KEY: &str =
+    "SELECT id, request_hash FROM jobs WHERE owner_id = $1 AND idempotency_key = $2";
+
+pub(super) const JOB: &str =
+    "SELECT id, problem, status, created_at, ended_at FROM jobs WHERE id = $1 AND owner_id = $2";
+
+pub(super) const EXECUTIONS: &str = "SELECT * FROM executions WHERE job_id = $1 ORDER BY attempt";
+
+pub(super) const PENDING_COUNT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'PENDING'";
+
+/// Ids are UUIDv7, so their order is their creation order: keyset pagination on the id.
+pub(super) const JOBS_PAGE: &str = "SELECT id, problem, status, created_at, ended_at FROM jobs
+     WHERE owner_id = $1 AND ($2 IS NULL OR id < $2)
+     ORDER BY id DESC LIMIT $3";
+
+pub(super) const JOB_OUTPUT: &str = "SELECT jobs.status, job_outputs.output FROM jobs
+     LEFT JOIN job_outputs ON job_outputs.job_id = jobs.id
+     WHERE jobs.id = $1 AND jobs.owner_id = $2";
+
+pub(super) const START_EXECUTION: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at)
+     SELECT $1, id, $2, 'RUNNING', $3, $4, $5, $6 FROM jobs
+     WHERE id = $7 AND lease_token = $8 AND status = 'RUNNING'";
+
+pub(super) const RECORD_PROGRESS: &str =
+    "UPDATE executions SET progress_fraction = $1, progress_message = $2
+     WHERE id = $3 AND status = 'RUNNING'
+       AND EXISTS (SELECT 1 FROM jobs
+                   WHERE jobs.id = $4 AND jobs.lease_token = $5 AND jobs.status = 'RUNNING')";
+
+pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
+     WHERE id = $2 AND lease_token = $3 AND status = 'RUNNING'";
+
+/// The lease check of every end: only the holder of the current token moves a running job.
+pub(super) const FINISH_JOB: &str =
+    "UPDATE jobs SET status = $1, ended_at = $2, lease_expires_at = NULL
+     WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
+
+pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
+     SET status = $1, ended_at = $2, error_code = $3, error_message = $4, log_tail = $5,
+         log_truncated = $6,
+         progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END
+     WHERE id = $7 AND job_id = $8";
+
+pub(super) const INSERT_OUTPUT: &str = "INSERT INTO job_outputs (job_id, output) VALUES ($1, $2)";
+
+/// Expired leases (or, with `$3`, every running job) go back to the queue, or fail once they
+/// used their attempts. The token is bumped, so the lost worker's late writes change nothing.
+pub(super) const REAP_JOBS: &str = "UPDATE jobs
+     SET status = CASE WHEN attempts >= $1 THEN 'FAILED' ELSE 'PENDING' END,
+         ended_at = CASE WHEN attempts >= $1 THEN $2 ELSE NULL END,
+         lease_expires_at = NULL, lease_token = lease_token + 1
+     WHERE status = 'RUNNING' AND ($3 OR lease_expires_at < $2)
+     RETURNING id";
+
+pub(super) const PURGE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (
+         SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < $1
+         ORDER BY ended_at LIMIT $2)";
+
+/// The message of an execution whose worker stopped renewing its lease.
+pub(super) const WORKER_LOST: &str =
+    "its worker stopped renewing its lease (the process died, stalled or was cut off)";

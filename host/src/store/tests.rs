@@ -1,0 +1,619 @@
+//! One behavioural suite for every backend. Each test runs against SQLite, always, and against
+//! PostgreSQL when `CASELOAD_TEST_DATABASE_URL` names a server (CI sets it): then every test
+//! gets a database of its own, dropped afterwards. Without the variable the PostgreSQL tests
+//! say they were skipped; with it, an unreachable server fails them.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::jobs::WorkSignal;
+
+const ADMIN_URL_VARIABLE: &str = "CASELOAD_TEST_DATABASE_URL";
+
+/// A store under test, with what keeps its database alive (dropped with it).
+struct Backend {
+    store: Arc<dyn JobStore>,
+    _database: Box<dyn std::any::Any + Send>,
+}
+
+async fn sqlite() -> Backend {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&directory.path().join("test.db"))
+        .await
+        .expect("SQLite opens");
+    Backend {
+        store: Arc::new(store),
+        _database: Box::new(directory),
+    }
+}
+
+async fn postgres() -> Option<Backend> {
+    let database = ScratchDatabase::create().await?;
+    let store = PostgresStore::open(&database.url)
+        .await
+        .expect("the scratch database opens");
+    Some(Backend {
+        store: Arc::new(store),
+        _database: Box::new(database),
+    })
+}
+
+/// A database of its own on the test server, dropped when the test ends.
+pub(crate) struct ScratchDatabase {
+    admin_url: String,
+    name: String,
+    pub(crate) url: String,
+}
+
+impl ScratchDatabase {
+    /// None, after saying so, when no test server is configured.
+    pub(crate) async fn create() -> Option<ScratchDatabase> {
+        let Ok(admin_url) = std::env::var(ADMIN_URL_VARIABLE) else {
+            eprintln!("skipped: set {ADMIN_URL_VARIABLE} to run the PostgreSQL tests");
+            return None;
+        };
+        let name = format!("caseload_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = connect(&admin_url).await;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .expect("the test server lets us create a database");
+        let url = with_database(&admin_url, &name);
+        Some(ScratchDatabase {
+            admin_url,
+            name,
+            url,
+        })
+    }
+}
+
+impl Drop for ScratchDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let statement = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        // Drop runs outside async; a thread with its own runtime does the dropping.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async {
+                let mut admin = connect(&admin_url).await;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+                    .execute(&mut admin)
+                    .await
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(_))) {
+            eprintln!("could not drop the test database {}", self.name);
+        }
+    }
+}
+
+async fn connect(url: &str) -> sqlx::PgConnection {
+    use sqlx::Connection;
+    sqlx::PgConnection::connect(url)
+        .await
+        .unwrap_or_else(|error| panic!("{ADMIN_URL_VARIABLE}={url} is unreachable: {error}"))
+}
+
+/// The URL with its database name replaced.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let server = match base.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('/') {
+            Some((authority, _)) => format!("{scheme}://{authority}"),
+            None => base.to_owned(),
+        },
+        None => base.to_owned(),
+    };
+    if query.is_empty() {
+        format!("{server}/{name}")
+    } else {
+        format!("{server}/{name}?{query}")
+    }
+}
+
+/// Each test, once per backend.
+macro_rules! for_each_backend {
+    ($($test:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(super::sqlite().await).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    if let Some(backend) = super::postgres().await {
+                        super::$test(backend).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+for_each_backend!(
+    a_job_is_stored_and_listed,
+    a_claimed_job_runs_to_completion,
+    concurrent_claims_never_share_a_job,
+    a_worker_that_lost_its_lease_changes_nothing,
+    a_heartbeat_keeps_the_lease,
+    the_last_attempt_fails_the_job,
+    a_released_job_runs_again,
+    an_idempotency_key_names_one_job_per_user,
+    concurrent_inserts_are_all_committed,
+    retention_deletes_old_finished_jobs_only,
+);
+
+async fn user(store: &dyn JobStore, name: &str) -> User {
+    store.create_user(name, "hash").await.expect("a user")
+}
+
+fn new_job(owner: &User) -> NewJob {
+    NewJob {
+        id: uuid::Uuid::now_v7().to_string(),
+        owner_id: owner.id.clone(),
+        problem: "maxcut".into(),
+        input: r#"{"n":1}"#.into(),
+        options: "{}".into(),
+        created_at: now_millis(),
+        idempotency: None,
+    }
+}
+
+fn plugin() -> PluginRef {
+    PluginRef {
+        name: "maxcut".into(),
+        version: "1.0.0".into(),
+        digest: "sha256:00".into(),
+    }
+}
+
+fn completed(execution_id: &str, output: &str) -> ExecutionEnd {
+    ExecutionEnd {
+        execution_id: execution_id.into(),
+        status: ExecutionStatus::Completed,
+        job_status: JobStatus::Completed,
+        error: None,
+        output: Some(output.into()),
+        log_tail: "done\n".into(),
+        log_truncated: false,
+        ended_at: now_millis(),
+    }
+}
+
+const LONG: Duration = Duration::from_secs(600);
+
+/// Claims the next job and records its execution's start.
+async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, String) {
+    let claim = store
+        .claim_next_job(lease)
+        .await
+        .expect("claim")
+        .expect("a pending job");
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    assert!(
+        store
+            .start_execution(
+                &claim.lease,
+                &execution_id,
+                claim.attempt,
+                &plugin(),
+                now_millis()
+            )
+            .await
+            .expect("start")
+    );
+    (claim, execution_id)
+}
+
+async fn job(store: &dyn JobStore, owner: &User, id: &str) -> JobRecord {
+    store
+        .job(&owner.id, id)
+        .await
+        .expect("read")
+        .expect("the job exists")
+}
+
+async fn a_job_is_stored_and_listed(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    assert!(matches!(
+        store.create_user("alice", "other").await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(store.user_count().await.expect("count"), 2);
+    let first = new_job(&alice);
+    let second = new_job(&alice);
+    for job in [&first, &second] {
+        assert_eq!(
+            store.insert_job(job).await.expect("insert"),
+            Inserted::Created
+        );
+    }
+    let record = job(store, &alice, &first.id).await;
+    assert_eq!(record.status, JobStatus::Pending);
+    assert_eq!(record.created_at, first.created_at);
+    assert!(record.executions.is_empty());
+    assert!(store.job(&bob.id, &first.id).await.expect("read").is_none());
+    assert_eq!(store.pending_count().await.expect("count"), 2);
+    let page: Vec<String> = store
+        .jobs(&alice.id, None, 10)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|summary| summary.id)
+        .collect();
+    assert_eq!(page, [second.id.clone(), first.id.clone()]);
+    let older = store
+        .jobs(&alice.id, Some(&second.id), 10)
+        .await
+        .expect("list");
+    assert_eq!(older.len(), 1);
+    assert_eq!(older[0].id, first.id);
+    assert!(matches!(
+        store.job_output(&alice.id, &first.id).await.expect("read"),
+        Some(JobOutput::NotCompleted(JobStatus::Pending))
+    ));
+}
+
+async fn a_claimed_job_runs_to_completion(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert_eq!(claim.lease.job_id, new.id);
+    assert_eq!(claim.attempt, 1);
+    assert_eq!(claim.input, new.input);
+    assert!(store.claim_next_job(LONG).await.expect("claim").is_none());
+    let running = job(store, &alice, &new.id).await;
+    assert_eq!(running.status, JobStatus::Running);
+    assert_eq!(running.executions[0].status, ExecutionStatus::Running);
+
+    let progress = Progress {
+        fraction: 0.5,
+        message: "half".into(),
+    };
+    assert!(
+        store
+            .record_progress(&claim.lease, &execution_id, &progress)
+            .await
+            .expect("progress")
+    );
+    assert_eq!(
+        job(store, &alice, &new.id).await.executions[0].progress,
+        Some(progress)
+    );
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, r#"{"cut":1}"#))
+            .await
+            .expect("finish")
+    );
+    let done = job(store, &alice, &new.id).await;
+    assert_eq!(done.status, JobStatus::Completed);
+    assert!(done.ended_at.is_some());
+    let execution = &done.executions[0];
+    assert_eq!(execution.status, ExecutionStatus::Completed);
+    assert_eq!(execution.plugin.version, "1.0.0");
+    assert_eq!(execution.log_tail, "done\n");
+    assert_eq!(execution.progress.as_ref().map(|p| p.fraction), Some(1.0));
+    assert!(matches!(
+        store.job_output(&alice.id, &new.id).await.expect("read"),
+        Some(JobOutput::Completed(output)) if output == r#"{"cut":1}"#
+    ));
+    assert_eq!(store.pending_count().await.expect("count"), 0);
+}
+
+async fn concurrent_claims_never_share_a_job(backend: Backend) {
+    let store = backend.store.clone();
+    let alice = user(store.as_ref(), "alice").await;
+    let mut inserted = HashSet::new();
+    for _ in 0..60 {
+        let new = new_job(&alice);
+        store.insert_job(&new).await.expect("insert");
+        inserted.insert(new.id);
+    }
+    let claimers: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut claimed = Vec::new();
+                while let Some(claim) = store.claim_next_job(LONG).await.expect("claim") {
+                    claimed.push(claim.lease.job_id);
+                }
+                claimed
+            })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for claimer in claimers {
+        claimed.extend(claimer.await.expect("a claimer"));
+    }
+    assert_eq!(claimed.len(), inserted.len(), "every job claimed once");
+    assert_eq!(claimed.into_iter().collect::<HashSet<_>>(), inserted);
+}
+
+async fn a_worker_that_lost_its_lease_changes_nothing(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    // The first worker stalls past its lease; the reaper gives the job to a second one.
+    let (stalled, stalled_execution) = claim_and_start(store, Duration::from_millis(1)).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.reap_expired(3).await.expect("reap"), 1);
+    let (taker, taker_execution) = claim_and_start(store, LONG).await;
+    assert_eq!(taker.attempt, 2);
+    assert!(taker.lease.token > stalled.lease.token);
+
+    // The stalled worker wakes up: none of its writes lands, before or after the taker ends.
+    let progress = Progress {
+        fraction: 0.9,
+        message: "late".into(),
+    };
+    assert!(
+        !store
+            .record_progress(&stalled.lease, &stalled_execution, &progress)
+            .await
+            .expect("progress")
+    );
+    assert_eq!(
+        store
+            .heartbeat(std::slice::from_ref(&stalled.lease), LONG)
+            .await
+            .expect("heartbeat"),
+        std::slice::from_ref(&stalled.lease)
+    );
+    assert!(
+        store
+            .finish_execution(&taker.lease, &completed(&taker_execution, "\"taker\""))
+            .await
+            .expect("finish")
+    );
+    assert!(
+        !store
+            .finish_execution(
+                &stalled.lease,
+                &completed(&stalled_execution, "\"stalled\"")
+            )
+            .await
+            .expect("finish")
+    );
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Completed);
+    let statuses: Vec<_> = record
+        .executions
+        .iter()
+        .map(|execution| (execution.attempt, execution.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (1, ExecutionStatus::Abandoned),
+            (2, ExecutionStatus::Completed)
+        ]
+    );
+    assert_eq!(
+        record.executions[0].error.as_ref().map(|error| error.code),
+        Some(ErrorCode::WorkerLost)
+    );
+    assert!(matches!(
+        store.job_output(&alice.id, &new.id).await.expect("read"),
+        Some(JobOutput::Completed(output)) if output == "\"taker\""
+    ));
+}
+
+async fn a_heartbeat_keeps_the_lease(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    let (claim, _) = claim_and_start(store, Duration::from_millis(200)).await;
+    let lost = store
+        .heartbeat(std::slice::from_ref(&claim.lease), LONG)
+        .await
+        .expect("heartbeat");
+    assert!(lost.is_empty());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(store.reap_expired(3).await.expect("reap"), 0);
+}
+
+async fn the_last_attempt_fails_the_job(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    claim_and_start(store, Duration::from_millis(1)).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.reap_expired(1).await.expect("reap"), 1);
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Failed);
+    assert!(record.ended_at.is_some());
+    assert_eq!(record.executions[0].status, ExecutionStatus::Abandoned);
+    assert!(store.claim_next_job(LONG).await.expect("claim").is_none());
+}
+
+async fn a_released_job_runs_again(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    let release = ExecutionEnd {
+        status: ExecutionStatus::Abandoned,
+        job_status: JobStatus::Pending,
+        error: Some(ExecutionError {
+            code: ErrorCode::WorkerLost,
+            message: "shutting down".into(),
+        }),
+        output: None,
+        ..completed(&execution_id, "")
+    };
+    assert!(
+        store
+            .finish_execution(&claim.lease, &release)
+            .await
+            .expect("release")
+    );
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Pending);
+    assert_eq!(record.ended_at, None);
+    let (again, _) = claim_and_start(store, LONG).await;
+    assert_eq!(again.lease.job_id, new.id);
+    assert_eq!(again.attempt, 2);
+}
+
+async fn an_idempotency_key_names_one_job_per_user(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let keyed = |owner: &User, hash: &str| NewJob {
+        idempotency: Some(Idempotency {
+            key: "order-17".into(),
+            request_hash: hash.into(),
+        }),
+        ..new_job(owner)
+    };
+    let first = keyed(&alice, "h1");
+    assert_eq!(
+        store.insert_job(&first).await.expect("insert"),
+        Inserted::Created
+    );
+    assert_eq!(
+        store
+            .insert_job(&keyed(&alice, "h2"))
+            .await
+            .expect("insert"),
+        Inserted::Existing {
+            job_id: first.id.clone(),
+            request_hash: "h1".into()
+        }
+    );
+    assert_eq!(
+        store.insert_job(&keyed(&bob, "h1")).await.expect("insert"),
+        Inserted::Created
+    );
+    assert_eq!(
+        store
+            .job_by_idempotency_key(&alice.id, "order-17")
+            .await
+            .expect("read"),
+        Some((first.id.clone(), "h1".into()))
+    );
+    assert_eq!(store.pending_count().await.expect("count"), 2);
+}
+
+async fn concurrent_inserts_are_all_committed(backend: Backend) {
+    let store = backend.store.clone();
+    let alice = user(store.as_ref(), "alice").await;
+    let inserts: Vec<_> = (0..200)
+        .map(|_| {
+            let store = store.clone();
+            let new = new_job(&alice);
+            tokio::spawn(async move { store.insert_job(&new).await.expect("insert") })
+        })
+        .collect();
+    for insert in inserts {
+        assert_eq!(insert.await.expect("an insert"), Inserted::Created);
+    }
+    assert_eq!(store.pending_count().await.expect("count"), 200);
+}
+
+async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let mut finished = Vec::new();
+    for ended_at in [1_000, 2_000, now_millis()] {
+        let new = new_job(&alice);
+        store.insert_job(&new).await.expect("insert");
+        let (claim, execution_id) = claim_and_start(store, LONG).await;
+        let end = ExecutionEnd {
+            ended_at,
+            ..completed(&execution_id, "1")
+        };
+        assert!(
+            store
+                .finish_execution(&claim.lease, &end)
+                .await
+                .expect("finish")
+        );
+        finished.push(new.id);
+    }
+    let pending = new_job(&alice);
+    store.insert_job(&pending).await.expect("insert");
+
+    let cutoff = now_millis() - 86_400_000;
+    assert_eq!(store.purge_finished(cutoff, 1).await.expect("purge"), 1);
+    assert_eq!(
+        crate::upkeep::purge_before(store, cutoff)
+            .await
+            .expect("purge"),
+        1
+    );
+    for old in &finished[..2] {
+        assert!(store.job(&alice.id, old).await.expect("read").is_none());
+        assert!(
+            store
+                .job_output(&alice.id, old)
+                .await
+                .expect("read")
+                .is_none()
+        );
+    }
+    assert_eq!(job(store, &alice, &finished[2]).await.executions.len(), 1);
+    assert_eq!(
+        job(store, &alice, &pending.id).await.status,
+        JobStatus::Pending
+    );
+}
+
+/// Replicas wake each other: a job inserted through one store wakes the workers of another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_new_job_wakes_other_replicas() {
+    let Some(database) = ScratchDatabase::create().await else {
+        return;
+    };
+    let listening = PostgresStore::open(&database.url).await.expect("open");
+    let inserting = PostgresStore::open(&database.url).await.expect("open");
+    let signal = Arc::new(WorkSignal::default());
+    listening.watch_new_jobs(signal.clone()).await;
+    let alice = user(&inserting, "alice").await;
+    // The listener subscribes in the background; keep inserting until it hears one.
+    let seen = signal.generation();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while signal.generation() == seen {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no notification reached the other store"
+        );
+        inserting
+            .insert_job(&new_job(&alice))
+            .await
+            .expect("insert");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn database_urls_are_rewritten() {
+    assert_eq!(
+        with_database("postgres://postgres@127.0.0.1:5432/postgres", "x"),
+        "postgres://postgres@127.0.0.1:5432/x"
+    );
+    assert_eq!(
+        with_database("postgres://u:p@h/db?sslmode=disable", "x"),
+        "postgres://u:p@h/x?sslmode=disable"
+    );
+    assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
+}

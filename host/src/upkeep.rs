@@ -1,0 +1,80 @@
+//! What every replica does in the background besides running jobs: reaping expired leases, so
+//! no job is lost with the process that held it, and deleting what outlived its retention.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::ServeArgs;
+use crate::jobs::WorkSignal;
+use crate::store::{JobStore, Millis, now_millis};
+
+/// Retention deletes this many jobs per transaction, so it never holds the database for long.
+const PURGE_BATCH: u32 = 1000;
+
+/// How often retention runs.
+const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Starts the reaper and retention on the current tokio runtime.
+pub fn start(store: Arc<dyn JobStore>, work: Arc<WorkSignal>, args: &ServeArgs) {
+    tokio::spawn(reap(
+        store.clone(),
+        work,
+        args.reaper_interval,
+        args.max_attempts,
+    ));
+    tokio::spawn(purge(store, args.retention));
+}
+
+/// Returns jobs whose lease expired to the queue (or fails them after their last attempt).
+async fn reap(
+    store: Arc<dyn JobStore>,
+    work: Arc<WorkSignal>,
+    interval: Duration,
+    max_attempts: u32,
+) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match store.reap_expired(max_attempts).await {
+            Ok(0) => {}
+            Ok(reaped) => {
+                tracing::warn!(jobs = reaped, "requeued jobs whose worker lost its lease");
+                work.notify_all();
+            }
+            Err(error) => tracing::warn!(%error, "cannot reap expired leases"),
+        }
+    }
+}
+
+/// Deletes finished jobs (with executions and outputs) older than `retention`, in batches.
+async fn purge(store: Arc<dyn JobStore>, retention: Duration) {
+    let mut ticks = tokio::time::interval(PURGE_INTERVAL);
+    loop {
+        ticks.tick().await;
+        let cutoff = now_millis()
+            .saturating_sub(Millis::try_from(retention.as_millis()).unwrap_or(Millis::MAX));
+        match purge_before(store.as_ref(), cutoff).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(jobs = deleted, "deleted finished jobs past retention"),
+            Err(error) => tracing::warn!(%error, "cannot apply retention"),
+        }
+    }
+}
+
+/// Deletes every finished job that ended before `cutoff`, one batch at a time.
+pub async fn purge_before(
+    store: &dyn JobStore,
+    cutoff: Millis,
+) -> Result<u64, crate::store::StoreError> {
+    let mut deleted = 0;
+    loop {
+        let batch = store.purge_finished(cutoff, PURGE_BATCH).await?;
+        deleted += batch;
+        if batch < u64::from(PURGE_BATCH) {
+            return Ok(deleted);
+        }
+        // Let the writes waiting behind this batch through.
+        tokio::task::yield_now().await;
+    }
+}
