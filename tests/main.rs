@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod durability;
 mod flow;
 mod sandbox;
 mod support;

@@ -150,6 +150,27 @@ impl TestServer {
         std::mem::replace(&mut self.data_dir, placeholder)
     }
 
+    /// Asks the server to stop (SIGTERM), waits for it to exit, and hands back its data
+    /// directory.
+    pub fn terminate(mut self) -> tempfile::TempDir {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM {pid} failed");
+        let deadline = Instant::now() + PATIENCE;
+        while self.child.try_wait().expect("the child's status").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "the server did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let placeholder = tempfile::tempdir().expect("a temporary directory");
+        std::mem::replace(&mut self.data_dir, placeholder)
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }

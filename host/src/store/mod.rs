@@ -11,6 +11,7 @@
 
 mod batch;
 mod postgres;
+pub mod scratch;
 mod sql;
 mod sqlite;
 #[cfg(test)]

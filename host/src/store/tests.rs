@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::jobs::WorkSignal;
-
-const ADMIN_URL_VARIABLE: &str = "CASELOAD_TEST_DATABASE_URL";
+use crate::store::scratch::ScratchDatabase;
 
 /// A store under test, with what keeps its database alive (dropped with it).
 struct Backend {
@@ -38,83 +37,6 @@ async fn postgres() -> Option<Backend> {
         store: Arc::new(store),
         _database: Box::new(database),
     })
-}
-
-/// A database of its own on the test server, dropped when the test ends.
-pub(crate) struct ScratchDatabase {
-    admin_url: String,
-    name: String,
-    pub(crate) url: String,
-}
-
-impl ScratchDatabase {
-    /// None, after saying so, when no test server is configured.
-    pub(crate) async fn create() -> Option<ScratchDatabase> {
-        let Ok(admin_url) = std::env::var(ADMIN_URL_VARIABLE) else {
-            eprintln!("skipped: set {ADMIN_URL_VARIABLE} to run the PostgreSQL tests");
-            return None;
-        };
-        let name = format!("caseload_test_{}", uuid::Uuid::new_v4().simple());
-        let mut admin = connect(&admin_url).await;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut admin)
-            .await
-            .expect("the test server lets us create a database");
-        let url = with_database(&admin_url, &name);
-        Some(ScratchDatabase {
-            admin_url,
-            name,
-            url,
-        })
-    }
-}
-
-impl Drop for ScratchDatabase {
-    fn drop(&mut self) {
-        let admin_url = self.admin_url.clone();
-        let statement = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-        // Drop runs outside async; a thread with its own runtime does the dropping.
-        let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            runtime.block_on(async {
-                let mut admin = connect(&admin_url).await;
-                sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
-                    .execute(&mut admin)
-                    .await
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(_))) {
-            eprintln!("could not drop the test database {}", self.name);
-        }
-    }
-}
-
-async fn connect(url: &str) -> sqlx::PgConnection {
-    use sqlx::Connection;
-    sqlx::PgConnection::connect(url)
-        .await
-        .unwrap_or_else(|error| panic!("{ADMIN_URL_VARIABLE}={url} is unreachable: {error}"))
-}
-
-/// The URL with its database name replaced.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let server = match base.split_once("://") {
-        Some((scheme, rest)) => match rest.split_once('/') {
-            Some((authority, _)) => format!("{scheme}://{authority}"),
-            None => base.to_owned(),
-        },
-        None => base.to_owned(),
-    };
-    if query.is_empty() {
-        format!("{server}/{name}")
-    } else {
-        format!("{server}/{name}?{query}")
-    }
 }
 
 /// Each test, once per backend.
@@ -603,17 +525,4 @@ async fn on_postgres_a_new_job_wakes_other_replicas() {
             .expect("insert");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-#[test]
-fn database_urls_are_rewritten() {
-    assert_eq!(
-        with_database("postgres://postgres@127.0.0.1:5432/postgres", "x"),
-        "postgres://postgres@127.0.0.1:5432/x"
-    );
-    assert_eq!(
-        with_database("postgres://u:p@h/db?sslmode=disable", "x"),
-        "postgres://u:p@h/x?sslmode=disable"
-    );
-    assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
 }
