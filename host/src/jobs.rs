@@ -19,7 +19,7 @@ use crate::plugins::{Plugin, PluginRegistry};
 use crate::runtime::{CallError, ExecutionObserver, Limits, RunOptions};
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, JobStore,
-    Lease, PluginRef, Progress, now_millis,
+    Lease, PluginRef, Progress, QueuedWrite, now_millis,
 };
 
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
@@ -344,30 +344,19 @@ async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
 }
 
 fn work(context: &WorkerContext) {
+    let mut ending: Option<Ending> = None;
     while !context.shutdown.load(Ordering::SeqCst) {
         let seen = context.signal.generation();
-        match context
+        // The claim rides in the same group commit as the end queued just before it, so a
+        // worker waits for one commit per job, not one per write.
+        let claimed = context
             .runtime
-            .block_on(context.store.claim_next_job(context.limits.lease))
-        {
-            Ok(Some(claim)) => {
-                let execution_id = uuid::Uuid::now_v7().to_string();
-                let lease = claim.lease.clone();
-                let run =
-                    std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id));
-                if std::panic::catch_unwind(run).is_err() {
-                    // A bug in the host, not in the plugin: fail the job rather than leave it
-                    // RUNNING, and keep this worker serving.
-                    tracing::error!(job = %lease.job_id, "the worker panicked running this job");
-                    let mut end = failed(
-                        &execution_id,
-                        ErrorCode::WorkerLost,
-                        "the worker failed while running this job".into(),
-                    );
-                    end.status = ExecutionStatus::Abandoned;
-                    record_end(context, &lease, &end);
-                }
-            }
+            .block_on(context.store.claim_next_job(context.limits.lease));
+        if let Some(ending) = ending.take() {
+            confirm(context, ending);
+        }
+        match claimed {
+            Ok(Some(claim)) => ending = Some(run_guarded(context, claim)),
             Ok(None) => context.signal.wait(seen, IDLE_POLL),
             Err(error) => {
                 tracing::error!(%error, "cannot claim a job");
@@ -375,9 +364,45 @@ fn work(context: &WorkerContext) {
             }
         }
     }
+    if let Some(ending) = ending {
+        confirm(context, ending);
+    }
 }
 
-fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) {
+/// An execution whose start and end are queued, not yet known to be committed.
+struct Ending {
+    lease: Lease,
+    end: ExecutionEnd,
+    /// None if the host failed before it queued the start.
+    started: Option<QueuedWrite>,
+    finished: QueuedWrite,
+}
+
+/// Runs a claimed job; a panic in the host fails the job instead of leaving it `RUNNING`.
+fn run_guarded(context: &WorkerContext, claim: ClaimedJob) -> Ending {
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let lease = claim.lease.clone();
+    let run = std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        // A bug in the host, not in the plugin: this worker keeps serving.
+        tracing::error!(job = %lease.job_id, "the worker panicked running this job");
+        let mut end = failed(
+            &execution_id,
+            ErrorCode::WorkerLost,
+            "the worker failed while running this job".into(),
+        );
+        end.status = ExecutionStatus::Abandoned;
+        context.held.release(&lease);
+        Ending {
+            started: None,
+            finished: context.store.finish_execution(&lease, &end),
+            lease,
+            end,
+        }
+    })
+}
+
+fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) -> Ending {
     let job_id = claim.lease.job_id.clone();
     let span = tracing::info_span!("job", job = %job_id, attempt = claim.attempt);
     let _entered = span.enter();
@@ -394,24 +419,14 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) {
             digest: String::new(),
         },
     };
-    let started = context.runtime.block_on(context.store.start_execution(
+    // Queued, not awaited: the run needs nothing from it, and the end is queued behind it.
+    let started = context.store.start_execution(
         &claim.lease,
         execution_id,
         claim.attempt,
         &plugin_ref,
         now_millis(),
-    ));
-    match started {
-        Ok(true) => {}
-        Ok(false) => {
-            tracing::warn!("lease lost before the execution started");
-            return;
-        }
-        Err(error) => {
-            tracing::error!(%error, "cannot record the execution's start");
-            return;
-        }
-    }
+    );
 
     let run_started = Instant::now();
     context.metrics.execution_started();
@@ -434,30 +449,52 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) {
         error = end.error.as_ref().map(|error| error.code.as_str()),
         "execution ended"
     );
-    record_end(context, &claim.lease, &end);
+    let finished = context.store.finish_execution(&claim.lease, &end);
     context.held.release(&claim.lease);
+    Ending {
+        lease: claim.lease,
+        end,
+        started: Some(started),
+        finished,
+    }
 }
 
-/// Writes an execution's end, retrying a failing database a few times: a result that was
-/// computed is worth a short wait.
-fn record_end(context: &WorkerContext, lease: &Lease, end: &ExecutionEnd) {
+/// Waits for an execution's start and end to be committed, retrying the end a few times if
+/// the database failed: a result that was computed is worth a short wait.
+fn confirm(context: &WorkerContext, ending: Ending) {
+    let Ending {
+        lease,
+        end,
+        started,
+        finished,
+    } = ending;
+    let job = &lease.job_id;
+    if let Some(started) = started
+        && let Err(error) = context.runtime.block_on(started.lease_held())
+    {
+        tracing::error!(%job, %error, "cannot record the execution's start");
+    }
+    let mut outcome = context.runtime.block_on(finished.lease_held());
     let mut backoff = Duration::from_millis(100);
-    for attempt in 1..=5 {
-        match context
-            .runtime
-            .block_on(context.store.finish_execution(lease, end))
-        {
+    for attempt in 1.. {
+        match outcome {
             Ok(true) => return,
             Ok(false) => {
-                tracing::warn!("lease lost: the result of this execution was discarded");
+                tracing::warn!(%job, "lease lost: the result of this execution was discarded");
                 return;
             }
             Err(error) if attempt < 5 => {
-                tracing::warn!(%error, attempt, "cannot record the execution's end; retrying");
+                tracing::warn!(%job, %error, attempt, "cannot record the execution's end; retrying");
                 std::thread::sleep(backoff);
                 backoff *= 2;
+                outcome = context
+                    .runtime
+                    .block_on(context.store.finish_execution(&lease, &end).lease_held());
             }
-            Err(error) => tracing::error!(%error, "cannot record the execution's end"),
+            Err(error) => {
+                tracing::error!(%job, %error, "cannot record the execution's end");
+                return;
+            }
         }
     }
 }

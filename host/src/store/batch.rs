@@ -90,11 +90,18 @@ impl Batcher {
     }
 
     async fn submit(&self, write: Write) -> Result<Outcome, StoreError> {
+        self.queue(write).outcome().await
+    }
+
+    /// Queues a write now, in order with every write queued after it; await it later.
+    pub(crate) fn queue(&self, write: Write) -> QueuedWrite {
         let (reply, answer) = oneshot::channel();
-        self.queue
-            .send((write, reply))
-            .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+        QueuedWrite(
+            self.queue
+                .send((write, reply))
+                .map(|()| answer)
+                .map_err(|_| StoreError::Closed),
+        )
     }
 
     pub(crate) async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
@@ -114,14 +121,6 @@ impl Batcher {
         }
     }
 
-    /// A write whose outcome is whether the lease was still held.
-    pub(crate) async fn leased(&self, write: Write) -> Result<bool, StoreError> {
-        match self.submit(write).await? {
-            Outcome::Held(held) => Ok(held),
-            other => Err(unexpected(&other)),
-        }
-    }
-
     pub(crate) async fn heartbeat(
         &self,
         leases: &[Lease],
@@ -133,6 +132,26 @@ impl Batcher {
         };
         match self.submit(write).await? {
             Outcome::Lost(lost) => Ok(lost),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// A write of a running execution, queued for the next group commit. Writes are applied in
+/// the order they were queued, so a worker can queue its execution's start, run the job, queue
+/// its end and claim the next job, and wait only once, for the commit that carries them all.
+#[derive(Debug)]
+pub struct QueuedWrite(Result<oneshot::Receiver<Result<Outcome, StoreError>>, StoreError>);
+
+impl QueuedWrite {
+    async fn outcome(self) -> Result<Outcome, StoreError> {
+        self.0?.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Waits for the commit; true if the lease was still held, so that the write happened.
+    pub async fn lease_held(self) -> Result<bool, StoreError> {
+        match self.outcome().await? {
+            Outcome::Held(held) => Ok(held),
             other => Err(unexpected(&other)),
         }
     }

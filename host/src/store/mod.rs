@@ -22,6 +22,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
+pub use self::batch::QueuedWrite;
 pub use self::postgres::PostgresStore;
 pub use self::sqlite::SqliteStore;
 
@@ -326,15 +327,16 @@ pub trait JobStore: Send + Sync + 'static {
     /// were lost (the job was reaped, cancelled or claimed by another worker).
     async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError>;
 
-    /// Records the start of an attempt. Returns false if the lease is no longer held.
-    async fn start_execution(
+    /// Queues the start of an attempt for the next group commit (see [`QueuedWrite`]); its
+    /// outcome is false if the lease is no longer held.
+    fn start_execution(
         &self,
         lease: &Lease,
         execution_id: &str,
         attempt: u32,
         plugin: &PluginRef,
         started_at: Millis,
-    ) -> Result<bool, StoreError>;
+    ) -> QueuedWrite;
 
     /// Updates a running execution's progress. Returns false if the lease is no longer held.
     async fn record_progress(
@@ -344,10 +346,9 @@ pub trait JobStore: Send + Sync + 'static {
         progress: &Progress,
     ) -> Result<bool, StoreError>;
 
-    /// Ends an execution and moves its job to `end.job_status`, storing the output if any.
-    /// Returns false, and changes nothing, if the lease is no longer held.
-    async fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd)
-    -> Result<bool, StoreError>;
+    /// Queues an execution's end: moves its job to `end.job_status` and stores the output if
+    /// any. Its outcome is false, and nothing changed, if the lease is no longer held.
+    fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite;
 
     /// Jobs whose lease expired (their worker died or stalled): the execution becomes
     /// `ABANDONED` with `worker_lost`, and the job goes back to `PENDING`, or to `FAILED` once

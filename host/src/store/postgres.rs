@@ -12,7 +12,7 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
     ClaimedJob, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus, JobStore, JobSummary,
-    Lease, Millis, NewJob, PluginRef, Progress, StoreError, User, claim_from_row,
+    Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError, User, claim_from_row,
     execution_from_row, now_millis, sql, summary_from_row, user_conflict,
 };
 use crate::jobs::WorkSignal;
@@ -438,23 +438,21 @@ impl JobStore for PostgresStore {
             .await
     }
 
-    async fn start_execution(
+    fn start_execution(
         &self,
         lease: &Lease,
         execution_id: &str,
         attempt: u32,
         plugin: &PluginRef,
         started_at: Millis,
-    ) -> Result<bool, StoreError> {
-        self.batcher
-            .leased(Write::Start {
-                lease: lease.clone(),
-                execution_id: execution_id.to_owned(),
-                attempt,
-                plugin: plugin.clone(),
-                started_at,
-            })
-            .await
+    ) -> QueuedWrite {
+        self.batcher.queue(Write::Start {
+            lease: lease.clone(),
+            execution_id: execution_id.to_owned(),
+            attempt,
+            plugin: plugin.clone(),
+            started_at,
+        })
     }
 
     async fn record_progress(
@@ -464,25 +462,20 @@ impl JobStore for PostgresStore {
         progress: &Progress,
     ) -> Result<bool, StoreError> {
         self.batcher
-            .leased(Write::Progress {
+            .queue(Write::Progress {
                 lease: lease.clone(),
                 execution_id: execution_id.to_owned(),
                 progress: progress.clone(),
             })
+            .lease_held()
             .await
     }
 
-    async fn finish_execution(
-        &self,
-        lease: &Lease,
-        end: &ExecutionEnd,
-    ) -> Result<bool, StoreError> {
-        self.batcher
-            .leased(Write::Finish {
-                lease: lease.clone(),
-                end: end.clone(),
-            })
-            .await
+    fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite {
+        self.batcher.queue(Write::Finish {
+            lease: lease.clone(),
+            end: end.clone(),
+        })
     }
 
     async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError> {

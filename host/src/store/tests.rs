@@ -132,6 +132,7 @@ async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, 
                 &plugin(),
                 now_millis()
             )
+            .lease_held()
             .await
             .expect("start")
     );
@@ -220,6 +221,7 @@ async fn a_claimed_job_runs_to_completion(backend: Backend) {
     assert!(
         store
             .finish_execution(&claim.lease, &completed(&execution_id, r#"{"cut":1}"#))
+            .lease_held()
             .await
             .expect("finish")
     );
@@ -301,6 +303,7 @@ async fn a_worker_that_lost_its_lease_changes_nothing(backend: Backend) {
     assert!(
         store
             .finish_execution(&taker.lease, &completed(&taker_execution, "\"taker\""))
+            .lease_held()
             .await
             .expect("finish")
     );
@@ -310,6 +313,7 @@ async fn a_worker_that_lost_its_lease_changes_nothing(backend: Backend) {
                 &stalled.lease,
                 &completed(&stalled_execution, "\"stalled\"")
             )
+            .lease_held()
             .await
             .expect("finish")
     );
@@ -385,6 +389,7 @@ async fn a_released_job_runs_again(backend: Backend) {
     assert!(
         store
             .finish_execution(&claim.lease, &release)
+            .lease_held()
             .await
             .expect("release")
     );
@@ -467,6 +472,7 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
         assert!(
             store
                 .finish_execution(&claim.lease, &end)
+                .lease_held()
                 .await
                 .expect("finish")
         );
