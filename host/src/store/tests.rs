@@ -532,3 +532,22 @@ async fn on_postgres_a_new_job_wakes_other_replicas() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Replicas starting together on an empty database: one migrates, the others wait and find
+/// the schema in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_replicas_may_start_together() {
+    let Some(database) = ScratchDatabase::create().await else {
+        return;
+    };
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let url = database.url.clone();
+            tokio::spawn(async move { PostgresStore::open(&url).await })
+        })
+        .collect();
+    for start in starts {
+        let store = start.await.expect("a start").expect("the store opens");
+        assert_eq!(store.user_count().await.expect("count"), 0);
+    }
+}
