@@ -4,8 +4,8 @@
 //! Workers are dedicated OS threads, not tokio tasks: a guest is CPU-bound and may not yield
 //! for as long as its deadline allows, which would starve the async runtime serving HTTP.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,6 +25,14 @@ use crate::store::{
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
 /// jobs wake workers (and, on PostgreSQL, notify other replicas' workers).
 const IDLE_POLL: Duration = Duration::from_secs(2);
+
+/// Short jobs are claimed several at a time, so that one commit serves many of them; a job
+/// that ran at least this long sets the claim back to one job, so that a replica never holds
+/// long jobs back in its own queue while other replicas idle.
+const SHORT_JOB: Duration = Duration::from_millis(20);
+
+/// The most jobs one claim takes.
+const MAX_CLAIM: u32 = 32;
 
 /// At most one progress write per execution in this interval.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -193,7 +201,32 @@ struct WorkerContext {
     /// Set when the shutdown grace ran out: interrupt running jobs and give them back.
     releasing: AtomicBool,
     held: HeldLeases,
+    /// Jobs claimed but not started yet, oldest first, with their interrupt flags; any
+    /// worker of this process takes the next one.
+    claimed: Mutex<VecDeque<(ClaimedJob, Arc<AtomicBool>)>>,
+    /// How many jobs the next claim takes: doubles while jobs are short, back to one after a
+    /// long one.
+    claim_size: AtomicU32,
     runtime: tokio::runtime::Handle,
+}
+
+impl WorkerContext {
+    fn next_claimed(&self) -> Option<(ClaimedJob, Arc<AtomicBool>)> {
+        self.claimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
+    }
+
+    /// Learns from a run's length how many jobs to claim next.
+    fn adapt_claim_size(&self, run_time: Duration) {
+        let size = if run_time < SHORT_JOB {
+            (self.claim_size.load(Ordering::Relaxed) * 2).min(MAX_CLAIM)
+        } else {
+            1
+        };
+        self.claim_size.store(size, Ordering::Relaxed);
+    }
 }
 
 /// The leases this process's workers hold, each with its execution's interrupt flag: the
@@ -273,6 +306,8 @@ impl WorkerPool {
             shutdown: AtomicBool::new(false),
             releasing: AtomicBool::new(false),
             held: HeldLeases::default(),
+            claimed: Mutex::new(VecDeque::new()),
+            claim_size: AtomicU32::new(1),
             runtime,
         });
         context.runtime.spawn(heartbeat(Arc::downgrade(&context)));
@@ -310,6 +345,24 @@ impl WorkerPool {
         for thread in self.threads {
             let _ = thread.join();
         }
+        // Claimed jobs nobody started go straight back, their attempt uncounted.
+        let unstarted: Vec<_> = self
+            .context
+            .claimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .map(|(claim, _)| claim.lease)
+            .collect();
+        let released: Vec<_> = unstarted
+            .iter()
+            .map(|lease| self.context.store.release_unstarted(lease))
+            .collect();
+        for (lease, released) in unstarted.iter().zip(released) {
+            if let Err(error) = self.context.runtime.block_on(released.lease_held()) {
+                tracing::warn!(job = %lease.job_id, %error, "cannot give back an unstarted job");
+            }
+        }
     }
 }
 
@@ -344,27 +397,52 @@ async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
 }
 
 fn work(context: &WorkerContext) {
-    let mut ending: Option<Ending> = None;
+    let mut endings = Vec::new();
     while !context.shutdown.load(Ordering::SeqCst) {
-        let seen = context.signal.generation();
-        // The claim rides in the same group commit as the end queued just before it, so a
-        // worker waits for one commit per job, not one per write.
-        let claimed = context
-            .runtime
-            .block_on(context.store.claim_next_job(context.limits.lease));
-        if let Some(ending) = ending.take() {
-            confirm(context, ending);
+        if let Some((claim, interrupt)) = context.next_claimed() {
+            endings.extend(run_guarded(context, claim, interrupt));
+            if endings.len() >= MAX_CLAIM as usize {
+                confirm_all(context, &mut endings);
+            }
+            continue;
         }
+        let seen = context.signal.generation();
+        // The claim rides in the same group commit as the ends queued just before it, so a
+        // worker waits for one commit per claim, not one per write.
+        let claimed = context.runtime.block_on(context.store.claim_jobs(
+            context.limits.lease,
+            context.claim_size.load(Ordering::Relaxed),
+        ));
+        confirm_all(context, &mut endings);
         match claimed {
-            Ok(Some(claim)) => ending = Some(run_guarded(context, claim)),
-            Ok(None) => context.signal.wait(seen, IDLE_POLL),
+            Ok(claimed) if claimed.is_empty() => context.signal.wait(seen, IDLE_POLL),
+            Ok(claimed) => {
+                let more_than_one = claimed.len() > 1;
+                let mut queue = context
+                    .claimed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                for claim in claimed {
+                    let interrupt = context.held.hold(&claim.lease);
+                    queue.push_back((claim, interrupt));
+                }
+                drop(queue);
+                if more_than_one {
+                    // Idle workers of this process share the batch.
+                    context.signal.notify_all();
+                }
+            }
             Err(error) => {
                 tracing::error!(%error, "cannot claim a job");
                 std::thread::sleep(IDLE_POLL);
             }
         }
     }
-    if let Some(ending) = ending {
+    confirm_all(context, &mut endings);
+}
+
+fn confirm_all(context: &WorkerContext, endings: &mut Vec<Ending>) {
+    for ending in endings.drain(..) {
         confirm(context, ending);
     }
 }
@@ -379,11 +457,22 @@ struct Ending {
 }
 
 /// Runs a claimed job; a panic in the host fails the job instead of leaving it `RUNNING`.
-fn run_guarded(context: &WorkerContext, claim: ClaimedJob) -> Ending {
-    let execution_id = uuid::Uuid::now_v7().to_string();
+/// Nothing runs, and nothing is written, for a job whose lease was lost while it waited.
+fn run_guarded(
+    context: &WorkerContext,
+    claim: ClaimedJob,
+    interrupt: Arc<AtomicBool>,
+) -> Option<Ending> {
     let lease = claim.lease.clone();
-    let run = std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id));
-    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+    if interrupt.load(Ordering::SeqCst) {
+        tracing::warn!(job = %lease.job_id, "lease lost before the job started");
+        context.held.release(&lease);
+        return None;
+    }
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let run =
+        std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id, interrupt));
+    Some(std::panic::catch_unwind(run).unwrap_or_else(|_| {
         // A bug in the host, not in the plugin: this worker keeps serving.
         tracing::error!(job = %lease.job_id, "the worker panicked running this job");
         let mut end = failed(
@@ -399,10 +488,15 @@ fn run_guarded(context: &WorkerContext, claim: ClaimedJob) -> Ending {
             lease,
             end,
         }
-    })
+    }))
 }
 
-fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) -> Ending {
+fn run_claimed(
+    context: &WorkerContext,
+    claim: ClaimedJob,
+    execution_id: &str,
+    interrupt: Arc<AtomicBool>,
+) -> Ending {
     let job_id = claim.lease.job_id.clone();
     let span = tracing::info_span!("job", job = %job_id, attempt = claim.attempt);
     let _entered = span.enter();
@@ -430,7 +524,6 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) -
 
     let run_started = Instant::now();
     context.metrics.execution_started();
-    let interrupt = context.held.hold(&claim.lease);
     let end = match plugin {
         Some(plugin) => execute(context, &claim, execution_id, &plugin, interrupt),
         None => failed(
@@ -444,6 +537,7 @@ fn run_claimed(context: &WorkerContext, claim: ClaimedJob, execution_id: &str) -
         end.error.as_ref().map(|error| error.code.as_str()),
         run_started.elapsed(),
     );
+    context.adapt_claim_size(run_started.elapsed());
     tracing::info!(
         status = end.status.as_str(),
         error = end.error.as_ref().map(|error| error.code.as_str()),

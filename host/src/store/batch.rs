@@ -22,6 +22,10 @@ pub(crate) enum Write {
     InsertJob(NewJob),
     Claim {
         lease_expires_at: Millis,
+        limit: u32,
+    },
+    Release {
+        lease: Lease,
     },
     Start {
         lease: Lease,
@@ -51,6 +55,7 @@ impl Write {
         match self {
             Write::InsertJob(_) => true,
             Write::Finish { end, .. } => end.job_status == JobStatus::Pending,
+            Write::Release { .. } => true,
             _ => false,
         }
     }
@@ -60,7 +65,7 @@ impl Write {
 #[derive(Debug)]
 pub(crate) enum Outcome {
     Inserted(Inserted),
-    Claimed(Option<ClaimedJob>),
+    Claimed(Vec<ClaimedJob>),
     /// Whether the lease was still held (and so whether the write happened).
     Held(bool),
     /// The leases a heartbeat found lost.
@@ -114,8 +119,13 @@ impl Batcher {
     pub(crate) async fn claim(
         &self,
         lease_expires_at: Millis,
-    ) -> Result<Option<ClaimedJob>, StoreError> {
-        match self.submit(Write::Claim { lease_expires_at }).await? {
+        limit: u32,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        let write = Write::Claim {
+            lease_expires_at,
+            limit,
+        };
+        match self.submit(write).await? {
             Outcome::Claimed(claimed) => Ok(claimed),
             other => Err(unexpected(&other)),
         }

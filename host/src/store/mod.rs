@@ -243,6 +243,7 @@ pub struct ClaimedJob {
     pub options: String,
     /// 1 for the first attempt.
     pub attempt: u32,
+    pub created_at: Millis,
 }
 
 /// How an execution ended, written in one transaction with the job's new status.
@@ -319,9 +320,14 @@ pub trait JobStore: Send + Sync + 'static {
         job_id: &str,
     ) -> Result<Option<JobOutput>, StoreError>;
 
-    /// Claims the oldest pending job: marks it `RUNNING`, bumps its attempt count and lease
-    /// token, and sets its lease to expire after `lease`.
-    async fn claim_next_job(&self, lease: Duration) -> Result<Option<ClaimedJob>, StoreError>;
+    /// Claims up to `limit` of the oldest pending jobs, oldest first: marks them `RUNNING`,
+    /// bumps their attempt counts and lease tokens, and sets their leases to expire after
+    /// `lease`.
+    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError>;
+
+    /// Gives back a claimed job that never started: `PENDING` again, its attempt not counted.
+    /// Its outcome is false if the lease is no longer held.
+    fn release_unstarted(&self, lease: &Lease) -> QueuedWrite;
 
     /// Extends the leases this process holds to expire `lease` from now. Returns the leases that
     /// were lost (the job was reaped, cancelled or claimed by another worker).
@@ -441,6 +447,7 @@ where
     for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
 {
     Ok(ClaimedJob {
+        created_at: row.try_get("created_at")?,
         lease: Lease {
             job_id: row.try_get("id")?,
             token: row.try_get("lease_token")?,

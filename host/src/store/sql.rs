@@ -57,6 +57,11 @@ pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
          progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END
      WHERE id = $7 AND job_id = $8";
 
+/// A claimed job that never started goes back, its attempt uncounted.
+pub(super) const RELEASE_UNSTARTED: &str =
+    "UPDATE jobs SET status = 'PENDING', attempts = attempts - 1, lease_expires_at = NULL
+     WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'";
+
 pub(super) const INSERT_OUTPUT: &str = "INSERT INTO job_outputs (job_id, output) VALUES ($1, $2)";
 
 /// Expired leases (or, with `$3`, every running job) go back to the queue, or fail once they
@@ -67,6 +72,18 @@ pub(super) const REAP_JOBS: &str = "UPDATE jobs
          lease_expires_at = NULL, lease_token = lease_token + 1
      WHERE status = 'RUNNING' AND ($3 OR lease_expires_at < $2)
      RETURNING id";
+
+/// A reaped attempt whose start was never recorded (its worker died first, or had only
+/// claimed it) still gets its entry in the job's history.
+pub(super) const ABANDON_UNSTARTED: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at, ended_at, error_code, error_message)
+     SELECT $1, id, attempts, 'ABANDONED', problem, '', '', $2, $2, 'worker_lost', $3 FROM jobs
+     WHERE id = $4 AND NOT EXISTS (SELECT 1 FROM executions
+                                   WHERE executions.job_id = jobs.id
+                                     AND executions.attempt = jobs.attempts)";
+
+/// The message of an attempt reaped before its start was recorded.
+pub(super) const LOST_BEFORE_START: &str =
+    "its worker stopped before this attempt started (the process died or was cut off)";
 
 pub(super) const PURGE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (
          SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < $1

@@ -34,8 +34,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
 const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
-     WHERE id = (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT 1)
-     RETURNING id, problem, input, options, attempts, lease_token";
+     WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT $2)
+     RETURNING id, problem, input, options, attempts, lease_token, created_at";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -90,6 +90,15 @@ impl SqliteStore {
             .await?;
         if reaped.is_empty() {
             return Ok(0);
+        }
+        for job_id in &reaped {
+            sqlx::query(sql::ABANDON_UNSTARTED)
+                .bind(uuid::Uuid::now_v7().to_string())
+                .bind(now)
+                .bind(sql::LOST_BEFORE_START)
+                .bind(job_id)
+                .execute(&mut *transaction)
+                .await?;
         }
         let message = if every_running {
             "the server stopped while this execution ran"
@@ -164,12 +173,31 @@ impl BatchWriter for SqliteWriter {
 async fn apply(connection: &mut SqliteConnection, write: &Write) -> Result<Outcome, StoreError> {
     Ok(match write {
         Write::InsertJob(job) => Outcome::Inserted(insert_job(connection, job).await?),
-        Write::Claim { lease_expires_at } => {
-            let row = sqlx::query(CLAIM)
+        Write::Claim {
+            lease_expires_at,
+            limit,
+        } => {
+            let mut claimed = sqlx::query(CLAIM)
                 .bind(lease_expires_at)
-                .fetch_optional(&mut *connection)
+                .bind(i64::from(*limit))
+                .fetch_all(&mut *connection)
+                .await?
+                .iter()
+                .map(claim_from_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            // RETURNING has no order: oldest first, as the queue promises.
+            claimed.sort_by(|a, b| {
+                (a.created_at, &a.lease.job_id).cmp(&(b.created_at, &b.lease.job_id))
+            });
+            Outcome::Claimed(claimed)
+        }
+        Write::Release { lease } => {
+            let released = sqlx::query(sql::RELEASE_UNSTARTED)
+                .bind(&lease.job_id)
+                .bind(lease.token)
+                .execute(&mut *connection)
                 .await?;
-            Outcome::Claimed(row.as_ref().map(claim_from_row).transpose()?)
+            Outcome::Held(released.rows_affected() == 1)
         }
         Write::Start {
             lease,
@@ -426,10 +454,16 @@ impl JobStore for SqliteStore {
         .transpose()
     }
 
-    async fn claim_next_job(&self, lease: Duration) -> Result<Option<ClaimedJob>, StoreError> {
+    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError> {
         self.batcher
-            .claim(now_millis() + lease.as_millis() as Millis)
+            .claim(now_millis() + lease.as_millis() as Millis, limit)
             .await
+    }
+
+    fn release_unstarted(&self, lease: &Lease) -> QueuedWrite {
+        self.batcher.queue(Write::Release {
+            lease: lease.clone(),
+        })
     }
 
     async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {

@@ -65,6 +65,9 @@ macro_rules! for_each_backend {
 
 for_each_backend!(
     a_job_is_stored_and_listed,
+    claims_take_the_oldest_jobs_first,
+    an_unstarted_claim_goes_back_uncounted,
+    a_reaped_claim_that_never_started_stays_in_the_history,
     a_claimed_job_runs_to_completion,
     concurrent_claims_never_share_a_job,
     a_worker_that_lost_its_lease_changes_nothing,
@@ -118,9 +121,10 @@ const LONG: Duration = Duration::from_secs(600);
 /// Claims the next job and records its execution's start.
 async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, String) {
     let claim = store
-        .claim_next_job(lease)
+        .claim_jobs(lease, 1)
         .await
         .expect("claim")
+        .pop()
         .expect("a pending job");
     let execution_id = uuid::Uuid::now_v7().to_string();
     assert!(
@@ -190,6 +194,80 @@ async fn a_job_is_stored_and_listed(backend: Backend) {
     ));
 }
 
+async fn claims_take_the_oldest_jobs_first(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let new = new_job(&alice);
+        store.insert_job(&new).await.expect("insert");
+        ids.push(new.id);
+    }
+    let first: Vec<String> = store
+        .claim_jobs(LONG, 3)
+        .await
+        .expect("claim")
+        .into_iter()
+        .map(|claim| claim.lease.job_id)
+        .collect();
+    assert_eq!(first, ids[..3]);
+    let rest = store.claim_jobs(LONG, 3).await.expect("claim");
+    assert_eq!(rest.len(), 2);
+    assert_eq!(rest[0].lease.job_id, ids[3]);
+}
+
+async fn an_unstarted_claim_goes_back_uncounted(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    let claim = store.claim_jobs(LONG, 1).await.expect("claim").remove(0);
+    assert!(
+        store
+            .release_unstarted(&claim.lease)
+            .lease_held()
+            .await
+            .expect("release")
+    );
+    // A second release of the same lease changes nothing.
+    assert!(
+        !store
+            .release_unstarted(&claim.lease)
+            .lease_held()
+            .await
+            .expect("release")
+    );
+    assert_eq!(job(store, &alice, &new.id).await.status, JobStatus::Pending);
+    let again = store.claim_jobs(LONG, 1).await.expect("claim").remove(0);
+    assert_eq!(again.attempt, 1);
+    assert!(again.lease.token > claim.lease.token);
+}
+
+async fn a_reaped_claim_that_never_started_stays_in_the_history(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    store
+        .claim_jobs(Duration::from_millis(1), 1)
+        .await
+        .expect("claim");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.reap_expired(3).await.expect("reap"), 1);
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Pending);
+    assert_eq!(record.executions.len(), 1);
+    assert_eq!(record.executions[0].attempt, 1);
+    assert_eq!(record.executions[0].status, ExecutionStatus::Abandoned);
+    assert_eq!(
+        record.executions[0].error.as_ref().map(|error| error.code),
+        Some(ErrorCode::WorkerLost)
+    );
+    let (again, _) = claim_and_start(store, LONG).await;
+    assert_eq!(again.attempt, 2);
+    assert_eq!(job(store, &alice, &new.id).await.executions.len(), 2);
+}
+
 async fn a_claimed_job_runs_to_completion(backend: Backend) {
     let store = backend.store.as_ref();
     let alice = user(store, "alice").await;
@@ -199,7 +277,7 @@ async fn a_claimed_job_runs_to_completion(backend: Backend) {
     assert_eq!(claim.lease.job_id, new.id);
     assert_eq!(claim.attempt, 1);
     assert_eq!(claim.input, new.input);
-    assert!(store.claim_next_job(LONG).await.expect("claim").is_none());
+    assert!(store.claim_jobs(LONG, 1).await.expect("claim").is_empty());
     let running = job(store, &alice, &new.id).await;
     assert_eq!(running.status, JobStatus::Running);
     assert_eq!(running.executions[0].status, ExecutionStatus::Running);
@@ -249,15 +327,19 @@ async fn concurrent_claims_never_share_a_job(backend: Backend) {
         store.insert_job(&new).await.expect("insert");
         inserted.insert(new.id);
     }
-    let claimers: Vec<_> = (0..8)
-        .map(|_| {
+    let claimers: Vec<_> = (1..=8)
+        .map(|limit| {
             let store = store.clone();
             tokio::spawn(async move {
                 let mut claimed = Vec::new();
-                while let Some(claim) = store.claim_next_job(LONG).await.expect("claim") {
-                    claimed.push(claim.lease.job_id);
+                loop {
+                    let batch = store.claim_jobs(LONG, limit).await.expect("claim");
+                    assert!(batch.len() <= limit as usize);
+                    if batch.is_empty() {
+                        return claimed;
+                    }
+                    claimed.extend(batch.into_iter().map(|claim| claim.lease.job_id));
                 }
-                claimed
             })
         })
         .collect();
@@ -367,7 +449,7 @@ async fn the_last_attempt_fails_the_job(backend: Backend) {
     assert_eq!(record.status, JobStatus::Failed);
     assert!(record.ended_at.is_some());
     assert_eq!(record.executions[0].status, ExecutionStatus::Abandoned);
-    assert!(store.claim_next_job(LONG).await.expect("claim").is_none());
+    assert!(store.claim_jobs(LONG, 1).await.expect("claim").is_empty());
 }
 
 async fn a_released_job_runs_again(backend: Backend) {
