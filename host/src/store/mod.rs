@@ -12,6 +12,7 @@
 mod batch;
 mod postgres;
 pub mod scratch;
+mod shared;
 mod sql;
 mod sqlite;
 #[cfg(test)]
