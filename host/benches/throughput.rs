@@ -431,11 +431,54 @@ async fn bench(options: &Options, database_url: Option<&str>) -> anyhow::Result<
         options.concurrency,
     );
 
+    let pids: Vec<u32> = servers.children.iter().map(Child::id).collect();
+    let cpu_before = cpu_seconds(&pids);
+    let wall = Instant::now();
     let job_ids = throughput(&api, options).await?;
+    report_cpu(&pids, cpu_before, wall.elapsed());
     verify_completed(&api, &job_ids, options.concurrency).await?;
     fixed_rate(&api, &job_ids, options).await?;
     drop(servers);
     Ok(())
+}
+
+/// CPU seconds (user + system) used so far by the servers and by this client, from
+/// `/proc/<pid>/stat` (Linux; zero elsewhere).
+fn cpu_seconds(server_pids: &[u32]) -> (f64, f64) {
+    let of = |pid: &str| -> f64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return 0.0;
+        };
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let Some((_, fields)) = stat.rsplit_once(')') else {
+            return 0.0;
+        };
+        let fields: Vec<&str> = fields.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 Hz).
+        let ticks = |index: usize| {
+            fields
+                .get(index)
+                .and_then(|field| field.parse::<f64>().ok())
+        };
+        ticks(11).unwrap_or(0.0) / 100.0 + ticks(12).unwrap_or(0.0) / 100.0
+    };
+    let servers = server_pids.iter().map(|pid| of(&pid.to_string())).sum();
+    (servers, of("self"))
+}
+
+/// Where the throughput phase's CPU went: servers, this client, and the rest of the machine
+/// (PostgreSQL, the kernel's own work, idle).
+fn report_cpu(server_pids: &[u32], before: (f64, f64), wall: Duration) {
+    let after = cpu_seconds(server_pids);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let available = wall.as_secs_f64() * cores as f64;
+    let servers = after.0 - before.0;
+    let client = after.1 - before.1;
+    println!(
+        "cpu in that phase: servers {servers:.2} s, client {client:.2} s, of {available:.2} s \
+         on {cores} cores ({:.0} % busy with the two)",
+        100.0 * (servers + client) / available
+    );
 }
 
 /// Phase 1: submits every job, waits for the metrics to count them all COMPLETED, and

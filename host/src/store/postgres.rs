@@ -53,6 +53,9 @@ impl PostgresStore {
     /// Connects and brings the schema up to date (one replica at a time).
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let pool = PgPoolOptions::new()
+            // The connection is local or long-lived; a ping before every use costs a round
+            // trip per transaction on the group-commit path.
+            .test_before_acquire(false)
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)

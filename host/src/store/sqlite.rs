@@ -60,12 +60,18 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let writer = SqlitePoolOptions::new()
+            // The connection is local or long-lived; a ping before every use costs a round
+            // trip per transaction on the group-commit path.
+            .test_before_acquire(false)
             .max_connections(1)
             .min_connections(1)
             .connect_with(options.clone())
             .await?;
         migrate(&writer).await?;
         let readers = SqlitePoolOptions::new()
+            // The connection is local or long-lived; a ping before every use costs a round
+            // trip per transaction on the group-commit path.
+            .test_before_acquire(false)
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
