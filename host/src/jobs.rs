@@ -260,14 +260,18 @@ impl HeldLeases {
             .collect()
     }
 
-    /// Interrupts the executions of these leases (all of them, without a list).
-    fn interrupt(&self, leases: Option<&[Lease]>) {
+    /// Interrupts the executions of these leases that are still held (all of them, without a
+    /// list), and returns the job ids interrupted.
+    fn interrupt(&self, leases: Option<&[Lease]>) -> Vec<String> {
         let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut interrupted = Vec::new();
         for (lease, interrupt) in held.values() {
             if leases.is_none_or(|leases| leases.contains(lease)) {
                 interrupt.store(true, Ordering::SeqCst);
+                interrupted.push(lease.job_id.clone());
             }
         }
+        interrupted
     }
 }
 
@@ -340,7 +344,7 @@ impl WorkerPool {
                 "the shutdown grace ran out; giving the running jobs back to the queue"
             );
             self.context.releasing.store(true, Ordering::SeqCst);
-            self.context.held.interrupt(None);
+            let _ = self.context.held.interrupt(None);
         }
         for thread in self.threads {
             let _ = thread.join();
@@ -386,10 +390,10 @@ async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
         match context.store.heartbeat(&leases, context.limits.lease).await {
             Ok(lost) if lost.is_empty() => {}
             Ok(lost) => {
-                for lease in &lost {
-                    tracing::warn!(job = %lease.job_id, "lease lost; interrupting the execution");
+                // A job that ended since the leases were listed is not held any more.
+                for job in context.held.interrupt(Some(&lost)) {
+                    tracing::warn!(%job, "lease lost; interrupting the execution");
                 }
-                context.held.interrupt(Some(&lost));
             }
             Err(error) => tracing::warn!(%error, "cannot renew the leases"),
         }

@@ -5,7 +5,9 @@
 //! sent only for a job on disk. If a batch fails, its writes are retried one transaction each,
 //! so one bad write fails alone and never takes the others with it.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
@@ -80,18 +82,52 @@ pub(crate) trait BatchWriter: Send + Sync + 'static {
 
 type Reply = oneshot::Sender<Result<Outcome, StoreError>>;
 
-/// The queue in front of a [`BatchWriter`].
+/// The queues in front of a [`BatchWriter`]: one writing task per lane. SQLite takes one
+/// writer at a time, so it has one lane; PostgreSQL commits several transactions at once, so
+/// its writes spread over a few. Every write of one job goes to the same lane, which keeps
+/// them in order; claims and inserts take the lanes in turn.
 #[derive(Debug, Clone)]
 pub(crate) struct Batcher {
-    queue: mpsc::UnboundedSender<(Write, Reply)>,
+    lanes: Vec<mpsc::UnboundedSender<(Write, Reply)>>,
+    next: Arc<AtomicUsize>,
 }
 
 impl Batcher {
-    /// Starts the writing task on the current tokio runtime.
-    pub(crate) fn start(writer: Arc<dyn BatchWriter>) -> Batcher {
-        let (queue, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(write_batches(writer, receiver));
-        Batcher { queue }
+    /// Starts `lanes` writing tasks (at least one) on the current tokio runtime.
+    pub(crate) fn start(writer: Arc<dyn BatchWriter>, lanes: usize) -> Batcher {
+        let lanes = (0..lanes.max(1))
+            .map(|_| {
+                let (queue, receiver) = mpsc::unbounded_channel();
+                tokio::spawn(write_batches(writer.clone(), receiver));
+                queue
+            })
+            .collect();
+        Batcher {
+            lanes,
+            next: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The lane of a job's writes.
+    fn lane_of(&self, job_id: &str) -> usize {
+        let mut hasher = std::hash::DefaultHasher::new();
+        job_id.hash(&mut hasher);
+        (hasher.finish() % self.lanes.len() as u64) as usize
+    }
+
+    fn lane(&self, write: &Write) -> usize {
+        match write {
+            Write::Start { lease, .. }
+            | Write::Progress { lease, .. }
+            | Write::Finish { lease, .. }
+            | Write::Release { lease } => self.lane_of(&lease.job_id),
+            Write::Heartbeat { leases, .. } => leases
+                .first()
+                .map_or(0, |lease| self.lane_of(&lease.job_id)),
+            Write::InsertJob(_) | Write::Claim { .. } => {
+                self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len()
+            }
+        }
     }
 
     async fn submit(&self, write: Write) -> Result<Outcome, StoreError> {
@@ -102,7 +138,7 @@ impl Batcher {
     pub(crate) fn queue(&self, write: Write) -> QueuedWrite {
         let (reply, answer) = oneshot::channel();
         QueuedWrite(
-            self.queue
+            self.lanes[self.lane(&write)]
                 .send((write, reply))
                 .map(|()| answer)
                 .map_err(|_| StoreError::Closed),
@@ -131,19 +167,35 @@ impl Batcher {
         }
     }
 
+    /// Renews leases, each in its job's lane, so that a heartbeat never waits on a row another
+    /// lane's open transaction holds (and never deadlocks with it).
     pub(crate) async fn heartbeat(
         &self,
         leases: &[Lease],
         lease_expires_at: Millis,
     ) -> Result<Vec<Lease>, StoreError> {
-        let write = Write::Heartbeat {
-            leases: leases.to_vec(),
-            lease_expires_at,
-        };
-        match self.submit(write).await? {
-            Outcome::Lost(lost) => Ok(lost),
-            other => Err(unexpected(&other)),
+        let mut by_lane = vec![Vec::new(); self.lanes.len()];
+        for lease in leases {
+            by_lane[self.lane_of(&lease.job_id)].push(lease.clone());
         }
+        let queued: Vec<QueuedWrite> = by_lane
+            .into_iter()
+            .filter(|leases| !leases.is_empty())
+            .map(|leases| {
+                self.queue(Write::Heartbeat {
+                    leases,
+                    lease_expires_at,
+                })
+            })
+            .collect();
+        let mut lost = Vec::new();
+        for queued in queued {
+            match queued.outcome().await? {
+                Outcome::Lost(lost_here) => lost.extend(lost_here),
+                other => return Err(unexpected(&other)),
+            }
+        }
+        Ok(lost)
     }
 }
 

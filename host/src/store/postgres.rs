@@ -26,6 +26,10 @@ const MIGRATIONS: &[(i64, &str)] = &[(
 /// The advisory lock that serialises migrations across replicas starting at once.
 const MIGRATION_LOCK: i64 = 0x6361_7365_6c6f_6164; // "caseload"
 
+/// Group-commit lanes: PostgreSQL commits concurrent transactions side by side, and each
+/// lane's round trips would otherwise serialise every write of the replica.
+const WRITE_LANES: usize = 4;
+
 /// The channel a replica notifies when it makes a job pending.
 const CHANNEL: &str = "caseload_jobs";
 
@@ -56,12 +60,12 @@ impl PostgresStore {
             // The connection is local or long-lived; a ping before every use costs a round
             // trip per transaction on the group-commit path.
             .test_before_acquire(false)
-            .max_connections(8)
+            .max_connections(WRITE_LANES as u32 + 6)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
         migrate(&pool).await?;
-        let batcher = Batcher::start(Arc::new(PostgresWriter { pool: pool.clone() }));
+        let batcher = Batcher::start(Arc::new(PostgresWriter { pool: pool.clone() }), WRITE_LANES);
         Ok(PostgresStore {
             writer: pool.clone(),
             readers: pool,

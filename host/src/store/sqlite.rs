@@ -75,9 +75,13 @@ impl SqliteStore {
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        let batcher = Batcher::start(Arc::new(SqliteWriter {
-            pool: writer.clone(),
-        }));
+        // One lane: SQLite has one writer at a time.
+        let batcher = Batcher::start(
+            Arc::new(SqliteWriter {
+                pool: writer.clone(),
+            }),
+            1,
+        );
         Ok(SqliteStore {
             writer,
             readers,
