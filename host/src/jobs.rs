@@ -231,8 +231,13 @@ impl WorkerContext {
 
 /// The leases this process's workers hold, each with its execution's interrupt flag: the
 /// heartbeat renews them all in one write, and stops the executions whose lease was lost.
+/// Keyed by job and token: a job reaped from this process and claimed by it again is two
+/// leases, and ending the old one must not drop the new one.
 #[derive(Debug, Default)]
-struct HeldLeases(Mutex<HashMap<String, (Lease, Arc<AtomicBool>)>>);
+struct HeldLeases(Mutex<HashMap<LeaseKey, (Lease, Arc<AtomicBool>)>>);
+
+/// A job id and a lease token.
+type LeaseKey = (String, i64);
 
 impl HeldLeases {
     fn hold(&self, lease: &Lease) -> Arc<AtomicBool> {
@@ -240,7 +245,10 @@ impl HeldLeases {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(lease.job_id.clone(), (lease.clone(), interrupt.clone()));
+            .insert(
+                (lease.job_id.clone(), lease.token),
+                (lease.clone(), interrupt.clone()),
+            );
         interrupt
     }
 
@@ -248,7 +256,7 @@ impl HeldLeases {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&lease.job_id);
+            .remove(&(lease.job_id.clone(), lease.token));
     }
 
     fn leases(&self) -> Vec<Lease> {
@@ -390,9 +398,11 @@ async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
         match context.store.heartbeat(&leases, context.limits.lease).await {
             Ok(lost) if lost.is_empty() => {}
             Ok(lost) => {
-                // A job that ended since the leases were listed is not held any more.
+                // Some of these may simply have ended since they were listed (their end is
+                // written, not yet confirmed); a result really lost is logged when its end
+                // is refused.
                 for job in context.held.interrupt(Some(&lost)) {
-                    tracing::warn!(%job, "lease lost; interrupting the execution");
+                    tracing::debug!(%job, "lease not renewed; interrupting the execution");
                 }
             }
             Err(error) => tracing::warn!(%error, "cannot renew the leases"),
@@ -417,21 +427,24 @@ fn work(context: &WorkerContext) {
             context.limits.lease,
             context.claim_size.load(Ordering::Relaxed),
         ));
+        // Held (renewed by the heartbeat) before anything else can take time.
+        if let Ok(claimed) = &claimed
+            && !claimed.is_empty()
+        {
+            let mut queue = context
+                .claimed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for claim in claimed {
+                let interrupt = context.held.hold(&claim.lease);
+                queue.push_back((claim.clone(), interrupt));
+            }
+        }
         confirm_all(context, &mut endings);
         match claimed {
             Ok(claimed) if claimed.is_empty() => context.signal.wait(seen, IDLE_POLL),
             Ok(claimed) => {
-                let more_than_one = claimed.len() > 1;
-                let mut queue = context
-                    .claimed
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                for claim in claimed {
-                    let interrupt = context.held.hold(&claim.lease);
-                    queue.push_back((claim, interrupt));
-                }
-                drop(queue);
-                if more_than_one {
+                if claimed.len() > 1 {
                     // Idle workers of this process share the batch.
                     context.signal.notify_all();
                 }
@@ -469,7 +482,15 @@ fn run_guarded(
 ) -> Option<Ending> {
     let lease = claim.lease.clone();
     if interrupt.load(Ordering::SeqCst) {
-        tracing::warn!(job = %lease.job_id, "lease lost before the job started");
+        if context.releasing.load(Ordering::SeqCst) {
+            // The server stops: the job goes back, its attempt uncounted.
+            let released = context.store.release_unstarted(&lease);
+            if let Err(error) = context.runtime.block_on(released.lease_held()) {
+                tracing::warn!(job = %lease.job_id, %error, "cannot give back an unstarted job");
+            }
+        } else {
+            tracing::warn!(job = %lease.job_id, "lease lost before the job started");
+        }
         context.held.release(&lease);
         return None;
     }
@@ -485,7 +506,6 @@ fn run_guarded(
             "the worker failed while running this job".into(),
         );
         end.status = ExecutionStatus::Abandoned;
-        context.held.release(&lease);
         Ending {
             started: None,
             finished: context.store.finish_execution(&lease, &end),
@@ -548,12 +568,20 @@ fn run_claimed(
         "execution ended"
     );
     let finished = context.store.finish_execution(&claim.lease, &end);
-    context.held.release(&claim.lease);
     Ending {
         lease: claim.lease,
         end,
         started: Some(started),
         finished,
+    }
+}
+
+/// Stops renewing a lease when dropped.
+struct ReleaseOnDrop<'a>(&'a HeldLeases, &'a Lease);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.release(self.1);
     }
 }
 
@@ -567,6 +595,8 @@ fn confirm(context: &WorkerContext, ending: Ending) {
         finished,
     } = ending;
     let job = &lease.job_id;
+    // Renewed until the end is written: a retried end must still hold the lease.
+    let _release = ReleaseOnDrop(&context.held, &lease);
     if let Some(started) = started
         && let Err(error) = context.runtime.block_on(started.lease_held())
     {

@@ -33,13 +33,16 @@ const WRITE_LANES: usize = 4;
 /// The channel a replica notifies when it makes a job pending.
 const CHANNEL: &str = "caseload_jobs";
 
-/// Claims the oldest pending job no other transaction holds.
-const CLAIM: &str = "UPDATE jobs
+/// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
+/// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
+const CLAIM: &str = "WITH picked AS (
+         SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT $2
+         FOR UPDATE SKIP LOCKED)
+     UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
-     WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT $2
-                 FOR UPDATE SKIP LOCKED)
-     RETURNING id, problem, input, options, attempts, lease_token, created_at";
+     FROM picked WHERE jobs.id = picked.id
+     RETURNING jobs.id, problem, input, options, attempts, lease_token, created_at";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -189,6 +192,11 @@ impl BatchWriter for PostgresWriter {
 super::shared::batch_writes!(PgConnection);
 
 super::shared::store_impl!(PostgresStore {
+    /// Other replicas may be running the `RUNNING` jobs: only expired leases are reaped.
+    async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        self.reap(max_attempts, false).await
+    }
+
     async fn watch_new_jobs(&self, signal: Arc<WorkSignal>) {
         let pool = self.writer.clone();
         tokio::spawn(async move {

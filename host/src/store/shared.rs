@@ -116,6 +116,14 @@ macro_rules! batch_writes {
             if inserted.rows_affected() == 1 {
                 return Ok(Inserted::Created);
             }
+            // A batch retried after a commit whose answer was lost finds its own job.
+            let own: Option<String> = sqlx::query_scalar(sql::JOB_OWNER)
+                .bind(&job.id)
+                .fetch_optional(&mut *connection)
+                .await?;
+            if own.as_deref() == Some(job.owner_id.as_str()) {
+                return Ok(Inserted::Created);
+            }
             let existing = match &job.idempotency {
                 Some(idempotency) => {
                     sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
@@ -359,10 +367,6 @@ macro_rules! store_impl {
 
             async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError> {
                 self.reap(max_attempts, false).await
-            }
-
-            async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
-                self.reap(max_attempts, true).await
             }
 
             async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {

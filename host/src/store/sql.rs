@@ -14,6 +14,8 @@ pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, in
      VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8)
      ON CONFLICT DO NOTHING";
 
+pub(super) const JOB_OWNER: &str = "SELECT owner_id FROM jobs WHERE id = $1";
+
 pub(super) const JOB_BY_IDEMPOTENCY_KEY: &str =
     "SELECT id, request_hash FROM jobs WHERE owner_id = $1 AND idempotency_key = $2";
 

@@ -183,5 +183,10 @@ impl BatchWriter for SqliteWriter {
 super::shared::batch_writes!(SqliteConnection);
 
 super::shared::store_impl!(SqliteStore {
+    /// One process owns the file: every `RUNNING` job was left by this server's last run.
+    async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        self.reap(max_attempts, true).await
+    }
+
     async fn watch_new_jobs(&self, _signal: Arc<WorkSignal>) {}
 });

@@ -633,3 +633,33 @@ async fn on_postgres_replicas_may_start_together() {
         assert_eq!(store.user_count().await.expect("count"), 0);
     }
 }
+
+/// A restart recovers what the last run left `RUNNING`, on the one process owning the file;
+/// on PostgreSQL, a starting replica must leave the other replicas' running jobs alone.
+async fn recover_with_a_live_lease(backend: Backend) -> (u64, JobStatus) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    claim_and_start(store, LONG).await;
+    let recovered = store.recover_interrupted(3).await.expect("recover");
+    (recovered, job(store, &alice, &new.id).await.status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_restart_requeues_running_jobs() {
+    assert_eq!(
+        recover_with_a_live_lease(sqlite().await).await,
+        (1, JobStatus::Pending)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_starting_replica_leaves_running_jobs_alone() {
+    if let Some(backend) = postgres().await {
+        assert_eq!(
+            recover_with_a_live_lease(backend).await,
+            (0, JobStatus::Running)
+        );
+    }
+}
