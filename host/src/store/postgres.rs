@@ -30,6 +30,9 @@ const MIGRATION_LOCK: i64 = 0x6361_7365_6c6f_6164; // "caseload"
 /// lane's round trips would otherwise serialise every write of the replica.
 const WRITE_LANES: usize = 4;
 
+/// Connections for reads (status, lists, outputs, logins).
+const READ_CONNECTIONS: usize = 6;
+
 /// The channel a replica notifies when it makes a job pending.
 const CHANNEL: &str = "caseload_jobs";
 
@@ -50,7 +53,8 @@ const ABANDON_EXECUTIONS: &str = "UPDATE executions
 
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
-    /// One pool serves both: PostgreSQL takes concurrent writers.
+    /// The group-commit lanes, the reaper and retention: never starved by a burst of reads,
+    /// so that heartbeats and ends always find a connection.
     writer: PgPool,
     readers: PgPool,
     batcher: Batcher,
@@ -59,19 +63,28 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects and brings the schema up to date (one replica at a time).
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
-        let pool = PgPoolOptions::new()
-            // The connection is local or long-lived; a ping before every use costs a round
-            // trip per transaction on the group-commit path.
-            .test_before_acquire(false)
-            .max_connections(WRITE_LANES as u32 + 6)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect(url)
-            .await?;
-        migrate(&pool).await?;
-        let batcher = Batcher::start(Arc::new(PostgresWriter { pool: pool.clone() }), WRITE_LANES);
+        let pool = |connections: usize| {
+            PgPoolOptions::new()
+                // Long-lived connections; a ping before every use costs a round trip per
+                // transaction on the group-commit path.
+                .test_before_acquire(false)
+                .max_connections(connections as u32)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(url)
+        };
+        // One connection per lane, one for the reaper, one for retention.
+        let writer = pool(WRITE_LANES + 2).await?;
+        migrate(&writer).await?;
+        let readers = pool(READ_CONNECTIONS).await?;
+        let batcher = Batcher::start(
+            Arc::new(PostgresWriter {
+                pool: writer.clone(),
+            }),
+            WRITE_LANES,
+        );
         Ok(PostgresStore {
-            writer: pool.clone(),
-            readers: pool,
+            writer,
+            readers,
             batcher,
         })
     }
