@@ -246,8 +246,9 @@ async fn replicas_on_postgres_lose_no_job_when_one_dies() {
     let survivor = TestServer::start_with(options());
     // A token from one replica is good on the other.
     let token = doomed.token("admin", ADMIN_PASSWORD).await;
-    let jobs = launch_many(&[&doomed, &survivor], &token, 1000, &timed_job(0.01)).await;
-    survivor.wait_until_ended(&token, &jobs[299]).await;
+    // 30 ms jobs: the four workers need about 7.5 s for all, longer than the launch takes,
+    // so the kill right after it lands mid-run.
+    let jobs = launch_many(&[&doomed, &survivor], &token, 1000, &timed_job(0.03)).await;
     let killed_at = chrono::Utc::now().timestamp_millis();
     drop(doomed.kill());
 
