@@ -428,27 +428,24 @@ fn work(context: &WorkerContext) {
             context.claim_size.load(Ordering::Relaxed),
         ));
         // Held (renewed by the heartbeat) before anything else can take time.
-        if let Ok(claimed) = &claimed
-            && !claimed.is_empty()
-        {
+        let claimed = claimed.map(|claimed| {
+            let count = claimed.len();
             let mut queue = context
                 .claimed
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             for claim in claimed {
                 let interrupt = context.held.hold(&claim.lease);
-                queue.push_back((claim.clone(), interrupt));
+                queue.push_back((claim, interrupt));
             }
-        }
+            count
+        });
         confirm_all(context, &mut endings);
         match claimed {
-            Ok(claimed) if claimed.is_empty() => context.signal.wait(seen, IDLE_POLL),
-            Ok(claimed) => {
-                if claimed.len() > 1 {
-                    // Idle workers of this process share the batch.
-                    context.signal.notify_all();
-                }
-            }
+            Ok(0) => context.signal.wait(seen, IDLE_POLL),
+            // Idle workers of this process share the batch.
+            Ok(count) if count > 1 => context.signal.notify_all(),
+            Ok(_) => {}
             Err(error) => {
                 tracing::error!(%error, "cannot claim a job");
                 std::thread::sleep(IDLE_POLL);
