@@ -117,6 +117,40 @@ pub struct ServeArgs {
     /// Finished jobs and their outputs are deleted this long after they end.
     #[arg(long, env = "CASELOAD_RETENTION", default_value = "30d", value_parser = parse_duration)]
     pub retention: Duration,
+
+    /// The largest dataset `POST /data_file` accepts (`268435456`, `256MiB`, `1GiB`...).
+    #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
+    pub max_dataset_bytes: u64,
+}
+
+/// Parses a byte count: a plain number, or one with a unit `KiB`, `MiB`, `GiB`, `kB`, `MB`,
+/// `GB` (`B` alone is bytes).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|character: char| !character.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size such as 1048576, 256MiB or 1GiB"))?;
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?}; use B, KiB, MiB, GiB, kB, MB or GB"
+            ));
+        }
+    };
+    number
+        .checked_mul(unit)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// Parses `500ms`, `10s`, `5m`, `1h`, `30d`, or a plain number of seconds.
@@ -158,5 +192,16 @@ mod tests {
         assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86400)));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("3 weeks").is_err());
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1 GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("4MB"), Ok(4_000_000));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("1.5GiB").is_err());
+        assert!(parse_bytes("99999999999GiB").is_err());
     }
 }

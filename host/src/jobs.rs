@@ -15,8 +15,10 @@ use serde_json::Value;
 
 use crate::api::FieldError;
 use crate::metrics::Metrics;
-use crate::plugins::{Plugin, PluginRegistry};
-use crate::runtime::{CallError, ExecutionObserver, Limits, RunOptions};
+use crate::plugins::{DatasetError, Plugin, PluginRegistry};
+use crate::runtime::{
+    CallError, ExecutionObserver, Limits, LogTail, RunOptions, RunReport, Violation,
+};
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, JobStore,
     Lease, PluginRef, Progress, QueuedWrite, now_millis,
@@ -668,9 +670,26 @@ fn execute(
         seed: options.seed,
         max_iterations: options.max_iterations,
     };
-    let report = plugin
-        .component
-        .run(&claim.input, &run_options, &limits, interrupt, observer);
+    let report = match dataset_input(context, claim, plugin, &limits) {
+        Ok(None) => plugin
+            .component
+            .run(&claim.input, &run_options, &limits, interrupt, observer),
+        Ok(Some(input)) => plugin
+            .component
+            .run(&input, &run_options, &limits, interrupt, observer),
+        Err(DatasetFailure::Call(error)) => RunReport {
+            result: Err(error),
+            log: LogTail::default(),
+        },
+        // Not the job's fault: it goes back to the queue, like a job whose worker died.
+        Err(DatasetFailure::Unreadable(message)) => {
+            return ExecutionEnd {
+                status: ExecutionStatus::Abandoned,
+                job_status: JobStatus::Pending,
+                ..failed(execution_id, ErrorCode::WorkerLost, message)
+            };
+        }
+    };
     let (status, job_status, error, output) = match report.result {
         Ok(output) => match check_output(plugin, &output) {
             Ok(()) => (
@@ -745,6 +764,56 @@ fn execute(
         log_tail: report.log.text,
         log_truncated: report.log.truncated,
         ended_at: now_millis(),
+    }
+}
+
+/// Why a dataset job's input could not be made.
+enum DatasetFailure {
+    /// The input is wrong for the plugin: the execution fails with this.
+    Call(CallError),
+    /// The bytes could not be read from the store.
+    Unreadable(String),
+}
+
+/// A dataset job's input, made as at submission; `None` for an inline job.
+fn dataset_input(
+    context: &WorkerContext,
+    claim: &ClaimedJob,
+    plugin: &Plugin,
+    limits: &Limits,
+) -> Result<Option<String>, DatasetFailure> {
+    let Some(dataset) = &claim.dataset else {
+        return Ok(None);
+    };
+    let bytes = match context
+        .runtime
+        .block_on(context.store.blob(&dataset.blob_id))
+    {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(DatasetFailure::Call(CallError::InvalidInput(vec![
+                Violation {
+                    pointer: String::new(),
+                    message: format!("the bytes of data file {} are gone", dataset.data_file_id),
+                },
+            ])));
+        }
+        Err(error) => {
+            return Err(DatasetFailure::Unreadable(format!(
+                "cannot read data file {}: {error}; the job went back to the queue",
+                dataset.data_file_id
+            )));
+        }
+    };
+    match plugin.dataset_input(&dataset.media_type, bytes, limits) {
+        Ok(input) => Ok(Some(input)),
+        Err(DatasetError::Decode(error)) => Err(DatasetFailure::Call(error)),
+        Err(other) => Err(DatasetFailure::Call(CallError::InvalidInput(vec![
+            Violation {
+                pointer: String::new(),
+                message: other.to_string(),
+            },
+        ]))),
     }
 }
 

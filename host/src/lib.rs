@@ -186,7 +186,8 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         tokio::runtime::Handle::current(),
     );
 
-    let state = AppState::new(store, registry, Arc::new(tokens), work, metrics, job_limits);
+    let mut state = AppState::new(store, registry, Arc::new(tokens), work, metrics, job_limits);
+    state.max_dataset_bytes = args.max_dataset_bytes;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;

@@ -1,5 +1,7 @@
 //! What every replica does in the background besides running jobs: reaping expired leases, so
-//! no job is lost with the process that held it, and deleting what outlived its retention.
+//! no job is lost with the process that held it, and deleting what outlived its retention or
+//! its references (dataset bytes no data file and no job refers to, uploads cut off by a
+//! crash).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +15,13 @@ const PURGE_BATCH: u32 = 1000;
 
 /// How often retention runs.
 const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// An upload that wrote nothing for this long was cut off with its server; its chunks go.
+/// (A live upload writes a chunk every megabyte.)
+const STALE_UPLOAD: Duration = Duration::from_secs(3600);
+
+/// Blobs deleted per statement by the sweep.
+const SWEEP_BATCH: u32 = 100;
 
 /// Starts the reaper and retention on the current tokio runtime.
 pub fn start(store: Arc<dyn JobStore>, work: Arc<WorkSignal>, args: &ServeArgs) {
@@ -59,6 +68,28 @@ async fn purge(store: Arc<dyn JobStore>, retention: Duration) {
             Ok(deleted) => tracing::info!(jobs = deleted, "deleted finished jobs past retention"),
             Err(error) => tracing::warn!(%error, "cannot apply retention"),
         }
+        let stale_before = now_millis() - STALE_UPLOAD.as_millis() as Millis;
+        match sweep_blobs(store.as_ref(), stale_before).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(blobs = deleted, "deleted unreferenced dataset bytes"),
+            Err(error) => tracing::warn!(%error, "cannot sweep dataset bytes"),
+        }
+    }
+}
+
+/// Deletes every blob nothing refers to and every upload untouched since `stale_before`.
+pub async fn sweep_blobs(
+    store: &dyn JobStore,
+    stale_before: Millis,
+) -> Result<u64, crate::store::StoreError> {
+    let mut deleted = 0;
+    loop {
+        let batch = store.sweep_blobs(stale_before, SWEEP_BATCH).await?;
+        deleted += batch;
+        if batch == 0 {
+            return Ok(deleted);
+        }
+        tokio::task::yield_now().await;
     }
 }
 

@@ -86,6 +86,19 @@ pub mod __private {
         }
     }
 
+    pub fn decode<U: UseCase>(
+        media_type: String,
+        data: Vec<u8>,
+    ) -> Result<String, Vec<wit::Violation>> {
+        let input = U::decode(&media_type, &data).map_err(into_wit_violations)?;
+        serde_json::to_string(&input).map_err(|error| {
+            vec![wit::Violation {
+                pointer: String::new(),
+                message: format!("cannot encode the decoded input: {error}"),
+            }]
+        })
+    }
+
     pub fn validate<U: UseCase>(input: String) -> Result<(), Vec<wit::Violation>> {
         let input = parse::<U>(&input)?;
         U::validate(&input).map_err(into_wit_violations)
@@ -183,12 +196,24 @@ pub enum RunError {
 
 /// A use case: typed input in, typed output out.
 pub trait UseCase {
-    /// The input, as the input schema describes it.
-    type Input: DeserializeOwned;
+    /// The input, as the input schema describes it. It is serialized only when a dataset file
+    /// is decoded into it, so that the host checks the result against the schema.
+    type Input: DeserializeOwned + Serialize;
     /// The output, as the output schema describes it.
     type Output: Serialize;
 
     fn describe() -> Describe;
+
+    /// Reads a dataset file in one of the media types [`Describe::media_types`] lists, other
+    /// than JSON: JSON datasets are the input itself and never reach this. Report problems by
+    /// where they are in the file (`Violation::new("", "line 7: ...")`). The default reads
+    /// nothing.
+    fn decode(media_type: &str, _data: &[u8]) -> Result<Self::Input, Vec<Violation>> {
+        Err(vec![Violation::new(
+            "",
+            format!("this use case cannot read {media_type} files"),
+        )])
+    }
 
     /// Checks what the schema cannot say. Called at submission time under a short deadline, so
     /// keep it linear in the input's size.
@@ -323,6 +348,18 @@ macro_rules! export_use_case {
             impl $crate::bindings::exports::caseload::plugin::use_case::Guest for CaseloadExport {
                 fn describe() -> $crate::bindings::exports::caseload::plugin::use_case::PluginInfo {
                     $crate::__private::describe::<$use_case>()
+                }
+
+                fn decode(
+                    media_type: ::std::string::String,
+                    data: ::std::vec::Vec<u8>,
+                ) -> ::std::result::Result<
+                    ::std::string::String,
+                    ::std::vec::Vec<
+                        $crate::bindings::exports::caseload::plugin::use_case::Violation,
+                    >,
+                > {
+                    $crate::__private::decode::<$use_case>(media_type, data)
                 }
 
                 fn validate(

@@ -42,6 +42,9 @@ pub enum ApiError {
     /// The body is larger than the limit, in bytes.
     #[error("the body must be smaller than {0} bytes")]
     PayloadTooLarge(usize),
+    /// A dataset over `--max-dataset-bytes`.
+    #[error("a dataset may be at most {0} bytes (the server's --max-dataset-bytes)")]
+    DatasetTooLarge(u64),
     /// The body is not JSON.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -100,7 +103,9 @@ impl ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large"),
+            ApiError::PayloadTooLarge(_) | ApiError::DatasetTooLarge(_) => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large")
+            }
             ApiError::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
             }

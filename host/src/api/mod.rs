@@ -1,5 +1,6 @@
 //! The HTTP API: the router, its shared state and middleware, one module per route group.
 
+mod data_files;
 mod error;
 mod jobs;
 mod login;
@@ -44,6 +45,8 @@ pub struct AppState {
     /// (argon2 verification, `validate`), one per CPU: a flood of logins or submissions
     /// queues here instead of spawning hundreds of blocking threads.
     pub blocking_work: Arc<tokio::sync::Semaphore>,
+    /// The largest dataset accepted, in bytes.
+    pub max_dataset_bytes: u64,
 }
 
 impl AppState {
@@ -69,9 +72,13 @@ impl AppState {
                 std::thread::available_parallelism().map_or(2, |count| count.get()),
             )),
             job_limits,
+            max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
         }
     }
 }
+
+/// `--max-dataset-bytes` when not given: 256 MiB.
+pub const DEFAULT_MAX_DATASET_BYTES: u64 = 256 << 20;
 
 /// The whole API, ready to serve.
 pub fn app(state: AppState) -> Router {
@@ -80,6 +87,7 @@ pub fn app(state: AppState) -> Router {
         .merge(login::router())
         .merge(problems::router())
         .merge(jobs::router())
+        .merge(data_files::router())
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))
         .route("/metrics", axum::routing::get(metrics))
@@ -144,6 +152,30 @@ async fn metrics(
         )],
         text,
     ))
+}
+
+/// Reads and drops what a refused client is still sending, a bounded amount for a bounded
+/// time, so that the connection closes cleanly and the client reads its error rather than a
+/// reset. Nothing is kept.
+async fn discard<S, T, E>(stream: S)
+where
+    S: futures_util::Stream<Item = Result<T, E>> + Unpin,
+    T: AsRef<[u8]>,
+{
+    use futures_util::StreamExt;
+
+    const DISCARD_AT_MOST: usize = 64 << 20;
+    let mut stream = stream;
+    let mut discarded = 0usize;
+    let drain = async {
+        while let Some(Ok(chunk)) = stream.next().await {
+            discarded += chunk.as_ref().len();
+            if discarded > DISCARD_AT_MOST {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), drain).await;
 }
 
 async fn not_found() -> ApiError {

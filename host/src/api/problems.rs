@@ -14,9 +14,9 @@ use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, FieldError, INLINE_BODY_LIMIT, Json};
 use crate::auth::AuthUser;
 use crate::jobs::JobOptions;
-use crate::plugins::Plugin;
+use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::CallError;
-use crate::store::{Idempotency, Inserted, NewJob, now_millis};
+use crate::store::{DataFile, Idempotency, Inserted, JobDataset, NewJob, now_millis};
 
 /// At most this many schema violations are listed; the rest are counted.
 const MAX_LISTED_ERRORS: usize = 100;
@@ -98,24 +98,50 @@ async fn run_job(
         .map_err(|option_errors| errors.extend(option_errors))
         .ok();
 
-    if let Some(identifier) = fields.get("data_file_identifier") {
-        return Err(dataset_form(identifier, &fields));
-    }
-
-    let input = Value::Object(fields);
+    // The spec's rule: `data_file_identifier` selects the dataset form, which then goes
+    // through the same checks as inline input.
+    let (input, dataset) = match fields.remove("data_file_identifier") {
+        Some(identifier) => {
+            let file = dataset_file(&state, &user, &identifier, &fields).await?;
+            let text = dataset_text(&state, &plugin, &file).await?;
+            let value: Value = serde_json::from_str(&text).map_err(|error| {
+                invalid(
+                    "the dataset is not valid JSON",
+                    vec![FieldError {
+                        pointer: String::new(),
+                        message: error.to_string(),
+                    }],
+                )
+            })?;
+            let dataset = JobDataset {
+                data_file_id: file.id,
+                blob_id: file.blob_id,
+                media_type: file.media_type,
+            };
+            (value, Some(dataset))
+        }
+        None => (Value::Object(fields), None),
+    };
     errors.extend(schema_errors(&plugin, &input));
     let options = match options {
         Some(options) if errors.is_empty() => options,
         _ => {
-            return Err(invalid(
-                "the input does not match the use case's schema",
-                errors,
-            ));
+            let detail = if dataset.is_some() {
+                "the dataset or the options do not match the use case's schema"
+            } else {
+                "the input does not match the use case's schema"
+            };
+            return Err(invalid(detail, errors));
         }
     };
 
-    let input = input.to_string();
-    let input = validate_with_plugin(&state, &plugin, input).await?;
+    let input = validate_with_plugin(&state, &plugin, input.to_string()).await?;
+    // A dataset job reads its input from its own reference to the dataset's bytes.
+    let input = if dataset.is_some() {
+        String::new()
+    } else {
+        input
+    };
 
     let job = NewJob {
         id: uuid::Uuid::now_v7().to_string(),
@@ -126,6 +152,7 @@ async fn run_job(
             .map_err(|error| ApiError::Internal(error.to_string()))?,
         created_at: now_millis(),
         idempotency,
+        dataset,
     };
     // The job is committed before the client hears of it.
     match state.store.insert_job(&job).await? {
@@ -257,7 +284,7 @@ async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Byt
     if declared.is_some_and(|length| length >= INLINE_BODY_LIMIT as u64) {
         // The 413 goes out before the body is read, so a client waiting for `100 Continue`
         // is never asked for it (tested); anyone else is sending it already.
-        tokio::spawn(discard(stream));
+        tokio::spawn(super::discard(stream));
         return Err(ApiError::PayloadTooLarge(INLINE_BODY_LIMIT));
     }
     let mut bytes = Vec::with_capacity(declared.map_or(0, |length| length as usize));
@@ -265,31 +292,12 @@ async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Byt
         let chunk = chunk
             .map_err(|error| ApiError::BadRequest(format!("cannot read the body: {error}")))?;
         if bytes.len() + chunk.len() >= INLINE_BODY_LIMIT {
-            tokio::spawn(discard(stream));
+            tokio::spawn(super::discard(stream));
             return Err(ApiError::PayloadTooLarge(INLINE_BODY_LIMIT));
         }
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes.into())
-}
-
-/// Reads and drops what a refused client is still sending, a bounded amount for a bounded
-/// time, so that the connection closes cleanly and the client reads its 413 rather than a
-/// reset. Nothing is kept.
-async fn discard(mut stream: axum::body::BodyDataStream) {
-    use futures_util::StreamExt;
-
-    const DISCARD_AT_MOST: usize = 64 << 20;
-    let mut discarded = 0usize;
-    let drain = async {
-        while let Some(Ok(chunk)) = stream.next().await {
-            discarded += chunk.len();
-            if discarded > DISCARD_AT_MOST {
-                break;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), drain).await;
 }
 
 fn invalid(detail: &str, errors: Vec<FieldError>) -> ApiError {
@@ -299,16 +307,18 @@ fn invalid(detail: &str, errors: Vec<FieldError>) -> ApiError {
     }
 }
 
-/// The spec's rule: a body holding `data_file_identifier` is the dataset form, and may hold
-/// nothing else but `options`.
-fn dataset_form(identifier: &Value, fields: &Map<String, Value>) -> ApiError {
-    let inline: Vec<&str> = fields
-        .keys()
-        .map(String::as_str)
-        .filter(|key| *key != "data_file_identifier")
-        .collect();
+/// The caller's data file a dataset-form body names. The form may hold nothing else but
+/// `options` (already taken out of `fields`). An identifier that names no file of the caller's
+/// is 404, like any other id of someone else's.
+async fn dataset_file(
+    state: &AppState,
+    user: &AuthUser,
+    identifier: &Value,
+    fields: &Map<String, Value>,
+) -> Result<DataFile, ApiError> {
+    let inline: Vec<&str> = fields.keys().map(String::as_str).collect();
     if !inline.is_empty() {
-        return invalid(
+        return Err(invalid(
             "a body with data_file_identifier selects the dataset form and cannot also hold \
              inline input; send one or the other",
             inline
@@ -318,17 +328,61 @@ fn dataset_form(identifier: &Value, fields: &Map<String, Value>) -> ApiError {
                     message: "inline input field not allowed beside data_file_identifier".into(),
                 })
                 .collect(),
-        );
+        ));
     }
-    match identifier.as_str() {
-        Some(identifier) => ApiError::NotFound(format!("no data file {identifier:?}")),
-        None => invalid(
+    let Some(identifier) = identifier.as_str() else {
+        return Err(invalid(
             "data_file_identifier must be a string",
             vec![FieldError {
                 pointer: "/data_file_identifier".into(),
                 message: "must be a string".into(),
             }],
-        ),
+        ));
+    };
+    state
+        .store
+        .data_file(&user.id, identifier)
+        .await?
+        .ok_or_else(|| super::data_files::not_found(identifier))
+}
+
+/// The dataset as the plugin's JSON input: JSON files as they are, other media types the
+/// plugin reads through its `decode`, off the async runtime under the submission deadline.
+async fn dataset_text(
+    state: &AppState,
+    plugin: &Arc<Plugin>,
+    file: &DataFile,
+) -> Result<String, ApiError> {
+    let bytes = state
+        .store
+        .blob(&file.blob_id)
+        .await?
+        .ok_or_else(|| super::data_files::not_found(&file.id))?;
+    let plugin = plugin.clone();
+    let media_type = file.media_type.clone();
+    let limits = state.validate_limits;
+    let _permit = state
+        .blocking_work
+        .acquire()
+        .await
+        .map_err(|error| ApiError::Internal(error.to_string()))?;
+    let result =
+        tokio::task::spawn_blocking(move || plugin.dataset_input(&media_type, bytes, &limits))
+            .await?;
+    match result {
+        Ok(text) => Ok(text),
+        Err(DatasetError::Decode(error)) => Err(call_error(
+            &format!("the dataset cannot be read as {}", file.media_type),
+            "decoding the dataset",
+            error,
+        )),
+        Err(other) => Err(invalid(
+            "the dataset cannot be this use case's input",
+            vec![FieldError {
+                pointer: "/data_file_identifier".into(),
+                message: other.to_string(),
+            }],
+        )),
     }
 }
 
@@ -380,8 +434,21 @@ async fn validate_with_plugin(
     .await?;
     match result {
         Ok(()) => Ok(input),
-        Err(CallError::InvalidInput(violations)) => Err(invalid(
+        Err(error) => Err(call_error(
             "the input is not valid for this use case",
+            "validating the input",
+            error,
+        )),
+    }
+}
+
+/// A failed submission-time call into the plugin, as the client hears of it: what the plugin
+/// rejected is a 422 with its violations; running out of time or memory is the input's fault
+/// too; anything else is ours.
+fn call_error(rejected: &str, doing: &str, error: CallError) -> ApiError {
+    match error {
+        CallError::InvalidInput(violations) => invalid(
+            rejected,
             violations
                 .into_iter()
                 .map(|violation| FieldError {
@@ -389,15 +456,14 @@ async fn validate_with_plugin(
                     message: violation.message,
                 })
                 .collect(),
-        )),
-        Err(CallError::Timeout(limit)) => Err(invalid(
-            &format!("validating the input took longer than {limit:?}"),
+        ),
+        CallError::Timeout(limit) => {
+            invalid(&format!("{doing} took longer than {limit:?}"), Vec::new())
+        }
+        CallError::MemoryLimit(message) => invalid(
+            &format!("{doing} needed too much memory: {message}"),
             Vec::new(),
-        )),
-        Err(CallError::MemoryLimit(message)) => Err(invalid(
-            &format!("validating the input needed too much memory: {message}"),
-            Vec::new(),
-        )),
-        Err(other) => Err(ApiError::Internal(format!("validate failed: {other}"))),
+        ),
+        other => ApiError::Internal(format!("{doing} failed: {other}")),
     }
 }

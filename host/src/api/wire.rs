@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::plugins::{Plugin, PluginSource};
-use crate::store::{ExecutionRecord, JobRecord, JobSummary, Millis};
+use crate::store::{DataFile, ExecutionRecord, JobRecord, JobSummary, Millis};
 
 /// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
 pub fn format_timestamp(millis: Millis) -> String {
@@ -34,6 +34,30 @@ pub struct TokenResponse {
 pub struct RunJobResponse {
     pub detail: String,
     pub job: String,
+}
+
+/// An uploaded dataset, as `POST /data_file` and `GET /data_file/<id>` answer.
+#[derive(Debug, Serialize)]
+pub struct DataFileResponse {
+    pub data_file_identifier: String,
+    pub size: u64,
+    pub sha256: String,
+    pub media_type: String,
+    pub filename: Option<String>,
+    pub created_at: String,
+}
+
+impl DataFileResponse {
+    pub fn new(file: &DataFile) -> DataFileResponse {
+        DataFileResponse {
+            data_file_identifier: file.id.clone(),
+            size: file.size,
+            sha256: file.sha256.clone(),
+            media_type: file.media_type.clone(),
+            filename: file.filename.clone(),
+            created_at: format_timestamp(file.created_at),
+        }
+    }
 }
 
 /// `{job: {<job_id>: {status, started_at, end_at, executions}}}`, exactly the spec's shape.

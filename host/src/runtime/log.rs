@@ -14,7 +14,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 /// The newest bytes written to an execution's log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogTail {
     pub text: String,
     /// True when older bytes were dropped to respect the cap.

@@ -284,6 +284,25 @@ impl CompiledPlugin {
         })
     }
 
+    /// Calls `decode`: turns a dataset file of a media type the plugin reads into its JSON
+    /// input.
+    pub fn decode(
+        &self,
+        media_type: &str,
+        data: &[u8],
+        limits: &Limits,
+    ) -> Result<String, CallError> {
+        let mut call = self.call(limits, Arc::default(), None);
+        let result = call
+            .invoke(|plugin, store| {
+                plugin
+                    .caseload_plugin_use_case()
+                    .call_decode(store, media_type, data)
+            })
+            .map_err(|error| call.classify(error))?;
+        result.map_err(|violations| CallError::InvalidInput(convert_violations(violations)))
+    }
+
     /// Calls `validate`: the semantic checks a schema cannot express.
     pub fn validate(&self, input: &str, limits: &Limits) -> Result<(), CallError> {
         let mut call = self.call(limits, Arc::default(), None);

@@ -181,6 +181,32 @@ pub struct NewJob {
     pub options: String,
     pub created_at: Millis,
     pub idempotency: Option<Idempotency>,
+    /// The dataset the job reads instead of inline input (then `input` is empty).
+    pub dataset: Option<JobDataset>,
+}
+
+/// A job's own reference to the dataset it was launched with: the blob outlives the data file
+/// as long as a job refers to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobDataset {
+    pub data_file_id: String,
+    pub blob_id: String,
+    pub media_type: String,
+}
+
+/// An uploaded dataset, as `GET /data_file/<id>` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFile {
+    pub id: String,
+    pub owner_id: String,
+    /// Where the bytes are; uploads of the same bytes share one blob.
+    pub blob_id: String,
+    pub size: u64,
+    /// Lowercase hex.
+    pub sha256: String,
+    pub media_type: String,
+    pub filename: Option<String>,
+    pub created_at: Millis,
 }
 
 /// A job with its executions, for the status endpoint.
@@ -245,6 +271,7 @@ pub struct ClaimedJob {
     /// 1 for the first attempt.
     pub attempt: u32,
     pub created_at: Millis,
+    pub dataset: Option<JobDataset>,
 }
 
 /// How an execution ended, written in one transaction with the job's new status.
@@ -320,6 +347,39 @@ pub trait JobStore: Send + Sync + 'static {
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<JobOutput>, StoreError>;
+
+    /// Starts an upload: a blob with no digest yet, which no query shows. Returns its id.
+    async fn begin_blob(&self) -> Result<String, StoreError>;
+
+    /// Appends chunk number `seq` (from 0) to an upload started by [`JobStore::begin_blob`].
+    async fn write_blob_chunk(
+        &self,
+        blob_id: &str,
+        seq: u32,
+        data: &[u8],
+    ) -> Result<(), StoreError>;
+
+    /// Completes an upload in one transaction: the blob gets its digest, or is dropped for the
+    /// blob that holds the same bytes already, and the data file appears. Returns the data
+    /// file as stored (its `blob_id` may be the older blob's).
+    async fn complete_upload(&self, file: &DataFile) -> Result<DataFile, StoreError>;
+
+    /// Deletes an unfinished upload and its chunks.
+    async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError>;
+
+    /// The data file, if it exists and belongs to `owner_id`.
+    async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError>;
+
+    /// Deletes the data file; its bytes go too unless another data file or a job still refers
+    /// to them. False if there was no such file of `owner_id`'s.
+    async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
+
+    /// The bytes of a completed blob, `None` if there is no such blob.
+    async fn blob(&self, blob_id: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Deletes, at most `batch` of each, blobs nothing refers to and uploads untouched since
+    /// `stale_before` (cut off by a crash). Returns how many blobs went.
+    async fn sweep_blobs(&self, stale_before: Millis, batch: u32) -> Result<u64, StoreError>;
 
     /// Claims up to `limit` of the oldest pending jobs, oldest first: marks them `RUNNING`,
     /// bumps their attempt counts and lease tokens, and sets their leases to expire after
@@ -445,6 +505,7 @@ where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
 {
     Ok(ClaimedJob {
@@ -457,6 +518,54 @@ where
         input: row.try_get("input")?,
         options: row.try_get("options")?,
         attempt: attempt_from(row.try_get("attempts")?)?,
+        dataset: dataset_from_row(row)?,
+    })
+}
+
+/// The dataset columns of a job row, all set or all null.
+fn dataset_from_row<R>(row: &R) -> Result<Option<JobDataset>, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let data_file_id: Option<String> = row.try_get("data_file_id")?;
+    let blob_id: Option<String> = row.try_get("data_blob_id")?;
+    let media_type: Option<String> = row.try_get("data_media_type")?;
+    Ok(match (data_file_id, blob_id, media_type) {
+        (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
+            data_file_id,
+            blob_id,
+            media_type,
+        }),
+        (None, None, None) => None,
+        _ => {
+            return Err(StoreError::Corrupt(
+                "a job's dataset columns are partly null".into(),
+            ));
+        }
+    })
+}
+
+fn data_file_from_row<R>(row: &R) -> Result<DataFile, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let size: i64 = row.try_get("size")?;
+    Ok(DataFile {
+        id: row.try_get("id")?,
+        owner_id: row.try_get("owner_id")?,
+        blob_id: row.try_get("blob_id")?,
+        size: u64::try_from(size)
+            .map_err(|_| StoreError::Corrupt(format!("data file size {size}")))?,
+        sha256: row.try_get("sha256")?,
+        media_type: row.try_get("media_type")?,
+        filename: row.try_get("filename")?,
+        created_at: row.try_get("created_at")?,
     })
 }
 

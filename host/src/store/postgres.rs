@@ -11,17 +11,24 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
-    ClaimedJob, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus, JobStore, JobSummary,
-    Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError, User, claim_from_row,
-    execution_from_row, now_millis, sql, summary_from_row, user_conflict,
+    ClaimedJob, DataFile, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus, JobStore,
+    JobSummary, Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError, User,
+    claim_from_row, data_file_from_row, execution_from_row, now_millis, sql, summary_from_row,
+    user_conflict,
 };
 use crate::jobs::WorkSignal;
 
 /// The schema, one script per version, applied in order at start.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    include_str!("../../migrations/postgres/0001_initial.sql"),
-)];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        include_str!("../../migrations/postgres/0001_initial.sql"),
+    ),
+    (
+        2,
+        include_str!("../../migrations/postgres/0002_datasets.sql"),
+    ),
+];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
 const MIGRATION_LOCK: i64 = 0x6361_7365_6c6f_6164; // "caseload"
@@ -38,14 +45,17 @@ const CHANNEL: &str = "caseload_jobs";
 
 /// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
-const CLAIM: &str = "WITH picked AS (
-         SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT $2
-         FOR UPDATE SKIP LOCKED)
+const CLAIM: &str = concat!(
+    r#"WITH picked AS (
+         SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id
+         LIMIT $2 FOR UPDATE SKIP LOCKED)
      UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
-     FROM picked WHERE jobs.id = picked.id
-     RETURNING jobs.id, problem, input, options, attempts, lease_token, created_at";
+     FROM picked WHERE jobs.id = picked.picked_id
+     RETURNING "#,
+    sql::claimed_columns!()
+);
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2

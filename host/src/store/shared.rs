@@ -111,6 +111,9 @@ macro_rules! batch_writes {
                         .as_ref()
                         .map(|idempotency| &idempotency.request_hash),
                 )
+                .bind(job.dataset.as_ref().map(|dataset| &dataset.data_file_id))
+                .bind(job.dataset.as_ref().map(|dataset| &dataset.blob_id))
+                .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
                 .execute(&mut *connection)
                 .await?;
             if inserted.rows_affected() == 1 {
@@ -378,8 +381,193 @@ macro_rules! store_impl {
                 Ok(deleted.rows_affected())
             }
 
+            async fn begin_blob(&self) -> Result<String, StoreError> {
+                let id = uuid::Uuid::now_v7().to_string();
+                sqlx::query(sql::BEGIN_BLOB)
+                    .bind(&id)
+                    .bind(now_millis())
+                    .execute(&self.writer)
+                    .await?;
+                Ok(id)
+            }
+
+            async fn write_blob_chunk(
+                &self,
+                blob_id: &str,
+                seq: u32,
+                data: &[u8],
+            ) -> Result<(), StoreError> {
+                let mut transaction = self.writer.begin().await?;
+                let touched = sqlx::query(sql::TOUCH_BLOB)
+                    .bind(data.len() as i64)
+                    .bind(now_millis())
+                    .bind(blob_id)
+                    .execute(&mut *transaction)
+                    .await?;
+                if touched.rows_affected() != 1 {
+                    return Err(StoreError::Conflict(format!(
+                        "no unfinished upload {blob_id}"
+                    )));
+                }
+                sqlx::query(sql::INSERT_CHUNK)
+                    .bind(blob_id)
+                    .bind(i64::from(seq))
+                    .bind(data)
+                    .execute(&mut *transaction)
+                    .await?;
+                transaction.commit().await?;
+                Ok(())
+            }
+
+            async fn complete_upload(&self, file: &DataFile) -> Result<DataFile, StoreError> {
+                // Two uploads of the same bytes completing at once race for the digest, and a
+                // blob found may be swept before the data file refers to it; the loser of
+                // either race fails its transaction and the retry sees the winner's state.
+                let mut attempt = 1;
+                loop {
+                    let once = async {
+                        let mut transaction = self.writer.begin().await?;
+                        let existing: Option<String> = sqlx::query_scalar(sql::BLOB_BY_DIGEST)
+                            .bind(&file.sha256)
+                            .fetch_optional(&mut *transaction)
+                            .await?;
+                        let blob_id = match existing {
+                            Some(existing) if existing != file.blob_id => {
+                                sqlx::query(sql::DISCARD_BLOB)
+                                    .bind(&file.blob_id)
+                                    .execute(&mut *transaction)
+                                    .await?;
+                                existing
+                            }
+                            _ => {
+                                let sealed = sqlx::query(sql::SEAL_BLOB)
+                                    .bind(&file.sha256)
+                                    .bind(file.size as i64)
+                                    .bind(now_millis())
+                                    .bind(&file.blob_id)
+                                    .execute(&mut *transaction)
+                                    .await?;
+                                if sealed.rows_affected() != 1 {
+                                    return Err(StoreError::Conflict(format!(
+                                        "no unfinished upload {}",
+                                        file.blob_id
+                                    )));
+                                }
+                                file.blob_id.clone()
+                            }
+                        };
+                        sqlx::query(sql::INSERT_DATA_FILE)
+                            .bind(&file.id)
+                            .bind(&file.owner_id)
+                            .bind(&blob_id)
+                            .bind(file.size as i64)
+                            .bind(&file.sha256)
+                            .bind(&file.media_type)
+                            .bind(&file.filename)
+                            .bind(file.created_at)
+                            .execute(&mut *transaction)
+                            .await?;
+                        transaction.commit().await?;
+                        Ok(DataFile {
+                            blob_id,
+                            ..file.clone()
+                        })
+                    };
+                    match once.await {
+                        Err(StoreError::Database(error)) if attempt < 3 => {
+                            tracing::debug!(%error, attempt, "completing an upload raced; retrying");
+                            attempt += 1;
+                        }
+                        result => return result,
+                    }
+                }
+            }
+
+            async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError> {
+                sqlx::query(sql::DISCARD_BLOB)
+                    .bind(blob_id)
+                    .execute(&self.writer)
+                    .await?;
+                Ok(())
+            }
+
+            async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError> {
+                sqlx::query(sql::DATA_FILE)
+                    .bind(id)
+                    .bind(owner_id)
+                    .fetch_optional(&self.readers)
+                    .await?
+                    .as_ref()
+                    .map(data_file_from_row)
+                    .transpose()
+            }
+
+            async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
+                let blob_id: Option<String> = sqlx::query_scalar(sql::DELETE_DATA_FILE)
+                    .bind(id)
+                    .bind(owner_id)
+                    .fetch_optional(&self.writer)
+                    .await?;
+                let Some(blob_id) = blob_id else {
+                    return Ok(false);
+                };
+                // On its own: if a job started referring to the blob meanwhile, this fails on
+                // the foreign key and the blob stays, which is right; the sweep retries.
+                if let Err(error) = sqlx::query(sql::DROP_UNREFERENCED_BLOB)
+                    .bind(&blob_id)
+                    .execute(&self.writer)
+                    .await
+                {
+                    tracing::debug!(%error, blob = %blob_id, "blob kept for now");
+                }
+                Ok(true)
+            }
+
+            async fn blob(&self, blob_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+                use futures_util::TryStreamExt;
+
+                let mut transaction = self.readers.begin().await?;
+                let size: Option<i64> = sqlx::query_scalar(sql::BLOB_SIZE)
+                    .bind(blob_id)
+                    .fetch_optional(&mut *transaction)
+                    .await?;
+                let Some(size) = size else {
+                    return Ok(None);
+                };
+                let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+                let mut chunks = sqlx::query_scalar::<_, Vec<u8>>(sql::BLOB_CHUNKS)
+                    .bind(blob_id)
+                    .fetch(&mut *transaction);
+                while let Some(chunk) = chunks.try_next().await? {
+                    bytes.extend_from_slice(&chunk);
+                }
+                drop(chunks);
+                transaction.commit().await?;
+                if bytes.len() as i64 != size {
+                    return Err(StoreError::Corrupt(format!(
+                        "blob {blob_id} holds {} bytes, not {size}",
+                        bytes.len()
+                    )));
+                }
+                Ok(Some(bytes))
+            }
+
+            async fn sweep_blobs(&self, stale_before: Millis, batch: u32) -> Result<u64, StoreError> {
+                let stale = sqlx::query(sql::SWEEP_STALE_UPLOADS)
+                    .bind(stale_before)
+                    .bind(i64::from(batch))
+                    .execute(&self.writer)
+                    .await?;
+                let unreferenced = sqlx::query(sql::SWEEP_UNREFERENCED_BLOBS)
+                    .bind(i64::from(batch))
+                    .execute(&self.writer)
+                    .await?;
+                Ok(stale.rows_affected() + unreferenced.rows_affected())
+            }
+
             $($own)*
         }
+
     };
 }
 

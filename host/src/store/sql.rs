@@ -10,8 +10,8 @@ pub(super) const USER_BY_NAME: &str =
 
 pub(super) const USER_COUNT: &str = "SELECT COUNT(*) FROM users";
 
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8)
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11)
      ON CONFLICT DO NOTHING";
 
 pub(super) const JOB_OWNER: &str = "SELECT owner_id FROM jobs WHERE id = $1";
@@ -94,3 +94,57 @@ pub(super) const PURGE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (
 /// The message of an execution whose worker stopped renewing its lease.
 pub(super) const WORKER_LOST: &str =
     "its worker stopped renewing its lease (the process died, stalled or was cut off)";
+
+/// The columns a claim returns, for [`super::claim_from_row`].
+macro_rules! claimed_columns {
+    () => {
+        "id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type"
+    };
+}
+pub(super) use claimed_columns;
+
+pub(super) const BEGIN_BLOB: &str =
+    "INSERT INTO blobs (id, sha256, size, created_at, touched_at) VALUES ($1, NULL, 0, $2, $2)";
+
+/// Only an unfinished upload takes chunks; a swept one answers no row.
+pub(super) const TOUCH_BLOB: &str = "UPDATE blobs SET size = size + $1, touched_at = $2
+     WHERE id = $3 AND sha256 IS NULL";
+
+pub(super) const INSERT_CHUNK: &str =
+    "INSERT INTO blob_chunks (blob_id, seq, data) VALUES ($1, $2, $3)";
+
+pub(super) const BLOB_BY_DIGEST: &str = "SELECT id FROM blobs WHERE sha256 = $1";
+
+pub(super) const SEAL_BLOB: &str = "UPDATE blobs SET sha256 = $1, size = $2, touched_at = $3
+     WHERE id = $4 AND sha256 IS NULL";
+
+pub(super) const DISCARD_BLOB: &str = "DELETE FROM blobs WHERE id = $1 AND sha256 IS NULL";
+
+pub(super) const INSERT_DATA_FILE: &str =
+    "INSERT INTO data_files (id, owner_id, blob_id, size, sha256, media_type, filename, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+pub(super) const DATA_FILE: &str = "SELECT * FROM data_files WHERE id = $1 AND owner_id = $2";
+
+pub(super) const DELETE_DATA_FILE: &str =
+    "DELETE FROM data_files WHERE id = $1 AND owner_id = $2 RETURNING blob_id";
+
+/// A completed blob goes once neither a data file nor a job refers to it.
+pub(super) const DROP_UNREFERENCED_BLOB: &str = "DELETE FROM blobs
+     WHERE id = $1 AND sha256 IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM data_files WHERE blob_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM jobs WHERE data_blob_id = $1)";
+
+pub(super) const BLOB_SIZE: &str = "SELECT size FROM blobs WHERE id = $1 AND sha256 IS NOT NULL";
+
+pub(super) const BLOB_CHUNKS: &str = "SELECT data FROM blob_chunks WHERE blob_id = $1 ORDER BY seq";
+
+pub(super) const SWEEP_STALE_UPLOADS: &str = "DELETE FROM blobs WHERE id IN (
+         SELECT id FROM blobs WHERE sha256 IS NULL AND touched_at < $1 LIMIT $2)";
+
+pub(super) const SWEEP_UNREFERENCED_BLOBS: &str = "DELETE FROM blobs WHERE id IN (
+         SELECT id FROM blobs
+         WHERE sha256 IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM data_files WHERE data_files.blob_id = blobs.id)
+           AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.data_blob_id = blobs.id)
+         LIMIT $1)";

@@ -15,9 +15,10 @@ use sqlx::{Row, SqliteConnection};
 
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
-    ClaimedJob, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus, JobStore, JobSummary,
-    Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError, User, claim_from_row,
-    execution_from_row, now_millis, sql, summary_from_row, user_conflict,
+    ClaimedJob, DataFile, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus, JobStore,
+    JobSummary, Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError, User,
+    claim_from_row, data_file_from_row, execution_from_row, now_millis, sql, summary_from_row,
+    user_conflict,
 };
 use crate::jobs::WorkSignal;
 
@@ -28,14 +29,18 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../../migrations/sqlite/0002_leases_idempotency.sql"),
     ),
+    (3, include_str!("../../migrations/sqlite/0003_datasets.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
-const CLAIM: &str = "UPDATE jobs
+const CLAIM: &str = concat!(
+    r#"UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT $2)
-     RETURNING id, problem, input, options, attempts, lease_token, created_at";
+     RETURNING "#,
+    sql::claimed_columns!()
+);
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -183,8 +188,18 @@ impl BatchWriter for SqliteWriter {
 super::shared::batch_writes!(SqliteConnection);
 
 super::shared::store_impl!(SqliteStore {
-    /// One process owns the file: every `RUNNING` job was left by this server's last run.
+    /// One process owns the file: every `RUNNING` job, and every unfinished upload, was left
+    /// by this server's last run.
     async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        let uploads = sqlx::query("DELETE FROM blobs WHERE sha256 IS NULL")
+            .execute(&self.writer)
+            .await?;
+        if uploads.rows_affected() > 0 {
+            tracing::info!(
+                uploads = uploads.rows_affected(),
+                "deleted uploads cut off by the last stop"
+            );
+        }
         self.reap(max_attempts, true).await
     }
 

@@ -1,6 +1,8 @@
 //! caseload-maxcut: the max-cut use case as a caseload plugin.
 //!
-//! Input is a weighted undirected graph (`schemas/maxcut/input.schema.json`); output is a
+//! Input is a weighted undirected graph (`schemas/maxcut/input.schema.json`), as an adjacency
+//! matrix or an edge list, inline or in a dataset file; G-set text files are read by
+//! [`rudy`]. Output is a
 //! partition of the nodes into two sides and the weight of the edges it cuts
 //! (`schemas/maxcut/output.schema.json`). Graphs of up to [`solver::EXHAUSTIVE_MAX_NODES`]
 //! nodes are solved exactly by enumeration; larger ones by a tabu local search that returns the
@@ -10,6 +12,7 @@
 //! the solver's tests natively.
 
 pub mod graph;
+pub mod rudy;
 pub mod solver;
 
 use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation};
@@ -22,12 +25,22 @@ use crate::solver::{Solution, SolveLimits};
 /// needs the first few, not a million.
 const MAX_VIOLATIONS: usize = 100;
 
-/// The inline input, as `schemas/maxcut/input.schema.json` describes it.
-#[derive(Debug, Deserialize)]
+/// The input, as `schemas/maxcut/input.schema.json` describes it: the graph as exactly one of
+/// a dense adjacency matrix or a list of edges.
+#[derive(Debug, Deserialize, Serialize)]
 pub struct MaxCutInput {
     pub num_nodes: usize,
-    pub adj_matrix: Vec<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adj_matrix: Option<Vec<Vec<f64>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edges: Option<Vec<Edge>>,
 }
+
+/// An undirected edge `(i, j, weight)` between 0-based nodes.
+pub type Edge = (usize, usize, f64);
+
+/// The media type of G-set (rudy) text files.
+pub const RUDY_MEDIA_TYPE: &str = "text/plain";
 
 #[derive(Debug, Serialize)]
 pub struct MaxCutOutput {
@@ -61,12 +74,25 @@ impl UseCase for MaxCut {
                           tabu local search above.",
             input_schema: include_str!("../../../schemas/maxcut/input.schema.json"),
             output_schema: include_str!("../../../schemas/maxcut/output.schema.json"),
-            media_types: &["application/json"],
+            media_types: &["application/json", RUDY_MEDIA_TYPE],
+        }
+    }
+
+    fn decode(media_type: &str, data: &[u8]) -> Result<MaxCutInput, Vec<Violation>> {
+        if media_type == RUDY_MEDIA_TYPE {
+            rudy::parse(data)
+        } else {
+            Err(vec![Violation::new(
+                "",
+                format!(
+                    "max-cut reads application/json and {RUDY_MEDIA_TYPE} (G-set) files, not {media_type}"
+                ),
+            )])
         }
     }
 
     fn validate(input: &MaxCutInput) -> Result<(), Vec<Violation>> {
-        let violations = matrix_violations(input);
+        let violations = input_violations(input);
         if violations.is_empty() {
             Ok(())
         } else {
@@ -75,7 +101,16 @@ impl UseCase for MaxCut {
     }
 
     fn run(input: MaxCutInput, context: &RunContext) -> Result<MaxCutOutput, RunError> {
-        let graph = Graph::from_dense(&input.adj_matrix);
+        let graph = match (&input.adj_matrix, &input.edges) {
+            (Some(matrix), _) => Graph::from_dense(matrix),
+            (None, Some(edges)) => Graph::from_edges(input.num_nodes, edges),
+            (None, None) => {
+                return Err(RunError::InvalidInput(vec![Violation::new(
+                    "",
+                    "the graph needs adj_matrix or edges",
+                )]));
+            }
+        };
         let limits = SolveLimits {
             deadline: context.deadline(),
             max_iterations: context.max_iterations(),
@@ -125,12 +160,59 @@ fn output_from(graph: &Graph, solution: Solution, context: &RunContext) -> MaxCu
     }
 }
 
-/// The checks the schema cannot express: the matrix is `num_nodes` by `num_nodes`, finite and
-/// symmetric.
-fn matrix_violations(input: &MaxCutInput) -> Vec<Violation> {
+/// The checks the schema cannot express, for whichever form the graph came in.
+fn input_violations(input: &MaxCutInput) -> Vec<Violation> {
+    let mut violations = match (&input.adj_matrix, &input.edges) {
+        (Some(matrix), None) => matrix_violations(input.num_nodes, matrix),
+        (None, Some(edges)) => edge_violations(input.num_nodes, edges),
+        _ => vec![Violation::new(
+            "",
+            "give the graph as exactly one of adj_matrix or edges",
+        )],
+    };
+    if violations.len() > MAX_VIOLATIONS {
+        let more = violations.len() - MAX_VIOLATIONS;
+        violations.truncate(MAX_VIOLATIONS);
+        violations.push(Violation::new(
+            "",
+            format!("{more} more violations not listed"),
+        ));
+    }
+    violations
+}
+
+/// Every edge joins two nodes below `num_nodes` with a finite weight. Self-loops are allowed
+/// and ignored, as the matrix's diagonal is: they never cross a cut.
+fn edge_violations(num_nodes: usize, edges: &[Edge]) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let n = input.num_nodes;
-    let matrix = &input.adj_matrix;
+    for (index, &(i, j, weight)) in edges.iter().enumerate() {
+        for (position, node) in [(0, i), (1, j)] {
+            if node >= num_nodes {
+                violations.push(Violation::new(
+                    format!("/edges/{index}/{position}"),
+                    format!(
+                        "node {node} does not exist: nodes are numbered 0 to {}",
+                        num_nodes - 1
+                    ),
+                ));
+            }
+        }
+        if !weight.is_finite() {
+            violations.push(Violation::new(
+                format!("/edges/{index}/2"),
+                "must be a finite number",
+            ));
+        }
+        if violations.len() > MAX_VIOLATIONS {
+            break;
+        }
+    }
+    violations
+}
+
+/// The matrix is `num_nodes` by `num_nodes`, finite and symmetric.
+fn matrix_violations(n: usize, matrix: &[Vec<f64>]) -> Vec<Violation> {
+    let mut violations = Vec::new();
     if matrix.len() != n {
         violations.push(Violation::new(
             "/adj_matrix",
@@ -167,14 +249,6 @@ fn matrix_violations(input: &MaxCutInput) -> Vec<Violation> {
             }
         }
     }
-    if violations.len() > MAX_VIOLATIONS {
-        let more = violations.len() - MAX_VIOLATIONS;
-        violations.truncate(MAX_VIOLATIONS);
-        violations.push(Violation::new(
-            "/adj_matrix",
-            format!("{more} more violations not listed"),
-        ));
-    }
     violations
 }
 
@@ -187,9 +261,10 @@ mod tests {
     fn check(num_nodes: usize, adj_matrix: Vec<Vec<f64>>, expected_pointers: &[&str]) {
         let input = MaxCutInput {
             num_nodes,
-            adj_matrix,
+            adj_matrix: Some(adj_matrix),
+            edges: None,
         };
-        let pointers: Vec<String> = matrix_violations(&input)
+        let pointers: Vec<String> = input_violations(&input)
             .into_iter()
             .map(|violation| violation.pointer)
             .collect();
@@ -222,6 +297,56 @@ mod tests {
     }
 
     #[test]
+    fn validation_checks_edges_and_the_form() {
+        let edges = |edges: Vec<Edge>| MaxCutInput {
+            num_nodes: 3,
+            adj_matrix: None,
+            edges: Some(edges),
+        };
+        let pointers = |input: &MaxCutInput| -> Vec<String> {
+            input_violations(input)
+                .into_iter()
+                .map(|violation| violation.pointer)
+                .collect()
+        };
+        assert!(pointers(&edges(vec![(0, 1, 1.0), (2, 2, 5.0)])).is_empty());
+        assert_eq!(
+            pointers(&edges(vec![(0, 3, 1.0), (4, 1, f64::INFINITY)])),
+            ["/edges/0/1", "/edges/1/0", "/edges/1/2"]
+        );
+        let both = MaxCutInput {
+            num_nodes: 1,
+            adj_matrix: Some(vec![vec![0.0]]),
+            edges: Some(Vec::new()),
+        };
+        assert_eq!(pointers(&both), [""]);
+    }
+
+    #[test]
+    fn a_gset_file_and_its_matrix_give_the_same_cut() {
+        // A 6-cycle with one chord, in G-set form: the maximum cut is 6 (bipartite cycle);
+        // small enough to be solved exactly.
+        let text = "6 7\n1 2 1\n2 3 1\n3 4 1\n4 5 1\n5 6 1\n6 1 1\n1 4 1\n";
+        let from_text = MaxCut::decode(RUDY_MEDIA_TYPE, text.as_bytes()).expect("decodes");
+        let mut matrix = vec![vec![0.0; 6]; 6];
+        for &(i, j, weight) in from_text.edges.as_deref().unwrap_or_default() {
+            matrix[i][j] = weight;
+            matrix[j][i] = weight;
+        }
+        let from_matrix = MaxCutInput {
+            num_nodes: 6,
+            adj_matrix: Some(matrix),
+            edges: None,
+        };
+        let context = RunContext::new(std::time::Duration::from_secs(5), 1, None);
+        let a = MaxCut::run(from_text, &context).expect("solves");
+        let b = MaxCut::run(from_matrix, &context).expect("solves");
+        assert_eq!(a.cut_value, 6.0);
+        assert_eq!(b.cut_value, 6.0);
+        assert!(MaxCut::decode("text/csv", b"").is_err());
+    }
+
+    #[test]
     fn run_reports_recomputed_cut_and_partition() {
         let five_cycle: Vec<Vec<f64>> = (0..5)
             .map(|i| {
@@ -238,7 +363,8 @@ mod tests {
             .collect();
         let input = MaxCutInput {
             num_nodes: 5,
-            adj_matrix: five_cycle,
+            adj_matrix: Some(five_cycle),
+            edges: None,
         };
         let context = RunContext::new(std::time::Duration::from_secs(5), 7, None);
         let output = MaxCut::run(input, &context).expect("solves");

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use caseload_sdk::{Describe, RunContext, RunError, UseCase};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Spin,
@@ -17,7 +17,7 @@ pub enum Mode {
     Grow,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 pub struct Input {
     pub mode: Mode,
     pub grow_mib: Option<usize>,

@@ -1,0 +1,397 @@
+//! Datasets: `POST /data_file` uploads one, `GET` and `DELETE /data_file/<id>` read and remove
+//! it. A job launched with `{data_file_identifier}` reads it instead of inline input.
+//!
+//! An upload streams into the database in chunks of [`CHUNK_BYTES`], hashed on the way, and
+//! becomes visible only in the transaction that completes it: a refused, failed or cut-off
+//! upload leaves nothing that any query shows, and its chunks are deleted at once (or swept,
+//! if the server died with it).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::wire::DataFileResponse;
+use super::{ApiError, AppState, Json};
+use crate::auth::AuthUser;
+use crate::store::{DataFile, JobStore, now_millis};
+
+/// Uploads are written to the database in pieces of this size: the most an upload holds in
+/// memory, and the length of one write transaction.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// What a multipart body may carry beyond the file itself (boundaries, part headers, small
+/// fields) before its declared length alone refuses it.
+const MULTIPART_OVERHEAD: u64 = 64 << 10;
+
+/// The longest filename kept.
+const MAX_FILENAME: usize = 255;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/data_file", post(upload))
+        .route("/data_file/{id}", get(show).delete(remove))
+        // The cap is `--max-dataset-bytes`, enforced while streaming.
+        .layer(DefaultBodyLimit::disable())
+}
+
+#[derive(Debug, Deserialize)]
+struct UploadQuery {
+    filename: Option<String>,
+}
+
+async fn upload(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Query(query): Query<UploadQuery>,
+    request: Request,
+) -> Result<impl IntoResponse, ApiError> {
+    let limit = state.max_dataset_bytes;
+    let headers = request.headers().clone();
+    let content_type = essence(&headers);
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    let multipart = content_type.as_deref() == Some("multipart/form-data");
+    let allowance = if multipart {
+        limit + MULTIPART_OVERHEAD
+    } else {
+        limit
+    };
+    if declared.is_some_and(|length| length > allowance) {
+        tokio::spawn(super::discard(request.into_body().into_data_stream()));
+        return Err(ApiError::DatasetTooLarge(limit));
+    }
+
+    let file = if multipart {
+        let form = Multipart::from_request(request, &state)
+            .await
+            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+        upload_multipart(&state, &user, form, limit).await?
+    } else {
+        let filename = query.filename.map(clean_filename).transpose()?;
+        let media_type = media_type(content_type.as_deref(), filename.as_deref());
+        let mut body = request
+            .into_body()
+            .into_data_stream()
+            .map(|chunk| chunk.map_err(|error| error.to_string()));
+        let mut upload = Upload::begin(state.store.clone(), limit).await?;
+        if let Err(error) = upload.stream(&mut body).await {
+            // The client gets its 413 rather than a reset while it is still sending.
+            tokio::spawn(super::discard(body));
+            return Err(error);
+        }
+        upload.complete(&user, media_type, filename).await?
+    };
+    tracing::info!(
+        data_file = %file.id, size = file.size, media_type = %file.media_type,
+        user = %user.username, "dataset uploaded"
+    );
+    let location = format!("/data_file/{}", file.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(DataFileResponse::new(&file)),
+    ))
+}
+
+/// Takes the one file part of a `multipart/form-data` body; other fields are refused, so that
+/// a client who meant to send something else hears so.
+async fn upload_multipart(
+    state: &AppState,
+    user: &AuthUser,
+    mut form: Multipart,
+    limit: u64,
+) -> Result<DataFile, ApiError> {
+    let bad_part = |error: axum::extract::multipart::MultipartError| {
+        ApiError::BadRequest(format!(
+            "cannot read the multipart body: {}",
+            error.body_text()
+        ))
+    };
+    let Some(field) = form.next_field().await.map_err(bad_part)? else {
+        return Err(ApiError::BadRequest(
+            "the multipart body has no parts; send the dataset as one file part".into(),
+        ));
+    };
+    if field.file_name().is_none() {
+        return Err(ApiError::BadRequest(format!(
+            "the part {:?} is not a file; send the dataset as one file part \
+             (curl -F 'file=@graph.txt')",
+            field.name().unwrap_or("")
+        )));
+    }
+    let filename = field
+        .file_name()
+        .map(|name| clean_filename(name.to_owned()))
+        .transpose()?;
+    let part_type = field.content_type().map(|value| {
+        value
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    });
+    let media_type = media_type(part_type.as_deref(), filename.as_deref());
+    let mut upload = Upload::begin(state.store.clone(), limit).await?;
+    let chunks = futures_util::stream::unfold(field, |mut field| async move {
+        match field.chunk().await {
+            Ok(Some(chunk)) => Some((Ok(chunk), field)),
+            Ok(None) => None,
+            Err(error) => Some((Err(error.body_text()), field)),
+        }
+    });
+    let mut chunks = Box::pin(chunks);
+    if let Err(error) = upload.stream(&mut chunks).await {
+        // The part borrows the request: read the rest here, so the client gets its 413.
+        super::discard(chunks).await;
+        return Err(error);
+    }
+    drop(chunks);
+    if form.next_field().await.map_err(bad_part)?.is_some() {
+        return Err(ApiError::BadRequest(
+            "the multipart body has more than one part; send one file part".into(),
+        ));
+    }
+    upload.complete(user, media_type, filename).await
+}
+
+/// An upload in progress. Dropped before [`Upload::complete`], it deletes what it wrote: a
+/// client that hangs up mid-body drops the handler and with it this.
+struct Upload {
+    store: Arc<dyn JobStore>,
+    blob_id: String,
+    limit: u64,
+    size: u64,
+    next_chunk: u32,
+    hasher: Sha256,
+    buffer: Vec<u8>,
+    done: bool,
+}
+
+impl Upload {
+    async fn begin(store: Arc<dyn JobStore>, limit: u64) -> Result<Upload, ApiError> {
+        let blob_id = store.begin_blob().await?;
+        Ok(Upload {
+            store,
+            blob_id,
+            limit,
+            size: 0,
+            next_chunk: 0,
+            hasher: Sha256::new(),
+            buffer: Vec::with_capacity(CHUNK_BYTES),
+            done: false,
+        })
+    }
+
+    /// Reads the body to its end, writing each full chunk as it fills. Stops at the first
+    /// byte over the limit.
+    async fn stream(
+        &mut self,
+        body: &mut (impl Stream<Item = Result<Bytes, String>> + Unpin),
+    ) -> Result<(), ApiError> {
+        while let Some(piece) = body.next().await {
+            let piece = piece.map_err(|error| {
+                ApiError::BadRequest(format!("the upload was cut off: {error}"))
+            })?;
+            self.size += piece.len() as u64;
+            if self.size > self.limit {
+                return Err(ApiError::DatasetTooLarge(self.limit));
+            }
+            self.hasher.update(&piece);
+            let mut piece = &piece[..];
+            while !piece.is_empty() {
+                let take = piece.len().min(CHUNK_BYTES - self.buffer.len());
+                self.buffer.extend_from_slice(&piece[..take]);
+                piece = &piece[take..];
+                if self.buffer.len() == CHUNK_BYTES {
+                    self.flush().await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), ApiError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        self.store
+            .write_blob_chunk(&self.blob_id, self.next_chunk, &self.buffer)
+            .await?;
+        self.next_chunk += 1;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Writes the last chunk and makes the data file visible, in one transaction.
+    async fn complete(
+        mut self,
+        user: &AuthUser,
+        media_type: String,
+        filename: Option<String>,
+    ) -> Result<DataFile, ApiError> {
+        self.flush().await?;
+        let sha256 = hex::encode(std::mem::take(&mut self.hasher).finalize());
+        let file = DataFile {
+            id: uuid::Uuid::now_v7().to_string(),
+            owner_id: user.id.clone(),
+            blob_id: self.blob_id.clone(),
+            size: self.size,
+            sha256,
+            media_type,
+            filename,
+            created_at: now_millis(),
+        };
+        let stored = self.store.complete_upload(&file).await?;
+        self.done = true;
+        Ok(stored)
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let store = self.store.clone();
+        let blob_id = std::mem::take(&mut self.blob_id);
+        // A drop outside a runtime (never in the server) leaves the chunks to the sweep.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(error) = store.discard_blob(&blob_id).await {
+                    tracing::warn!(%error, blob = %blob_id, "cannot delete an unfinished upload");
+                }
+            });
+        }
+    }
+}
+
+async fn show(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<String>,
+) -> Result<Json<DataFileResponse>, ApiError> {
+    let file = state
+        .store
+        .data_file(&user.id, &id)
+        .await?
+        .ok_or_else(|| not_found(&id))?;
+    Ok(Json(DataFileResponse::new(&file)))
+}
+
+/// Jobs launched with the file keep their own reference to its bytes and still run.
+async fn remove(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if state.store.delete_data_file(&user.id, &id).await? {
+        tracing::info!(data_file = %id, user = %user.username, "dataset deleted");
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_found(&id))
+    }
+}
+
+pub(super) fn not_found(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no data file {id:?}; POST /data_file uploads one"))
+}
+
+/// The request's media type without parameters, lowercase.
+fn essence(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let essence = value.split(';').next()?.trim().to_ascii_lowercase();
+    (!essence.is_empty()).then_some(essence)
+}
+
+/// The dataset's media type: the one given, unless it says nothing about the content (none,
+/// `application/octet-stream`, or the form encoding `curl --data-binary` sends by default);
+/// then guessed from the filename's extension.
+fn media_type(given: Option<&str>, filename: Option<&str>) -> String {
+    match given {
+        Some(given)
+            if !given.is_empty()
+                && given != "application/octet-stream"
+                && given != "application/x-www-form-urlencoded" =>
+        {
+            given.to_owned()
+        }
+        _ => {
+            let extension = filename
+                .and_then(|name| name.rsplit_once('.'))
+                .map(|(_, extension)| extension.to_ascii_lowercase());
+            match extension.as_deref() {
+                Some("json") => "application/json",
+                Some("txt" | "rud" | "rudy" | "gset") => "text/plain",
+                _ => "application/octet-stream",
+            }
+            .to_owned()
+        }
+    }
+}
+
+/// A filename as metadata: its last path component, printable, at most [`MAX_FILENAME`] bytes.
+fn clean_filename(name: String) -> Result<String, ApiError> {
+    let base = name
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    if base.is_empty() || base.len() > MAX_FILENAME || base.chars().any(char::is_control) {
+        return Err(ApiError::BadRequest(format!(
+            "the filename must be 1 to {MAX_FILENAME} bytes without control characters"
+        )));
+    }
+    Ok(base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_are_taken_or_guessed() {
+        assert_eq!(media_type(Some("text/plain"), None), "text/plain");
+        assert_eq!(
+            media_type(Some("application/json"), Some("g.txt")),
+            "application/json"
+        );
+        assert_eq!(media_type(None, Some("G1.txt")), "text/plain");
+        assert_eq!(
+            media_type(
+                Some("application/x-www-form-urlencoded"),
+                Some("graph.JSON")
+            ),
+            "application/json"
+        );
+        assert_eq!(
+            media_type(Some("application/octet-stream"), Some("data.bin")),
+            "application/octet-stream"
+        );
+        assert_eq!(media_type(None, None), "application/octet-stream");
+    }
+
+    #[test]
+    fn filenames_keep_their_last_component() {
+        assert_eq!(
+            clean_filename("G1.txt".into()).ok().as_deref(),
+            Some("G1.txt")
+        );
+        assert_eq!(
+            clean_filename("C:\\data\\../G1.txt".into()).ok().as_deref(),
+            Some("G1.txt")
+        );
+        assert!(clean_filename("dir/".into()).is_err());
+        assert!(clean_filename("a\nb".into()).is_err());
+    }
+}
