@@ -324,9 +324,9 @@ mod tests {
 
     #[test]
     fn a_gset_file_and_its_matrix_give_the_same_cut() {
-        // A 6-cycle with one chord, in G-set form: the maximum cut is 6 (bipartite cycle);
-        // small enough to be solved exactly.
-        let text = "6 7\n1 2 1\n2 3 1\n3 4 1\n4 5 1\n5 6 1\n6 1 1\n1 4 1\n";
+        // A 6-cycle with the chord 1-3, in G-set form: the chord closes a triangle, so one of
+        // the 7 edges stays uncut and the maximum cut is 6. Small enough to be solved exactly.
+        let text = "6 7\n1 2 1\n2 3 1\n3 4 1\n4 5 1\n5 6 1\n6 1 1\n1 3 1\n";
         let from_text = MaxCut::decode(RUDY_MEDIA_TYPE, text.as_bytes()).expect("decodes");
         let mut matrix = vec![vec![0.0; 6]; 6];
         for &(i, j, weight) in from_text.edges.as_deref().unwrap_or_default() {
