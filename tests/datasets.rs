@@ -1,0 +1,496 @@
+//! Datasets: upload a file (raw or multipart), launch max-cut on it by `data_file_identifier`,
+//! and what bad uploads and bad launches get. The instances are in `tests/fixtures/`.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::support::{
+    PATIENCE, ServerOptions, TestServer, brute_force_max_cut, expect_problem, matrix,
+};
+
+const G1: &[u8] = include_bytes!("fixtures/G1.txt");
+const G1_BEST_KNOWN: f64 = 11624.0;
+const G05_60: &[u8] = include_bytes!("fixtures/g05_60.0.txt");
+const G05_60_OPTIMUM: f64 = 536.0;
+
+/// `POST /data_file` with a raw body; the response, unchecked.
+async fn upload_raw(
+    server: &TestServer,
+    token: &str,
+    query: &str,
+    content_type: &str,
+    bytes: Vec<u8>,
+) -> reqwest::Response {
+    server
+        .client
+        .post(server.url(&format!("/data_file{query}")))
+        .bearer_auth(token)
+        .header("content-type", content_type)
+        .body(bytes)
+        .send()
+        .await
+        .expect("the server answers")
+}
+
+/// A `multipart/form-data` body with one file part.
+fn multipart(filename: &str, content_type: Option<&str>, bytes: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "caseload-test-boundary-7MA4YWxkTrZu0gW";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n"
+    )
+    .into_bytes();
+    if let Some(content_type) = content_type {
+        body.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
+    }
+    body.extend_from_slice(b"\r\n");
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+async fn upload_multipart(
+    server: &TestServer,
+    token: &str,
+    filename: &str,
+    content_type: Option<&str>,
+    bytes: &[u8],
+) -> reqwest::Response {
+    let (content_type, body) = multipart(filename, content_type, bytes);
+    upload_raw(server, token, "", &content_type, body).await
+}
+
+/// Asserts a 201 with its `Location` and the upload's metadata, and returns the body.
+async fn created(response: reqwest::Response, bytes: &[u8]) -> Value {
+    assert_eq!(
+        response.status(),
+        StatusCode::CREATED,
+        "{}",
+        response.text().await.unwrap_or_default()
+    );
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    let body: Value = response.json().await.unwrap();
+    let id = body["data_file_identifier"].as_str().unwrap();
+    assert_eq!(location, format!("/data_file/{id}"));
+    assert_eq!(body["size"], bytes.len());
+    assert_eq!(body["sha256"], hex::encode(Sha256::digest(bytes)));
+    body
+}
+
+/// The edges of a rudy file, 0-based.
+fn rudy_edges(text: &[u8]) -> Vec<(usize, usize, f64)> {
+    std::str::from_utf8(text)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (
+                fields[0].parse::<usize>().unwrap() - 1,
+                fields[1].parse::<usize>().unwrap() - 1,
+                fields[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Waits for the job, checks it completed and that its cut is the cut of its partition over
+/// `edges`; returns the output.
+async fn completed_cut(
+    server: &TestServer,
+    token: &str,
+    job: &str,
+    num_nodes: usize,
+    edges: &[(usize, usize, f64)],
+) -> Value {
+    let view = server.wait_until_ended(token, job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    let output = server.output(token, job).await;
+    let partition: Vec<u64> = output["partition"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|side| side.as_u64().unwrap())
+        .collect();
+    assert_eq!(partition.len(), num_nodes);
+    let recomputed: f64 = edges
+        .iter()
+        .filter(|(i, j, _)| partition[*i] != partition[*j])
+        .map(|(_, _, weight)| weight)
+        .sum();
+    assert_eq!(output["cut_value"].as_f64(), Some(recomputed), "{output}");
+    output
+}
+
+#[tokio::test]
+async fn max_cut_runs_on_an_uploaded_gset_file() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+
+    let file = created(
+        upload_raw(
+            &server,
+            &token,
+            "?filename=G1.txt",
+            "text/plain",
+            G1.to_vec(),
+        )
+        .await,
+        G1,
+    )
+    .await;
+    assert_eq!(file["media_type"], "text/plain");
+    assert_eq!(file["filename"], "G1.txt");
+    let id = file["data_file_identifier"].as_str().unwrap().to_owned();
+    let shown: Value = server
+        .get(&token, &format!("/data_file/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown, file);
+
+    // The same bytes again: a data file of its own.
+    let again = created(
+        upload_raw(&server, &token, "", "text/plain", G1.to_vec()).await,
+        G1,
+    )
+    .await;
+    assert_ne!(again["data_file_identifier"], file["data_file_identifier"]);
+
+    let job = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({ "data_file_identifier": id, "options": { "time_limit_s": 2, "seed": 7 } }),
+        )
+        .await;
+    // The job holds its own reference: deleting the file does not take its input away.
+    let deleted = server
+        .client
+        .delete(server.url(&format!("/data_file/{id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    expect_problem(
+        server.get(&token, &format!("/data_file/{id}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    let output = completed_cut(&server, &token, &job, 800, &rudy_edges(G1)).await;
+    let cut = output["cut_value"].as_f64().unwrap();
+    assert!(cut <= G1_BEST_KNOWN, "{cut} beats the best known cut");
+    // A random cut of G1 is about 9,600: this one was searched for.
+    assert!(cut > 11_000.0, "cut {cut}");
+    assert_eq!(output["optimal"], false);
+}
+
+#[tokio::test]
+async fn max_cut_runs_on_json_and_text_datasets_sent_as_multipart() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+
+    // An edge list in JSON, small enough to be solved exactly.
+    let edges: Vec<(usize, usize, f64)> = (0..12)
+        .flat_map(|i| ((i + 1)..12).map(move |j| (i, j)))
+        .filter(|(i, j)| (i * 7 + j * 3) % 5 < 2)
+        .map(|(i, j)| (i, j, if (i + j) % 3 == 0 { -1.5 } else { 2.0 }))
+        .collect();
+    let optimum = brute_force_max_cut(&matrix(12, &edges));
+    let document = json!({ "num_nodes": 12, "edges": edges }).to_string();
+    let file = created(
+        upload_multipart(&server, &token, "graph.json", None, document.as_bytes()).await,
+        document.as_bytes(),
+    )
+    .await;
+    assert_eq!(
+        file["media_type"], "application/json",
+        "guessed from the name"
+    );
+    assert_eq!(file["filename"], "graph.json");
+    let job = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({ "data_file_identifier": file["data_file_identifier"] }),
+        )
+        .await;
+    let output = completed_cut(&server, &token, &job, 12, &edges).await;
+    assert_eq!(output["cut_value"].as_f64(), Some(optimum));
+    assert_eq!(output["optimal"], true);
+
+    // A Biq Mac instance with a proven optimum, as text.
+    let file = created(
+        upload_multipart(&server, &token, "g05_60.0.txt", Some("text/plain"), G05_60).await,
+        G05_60,
+    )
+    .await;
+    let job = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({
+                "data_file_identifier": file["data_file_identifier"],
+                "options": { "time_limit_s": 2 }
+            }),
+        )
+        .await;
+    let output = completed_cut(&server, &token, &job, 60, &rudy_edges(G05_60)).await;
+    assert!(output["cut_value"].as_f64().unwrap() <= G05_60_OPTIMUM);
+}
+
+#[tokio::test]
+async fn bad_datasets_and_bad_launches_are_refused_clearly() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let launch = |body: Value| {
+        let server = &server;
+        let token = &token;
+        async move { server.post_json(token, "/problem/maxcut", &body).await }
+    };
+
+    // A malformed G-set line: 422 at launch, naming the line.
+    let broken = b"3 2\n1 2 1\n2 x 1\n".to_vec();
+    let file = created(
+        upload_raw(&server, &token, "", "text/plain", broken.clone()).await,
+        &broken,
+    )
+    .await;
+    let id = file["data_file_identifier"].clone();
+    let problem = expect_problem(
+        launch(json!({ "data_file_identifier": id })).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    let message = problem["errors"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("line 3: node \"x\""), "{problem}");
+
+    // The spec's rule: the dataset form cannot also carry inline input.
+    let problem = expect_problem(
+        launch(json!({ "data_file_identifier": id, "num_nodes": 3 })).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(problem["errors"][0]["pointer"], "/num_nodes");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("data_file_identifier")
+    );
+
+    // JSON that does not match the schema: the same 422 as inline input, pointing into it.
+    let wrong = br#"{"num_nodes": 2, "edges": [[0, 1]]}"#.to_vec();
+    let file = created(
+        upload_raw(&server, &token, "", "application/json", wrong.clone()).await,
+        &wrong,
+    )
+    .await;
+    let problem = expect_problem(
+        launch(json!({ "data_file_identifier": file["data_file_identifier"] })).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(problem["errors"][0]["pointer"], "/edges/0", "{problem}");
+
+    // A media type max-cut does not read.
+    let png = b"\x89PNG\r\n".to_vec();
+    let file = created(
+        upload_raw(&server, &token, "", "image/png", png.clone()).await,
+        &png,
+    )
+    .await;
+    let problem = expect_problem(
+        launch(json!({ "data_file_identifier": file["data_file_identifier"] })).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(problem["errors"][0]["pointer"], "/data_file_identifier");
+    assert!(
+        problem["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("image/png")
+    );
+
+    // Unknown ids, and another user's, are 404 everywhere.
+    server.add_user("mallory", "mallory's password");
+    let mallory = server.token("mallory", "mallory's password").await;
+    for (token, id) in [(&token, json!("no-such-file")), (&mallory, id.clone())] {
+        let path = format!("/data_file/{}", id.as_str().unwrap());
+        expect_problem(server.get(token, &path).await, StatusCode::NOT_FOUND).await;
+        let deleted = server
+            .client
+            .delete(server.url(&path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        expect_problem(deleted, StatusCode::NOT_FOUND).await;
+        let launched = server
+            .post_json(
+                token,
+                "/problem/maxcut",
+                &json!({ "data_file_identifier": id }),
+            )
+            .await;
+        expect_problem(launched, StatusCode::NOT_FOUND).await;
+    }
+    // Mallory's refused delete changed nothing.
+    let response = server
+        .get(&token, &format!("/data_file/{}", id.as_str().unwrap()))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // A multipart body without a file part.
+    let boundary = "b0undary";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n--{boundary}--\r\n"
+    );
+    let response = upload_raw(
+        &server,
+        &token,
+        "",
+        &format!("multipart/form-data; boundary={boundary}"),
+        body.into_bytes(),
+    )
+    .await;
+    expect_problem(response, StatusCode::BAD_REQUEST).await;
+}
+
+/// Counts the rows uploads write, straight from the database file.
+async fn upload_rows(server: &TestServer) -> (i64, i64, i64) {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(server.data_dir().join("caseload.db"))
+        .read_only(true);
+    let database = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let mut counts = [0i64; 3];
+    let statements = [
+        "SELECT COUNT(*) FROM data_files",
+        "SELECT COUNT(*) FROM blobs",
+        "SELECT COUNT(*) FROM blob_chunks",
+    ];
+    for (count, statement) in counts.iter_mut().zip(statements) {
+        *count = sqlx::query_scalar(statement)
+            .fetch_one(&database)
+            .await
+            .unwrap();
+    }
+    database.close().await;
+    (counts[0], counts[1], counts[2])
+}
+
+/// Polls until no upload rows are left, or fails after [`PATIENCE`].
+async fn expect_nothing_stored(server: &TestServer, case: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let rows = upload_rows(server).await;
+        if rows == (0, 0, 0) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{case}: left (data_files, blobs, chunks) = {rows:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn uploads_over_the_cap_or_cut_off_leave_nothing() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-dataset-bytes", "3MiB"],
+        ..ServerOptions::default()
+    });
+    let token = server.admin_token().await;
+    let over = vec![b'7'; (3 << 20) + 100];
+
+    // Declared too large: refused before the body is read.
+    let response = upload_raw(&server, &token, "", "text/plain", over.clone()).await;
+    let problem = expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE).await;
+    assert!(problem["detail"].as_str().unwrap().contains("3145728"));
+    expect_nothing_stored(&server, "declared length").await;
+
+    // Chunked, so found too large only after three full chunks were written.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = over
+        .chunks(64 << 10)
+        .map(|chunk| Ok(chunk.to_vec()))
+        .collect();
+    let response = server
+        .client
+        .post(server.url("/data_file"))
+        .bearer_auth(&token)
+        .header("content-type", "text/plain")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE).await;
+    expect_nothing_stored(&server, "chunked body").await;
+
+    // Multipart, with a length within the multipart allowance but a file part over the cap.
+    let (content_type, body) = multipart("big.txt", Some("text/plain"), &over[..(3 << 20) + 100]);
+    let response = upload_raw(&server, &token, "", &content_type, body).await;
+    expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE).await;
+    expect_nothing_stored(&server, "multipart").await;
+
+    // Exactly at the cap is fine.
+    let at_cap = &over[..3 << 20];
+    created(
+        upload_raw(&server, &token, "", "text/plain", at_cap.to_vec()).await,
+        at_cap,
+    )
+    .await;
+    assert_eq!(upload_rows(&server).await, (1, 1, 3));
+
+    // Cut off: the client announces 3 MiB, sends 2.5 and hangs up.
+    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /data_file HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+        3 << 20
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&over[..(5 << 19)]).await.unwrap();
+    stream.flush().await.unwrap();
+    // Wait until the server has written chunks of it, so the hang-up finds them stored.
+    let deadline = Instant::now() + PATIENCE;
+    while upload_rows(&server).await.2 < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "the upload's chunks never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stream.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest).await;
+    drop(stream);
+    let deadline = Instant::now() + PATIENCE;
+    while upload_rows(&server).await != (1, 1, 3) {
+        assert!(
+            Instant::now() < deadline,
+            "the cut-off upload left {:?}",
+            upload_rows(&server).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let health = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+}
