@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::support::{
-    PATIENCE, ServerOptions, TestServer, brute_force_max_cut, expect_problem, matrix,
+    Contract, PATIENCE, ServerOptions, TestServer, assert_contract, brute_force_max_cut,
+    expect_problem, matrix,
 };
 
 const G1: &[u8] = include_bytes!("fixtures/G1.txt");
@@ -72,6 +73,7 @@ async fn created(response: reqwest::Response, bytes: &[u8]) -> Value {
     );
     let location = response.headers()["location"].to_str().unwrap().to_owned();
     let body: Value = response.json().await.unwrap();
+    assert_contract(Contract::DataFile, &body);
     let id = body["data_file_identifier"].as_str().unwrap();
     assert_eq!(location, format!("/data_file/{id}"));
     assert_eq!(body["size"], bytes.len());

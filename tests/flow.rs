@@ -281,6 +281,8 @@ async fn openapi_metrics_and_unknown_routes() {
         "/job/{job_id}/output",
         "/jobs",
         "/problems",
+        "/data_file",
+        "/data_file/{data_file_identifier}",
         "/healthz",
     ] {
         assert!(

@@ -21,6 +21,7 @@ pub enum Contract {
     RunJob,
     JobStatus,
     Problem,
+    DataFile,
 }
 
 pub fn assert_contract(contract: Contract, body: &Value) {
@@ -37,6 +38,10 @@ pub fn assert_contract(contract: Contract, body: &Value) {
         Contract::Problem => (
             "problem",
             include_str!("../../schemas/api/problem.schema.json"),
+        ),
+        Contract::DataFile => (
+            "data-file",
+            include_str!("../../schemas/api/data-file.schema.json"),
         ),
     };
     let schema: Value = serde_json::from_str(text).expect("the schema is JSON");

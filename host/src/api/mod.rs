@@ -134,6 +134,7 @@ async fn openapi() -> impl IntoResponse {
             "RunJob": parse(include_str!("../../../schemas/api/run-job.schema.json")),
             "JobStatus": parse(include_str!("../../../schemas/api/job-status.schema.json")),
             "Problem": parse(include_str!("../../../schemas/api/problem.schema.json")),
+            "DataFile": parse(include_str!("../../../schemas/api/data-file.schema.json")),
         });
         document
     });
