@@ -238,9 +238,11 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
     let detail: Value = response.json().await.unwrap();
     assert_eq!(detail["name"], "maxcut");
     assert_eq!(detail["source"], "built-in");
+    assert_eq!(detail["input_schema"]["required"], json!(["num_nodes"]));
+    assert!(detail["input_schema"]["properties"]["edges"].is_object());
     assert_eq!(
-        detail["input_schema"]["required"],
-        json!(["num_nodes", "adj_matrix"])
+        detail["media_types"],
+        json!(["application/json", "text/plain"])
     );
 
     let response = server
