@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod cancel;
 mod datasets;
 mod durability;
 mod flow;

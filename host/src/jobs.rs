@@ -147,15 +147,27 @@ impl JobOptions {
     }
 }
 
-/// Wakes idle workers when a job arrives, without losing a wake-up that comes between a
-/// worker's empty claim and its wait.
+/// What the API, the store's notifications and the workers of one process share: wake-ups for
+/// idle workers (never lost between a worker's empty claim and its wait), and the leases the
+/// workers hold, so that a cancellation reaches the run it concerns.
 #[derive(Debug, Default)]
 pub struct WorkSignal {
     generation: Mutex<u64>,
     condvar: Condvar,
+    held: HeldLeases,
 }
 
 impl WorkSignal {
+    /// Interrupts this process's run of the job, if it holds one (running, or claimed and
+    /// waiting to start). True if it did.
+    pub fn cancel(&self, job_id: &str) -> bool {
+        let interrupted = self.held.interrupt_job(job_id);
+        if interrupted {
+            tracing::info!(job = %job_id, "cancellation asked for; interrupting the run");
+        }
+        interrupted
+    }
+
     pub fn notify(&self) {
         *self
             .generation
@@ -202,7 +214,6 @@ struct WorkerContext {
     shutdown: AtomicBool,
     /// Set when the shutdown grace ran out: interrupt running jobs and give them back.
     releasing: AtomicBool,
-    held: HeldLeases,
     /// Jobs claimed but not started yet, oldest first, with their interrupt flags; any
     /// worker of this process takes the next one.
     claimed: Mutex<VecDeque<(ClaimedJob, Arc<AtomicBool>)>>,
@@ -270,6 +281,19 @@ impl HeldLeases {
             .collect()
     }
 
+    /// Interrupts every held lease of the job; true if there was one.
+    fn interrupt_job(&self, job_id: &str) -> bool {
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut found = false;
+        for (lease, interrupt) in held.values() {
+            if lease.job_id == job_id {
+                interrupt.store(true, Ordering::SeqCst);
+                found = true;
+            }
+        }
+        found
+    }
+
     /// Interrupts the executions of these leases that are still held (all of them, without a
     /// list), and returns the job ids interrupted.
     fn interrupt(&self, leases: Option<&[Lease]>) -> Vec<String> {
@@ -319,7 +343,6 @@ impl WorkerPool {
             metrics,
             shutdown: AtomicBool::new(false),
             releasing: AtomicBool::new(false),
-            held: HeldLeases::default(),
             claimed: Mutex::new(VecDeque::new()),
             claim_size: AtomicU32::new(1),
             runtime,
@@ -347,14 +370,14 @@ impl WorkerPool {
         while Instant::now() < deadline && self.threads.iter().any(|thread| !thread.is_finished()) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let running = self.context.held.leases().len();
+        let running = self.context.signal.held.leases().len();
         if running > 0 {
             tracing::warn!(
                 jobs = running,
                 "the shutdown grace ran out; giving the running jobs back to the queue"
             );
             self.context.releasing.store(true, Ordering::SeqCst);
-            let _ = self.context.held.interrupt(None);
+            let _ = self.context.signal.held.interrupt(None);
         }
         for thread in self.threads {
             let _ = thread.join();
@@ -393,7 +416,7 @@ async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
         let Some(context) = context.upgrade() else {
             return;
         };
-        let leases = context.held.leases();
+        let leases = context.signal.held.leases();
         if leases.is_empty() {
             continue;
         }
@@ -403,7 +426,7 @@ async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
                 // Some of these may simply have ended since they were listed (their end is
                 // written, not yet confirmed); a result really lost is logged when its end
                 // is refused.
-                for job in context.held.interrupt(Some(&lost)) {
+                for job in context.signal.held.interrupt(Some(&lost)) {
                     tracing::debug!(%job, "lease not renewed; interrupting the execution");
                 }
             }
@@ -437,7 +460,7 @@ fn work(context: &WorkerContext) {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             for claim in claimed {
-                let interrupt = context.held.hold(&claim.lease);
+                let interrupt = context.signal.held.hold(&claim.lease);
                 queue.push_back((claim, interrupt));
             }
             count
@@ -490,7 +513,7 @@ fn run_guarded(
         } else {
             tracing::warn!(job = %lease.job_id, "lease lost before the job started");
         }
-        context.held.release(&lease);
+        context.signal.held.release(&lease);
         return None;
     }
     let execution_id = uuid::Uuid::now_v7().to_string();
@@ -595,7 +618,7 @@ fn confirm(context: &WorkerContext, ending: Ending) {
     } = ending;
     let job = &lease.job_id;
     // Renewed until the end is written: a retried end must still hold the lease.
-    let _release = ReleaseOnDrop(&context.held, &lease);
+    let _release = ReleaseOnDrop(&context.signal.held, &lease);
     if let Some(started) = started
         && let Err(error) = context.runtime.block_on(started.lease_held())
     {

@@ -1,19 +1,23 @@
-//! Jobs: `GET /job/<id>` (the spec's status shape), `GET /job/<id>/output`, and `GET /jobs`.
+//! Jobs: `GET /job/<id>` (the spec's status shape), `DELETE /job/<id>` (cancel),
+//! `GET /job/<id>/output`, and `GET /jobs`.
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::wire::{JobList, JobListEntry, JobListQuery, JobStatusResponse};
+use super::wire::{CancelResponse, JobList, JobListEntry, JobListQuery, JobStatusResponse};
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
-use crate::store::{JobOutput, now_millis};
+use crate::store::{CancelOutcome, JobOutput, JobStatus, now_millis};
+
+/// How long `DELETE /job/<id>` waits for a running job to stop before it answers 202.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/job/{job_id}", get(status))
+        .route("/job/{job_id}", get(status).delete(cancel))
         .route("/job/{job_id}/output", get(output))
         .route("/jobs", get(list))
 }
@@ -34,6 +38,77 @@ async fn status(
         .await?
         .ok_or_else(|| not_found(&job_id))?;
     Ok(Json(JobStatusResponse::new(job, now_millis())))
+}
+
+/// Cancels the job. A pending job never runs (200). A running one is interrupted, here or on
+/// whichever replica runs it; the answer waits a moment for it to stop (200 with its final
+/// status), else says the cancellation is under way (202). A job that ended is 409, except one
+/// already cancelled, so that a retried request gets the same answer.
+async fn cancel(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(job_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let outcome = state
+        .store
+        .cancel_job(&user.id, &job_id)
+        .await?
+        .ok_or_else(|| not_found(&job_id))?;
+    let status = match outcome {
+        CancelOutcome::Cancelled | CancelOutcome::Ended(JobStatus::Cancelled) => {
+            JobStatus::Cancelled
+        }
+        CancelOutcome::Ended(status) => {
+            return Err(ApiError::Conflict(format!(
+                "job {job_id:?} is {} already; only a pending or running job can be cancelled",
+                status.as_str()
+            )));
+        }
+        CancelOutcome::Requested => {
+            state.work.cancel(&job_id);
+            wait_until_ended(&state, &user, &job_id).await?
+        }
+    };
+    tracing::info!(job = %job_id, user = %user.username, status = status.as_str(), "cancel");
+    let (code, detail) = match status {
+        JobStatus::Running | JobStatus::Pending => (
+            StatusCode::ACCEPTED,
+            "cancellation requested; the run is being stopped",
+        ),
+        JobStatus::Cancelled => (StatusCode::OK, "the job is cancelled"),
+        _ => (
+            StatusCode::OK,
+            "the job ended before the cancellation reached it",
+        ),
+    };
+    let body = CancelResponse {
+        detail: detail.to_owned(),
+        job: job_id,
+        status: status.as_str(),
+    };
+    Ok((code, Json(body)).into_response())
+}
+
+/// Polls the job until it ends, for at most [`CANCEL_WAIT`]; its status then.
+async fn wait_until_ended(
+    state: &AppState,
+    user: &AuthUser,
+    job_id: &str,
+) -> Result<JobStatus, ApiError> {
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        let job = state
+            .store
+            .job(&user.id, job_id)
+            .await?
+            .ok_or_else(|| not_found(job_id))?;
+        if !matches!(job.status, JobStatus::Pending | JobStatus::Running)
+            || tokio::time::Instant::now() >= deadline
+        {
+            return Ok(job.status);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 async fn output(

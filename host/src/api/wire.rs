@@ -36,6 +36,14 @@ pub struct RunJobResponse {
     pub job: String,
 }
 
+/// The answer to `DELETE /job/<id>`.
+#[derive(Debug, Serialize)]
+pub struct CancelResponse {
+    pub detail: String,
+    pub job: String,
+    pub status: &'static str,
+}
+
 /// An uploaded dataset, as `POST /data_file` and `GET /data_file/<id>` answer.
 #[derive(Debug, Serialize)]
 pub struct DataFileResponse {

@@ -155,6 +155,17 @@ pub struct Idempotency {
     pub request_hash: String,
 }
 
+/// What [`JobStore::cancel_job`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The job was pending: it is `CANCELLED` and never runs.
+    Cancelled,
+    /// The job is running: its worker was asked to stop, and ends it `CANCELLED`.
+    Requested,
+    /// The job had ended already, with this status.
+    Ended(JobStatus),
+}
+
 /// What [`JobStore::insert_job`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inserted {
@@ -347,6 +358,15 @@ pub trait JobStore: Send + Sync + 'static {
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<JobOutput>, StoreError>;
+
+    /// Cancels the owner's job: a pending one at once, a running one by marking it so that
+    /// its worker (told through [`WorkSignal::cancel`](crate::jobs::WorkSignal::cancel), on
+    /// every replica) stops it. `None` if the owner has no such job.
+    async fn cancel_job(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<CancelOutcome>, StoreError>;
 
     /// Starts an upload: a blob with no digest yet, which no query shows. Returns its id.
     async fn begin_blob(&self) -> Result<String, StoreError>;

@@ -11,10 +11,10 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
-    ClaimedJob, DataFile, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus, JobStore,
-    JobSummary, Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError, User,
-    claim_from_row, data_file_from_row, execution_from_row, now_millis, sql, summary_from_row,
-    user_conflict,
+    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus,
+    JobStore, JobSummary, Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError,
+    User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
+    summary_from_row, user_conflict,
 };
 use crate::jobs::WorkSignal;
 
@@ -28,6 +28,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../../migrations/postgres/0002_datasets.sql"),
     ),
+    (3, include_str!("../../migrations/postgres/0003_cancel.sql")),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -42,6 +43,9 @@ const READ_CONNECTIONS: usize = 6;
 
 /// The channel a replica notifies when it makes a job pending.
 const CHANNEL: &str = "caseload_jobs";
+
+/// The channel that carries the id of a running job whose cancellation was asked for.
+const CANCEL_CHANNEL: &str = "caseload_cancel";
 
 /// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
@@ -234,12 +238,32 @@ super::shared::store_impl!(PostgresStore {
     }
 });
 
-/// Wakes the local workers on every notification, until the connection fails.
+impl PostgresStore {
+    /// Tells every replica, at commit, to interrupt the job if it runs it.
+    async fn announce_cancel(
+        transaction: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+        job_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CANCEL_CHANNEL)
+            .bind(job_id)
+            .execute(&mut **transaction)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Wakes the local workers on every new-job notification and interrupts the local run of a
+/// cancelled job, until the connection fails.
 async fn listen(pool: &PgPool, signal: &WorkSignal) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(CHANNEL).await?;
+    listener.listen_all([CHANNEL, CANCEL_CHANNEL]).await?;
     loop {
-        listener.recv().await?;
-        signal.notify_all();
+        let notification = listener.recv().await?;
+        if notification.channel() == CANCEL_CHANNEL {
+            signal.cancel(notification.payload());
+        } else {
+            signal.notify_all();
+        }
     }
 }

@@ -31,6 +31,7 @@ macro_rules! batch_writes {
                     let released = sqlx::query(sql::RELEASE_UNSTARTED)
                         .bind(&lease.job_id)
                         .bind(lease.token)
+                        .bind(now_millis())
                         .execute(&mut *connection)
                         .await?;
                     Outcome::Held(released.rows_affected() == 1)
@@ -156,6 +157,7 @@ macro_rules! batch_writes {
                 .bind(end.job_ended_at())
                 .bind(&lease.job_id)
                 .bind(lease.token)
+                .bind(end.ended_at)
                 .execute(&mut *connection)
                 .await?;
             if job.rows_affected() != 1 {
@@ -379,6 +381,45 @@ macro_rules! store_impl {
                     .execute(&self.writer)
                     .await?;
                 Ok(deleted.rows_affected())
+            }
+
+            async fn cancel_job(
+                &self,
+                owner_id: &str,
+                job_id: &str,
+            ) -> Result<Option<CancelOutcome>, StoreError> {
+                let mut transaction = self.writer.begin().await?;
+                let cancelled = sqlx::query(sql::CANCEL_PENDING)
+                    .bind(job_id)
+                    .bind(owner_id)
+                    .bind(now_millis())
+                    .execute(&mut *transaction)
+                    .await?;
+                let outcome = if cancelled.rows_affected() == 1 {
+                    CancelOutcome::Cancelled
+                } else {
+                    let requested = sqlx::query(sql::REQUEST_CANCEL)
+                        .bind(job_id)
+                        .bind(owner_id)
+                        .execute(&mut *transaction)
+                        .await?;
+                    if requested.rows_affected() == 1 {
+                        Self::announce_cancel(&mut transaction, job_id).await?;
+                        CancelOutcome::Requested
+                    } else {
+                        let status: Option<String> = sqlx::query_scalar(sql::JOB_STATUS)
+                            .bind(job_id)
+                            .bind(owner_id)
+                            .fetch_optional(&mut *transaction)
+                            .await?;
+                        match status {
+                            Some(status) => CancelOutcome::Ended(JobStatus::parse(&status)?),
+                            None => return Ok(None),
+                        }
+                    }
+                };
+                transaction.commit().await?;
+                Ok(Some(outcome))
             }
 
             async fn begin_blob(&self) -> Result<String, StoreError> {

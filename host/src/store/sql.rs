@@ -45,12 +45,17 @@ pub(super) const RECORD_PROGRESS: &str =
        AND EXISTS (SELECT 1 FROM jobs
                    WHERE jobs.id = $4 AND jobs.lease_token = $5 AND jobs.status = 'RUNNING')";
 
+/// A lease whose job's cancellation was asked for is not renewed: its holder hears it as lost
+/// and interrupts the run (the backstop of the cancel notification).
 pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
-     WHERE id = $2 AND lease_token = $3 AND status = 'RUNNING'";
+     WHERE id = $2 AND lease_token = $3 AND status = 'RUNNING' AND NOT cancel_requested";
 
 /// The lease check of every end: only the holder of the current token moves a running job.
-pub(super) const FINISH_JOB: &str =
-    "UPDATE jobs SET status = $1, ended_at = $2, lease_expires_at = NULL
+/// A job given back to the queue (`PENDING`) whose cancellation was asked for ends instead.
+pub(super) const FINISH_JOB: &str = "UPDATE jobs
+     SET status = CASE WHEN cancel_requested AND $1 = 'PENDING' THEN 'CANCELLED' ELSE $1 END,
+         ended_at = CASE WHEN cancel_requested AND $1 = 'PENDING' THEN $5 ELSE $2 END,
+         lease_expires_at = NULL
      WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
 
 pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
@@ -59,9 +64,12 @@ pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
          progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END
      WHERE id = $7 AND job_id = $8";
 
-/// A claimed job that never started goes back, its attempt uncounted.
-pub(super) const RELEASE_UNSTARTED: &str =
-    "UPDATE jobs SET status = 'PENDING', attempts = attempts - 1, lease_expires_at = NULL
+/// A claimed job that never started goes back, its attempt uncounted; unless its cancellation
+/// was asked for meanwhile.
+pub(super) const RELEASE_UNSTARTED: &str = "UPDATE jobs
+     SET status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'PENDING' END,
+         ended_at = CASE WHEN cancel_requested THEN $3 ELSE NULL END,
+         attempts = attempts - 1, lease_expires_at = NULL
      WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'";
 
 pub(super) const INSERT_OUTPUT: &str = "INSERT INTO job_outputs (job_id, output) VALUES ($1, $2)";
@@ -69,8 +77,9 @@ pub(super) const INSERT_OUTPUT: &str = "INSERT INTO job_outputs (job_id, output)
 /// Expired leases (or, with `$3`, every running job) go back to the queue, or fail once they
 /// used their attempts. The token is bumped, so the lost worker's late writes change nothing.
 pub(super) const REAP_JOBS: &str = "UPDATE jobs
-     SET status = CASE WHEN attempts >= $1 THEN 'FAILED' ELSE 'PENDING' END,
-         ended_at = CASE WHEN attempts >= $1 THEN $2 ELSE NULL END,
+     SET status = CASE WHEN cancel_requested THEN 'CANCELLED'
+                       WHEN attempts >= $1 THEN 'FAILED' ELSE 'PENDING' END,
+         ended_at = CASE WHEN cancel_requested OR attempts >= $1 THEN $2 ELSE NULL END,
          lease_expires_at = NULL, lease_token = lease_token + 1
      WHERE status = 'RUNNING' AND ($3 OR lease_expires_at < $2)
      RETURNING id";
@@ -148,3 +157,12 @@ pub(super) const SWEEP_UNREFERENCED_BLOBS: &str = "DELETE FROM blobs WHERE id IN
            AND NOT EXISTS (SELECT 1 FROM data_files WHERE data_files.blob_id = blobs.id)
            AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.data_blob_id = blobs.id)
          LIMIT $1)";
+
+pub(super) const CANCEL_PENDING: &str = "UPDATE jobs
+     SET status = 'CANCELLED', ended_at = $3, cancel_requested = TRUE
+     WHERE id = $1 AND owner_id = $2 AND status = 'PENDING'";
+
+pub(super) const REQUEST_CANCEL: &str = "UPDATE jobs SET cancel_requested = TRUE
+     WHERE id = $1 AND owner_id = $2 AND status = 'RUNNING'";
+
+pub(super) const JOB_STATUS: &str = "SELECT status FROM jobs WHERE id = $1 AND owner_id = $2";

@@ -81,6 +81,7 @@ for_each_backend!(
     the_same_bytes_are_stored_once_for_two_owners,
     a_job_keeps_its_dataset_after_the_file_is_deleted,
     the_sweep_takes_stale_uploads_and_unreferenced_bytes,
+    a_cancelled_job_never_runs_again,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -861,4 +862,108 @@ async fn the_sweep_takes_stale_uploads_and_unreferenced_bytes(backend: Backend) 
     assert!(store.write_blob_chunk(&stale, 1, b"more").await.is_err());
     assert!(store.write_blob_chunk(&live, 0, b"more").await.is_err());
     assert_eq!(blob_count(store, &[&kept.blob_id]).await, 1);
+}
+
+async fn a_cancelled_job_never_runs_again(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+
+    // Pending: cancelled at once, never claimed.
+    let pending = new_job(&alice);
+    store.insert_job(&pending).await.expect("insert");
+    assert_eq!(
+        store
+            .cancel_job(&bob.id, &pending.id)
+            .await
+            .expect("cancel"),
+        None
+    );
+    assert_eq!(
+        store
+            .cancel_job(&alice.id, &pending.id)
+            .await
+            .expect("cancel"),
+        Some(CancelOutcome::Cancelled)
+    );
+    assert!(store.claim_jobs(LONG, 10).await.expect("claim").is_empty());
+    let record = job(store, &alice, &pending.id).await;
+    assert_eq!(record.status, JobStatus::Cancelled);
+    assert!(record.ended_at.is_some());
+    assert_eq!(
+        store
+            .cancel_job(&alice.id, &pending.id)
+            .await
+            .expect("cancel"),
+        Some(CancelOutcome::Ended(JobStatus::Cancelled))
+    );
+
+    // Running: requested; the heartbeat no longer renews the lease, so the holder stops, and
+    // its end is recorded as the worker says.
+    let running = new_job(&alice);
+    store.insert_job(&running).await.expect("insert");
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert_eq!(
+        store
+            .cancel_job(&alice.id, &running.id)
+            .await
+            .expect("cancel"),
+        Some(CancelOutcome::Requested)
+    );
+    let lost = store
+        .heartbeat(std::slice::from_ref(&claim.lease), LONG)
+        .await
+        .expect("heartbeat");
+    assert_eq!(lost, [claim.lease.clone()]);
+    let end = ExecutionEnd {
+        status: ExecutionStatus::Cancelled,
+        job_status: JobStatus::Cancelled,
+        output: None,
+        ..completed(&execution_id, "")
+    };
+    assert!(
+        store
+            .finish_execution(&claim.lease, &end)
+            .lease_held()
+            .await
+            .expect("end")
+    );
+    assert_eq!(
+        job(store, &alice, &running.id).await.status,
+        JobStatus::Cancelled
+    );
+
+    // A worker that dies, or gives the job back, after the request: it ends CANCELLED, not
+    // PENDING.
+    for give_back in [false, true] {
+        let doomed = new_job(&alice);
+        store.insert_job(&doomed).await.expect("insert");
+        let claim = store
+            .claim_jobs(Duration::from_millis(1), 1)
+            .await
+            .expect("claim")
+            .remove(0);
+        store
+            .cancel_job(&alice.id, &doomed.id)
+            .await
+            .expect("cancel");
+        if give_back {
+            store
+                .release_unstarted(&claim.lease)
+                .lease_held()
+                .await
+                .expect("release");
+        } else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            assert_eq!(store.reap_expired(3).await.expect("reap"), 1);
+        }
+        let record = job(store, &alice, &doomed.id).await;
+        assert_eq!(
+            record.status,
+            JobStatus::Cancelled,
+            "give back: {give_back}"
+        );
+        assert!(record.ended_at.is_some());
+    }
+    assert!(store.claim_jobs(LONG, 10).await.expect("claim").is_empty());
 }
