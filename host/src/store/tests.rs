@@ -914,7 +914,7 @@ async fn a_cancelled_job_never_runs_again(backend: Backend) {
         .heartbeat(std::slice::from_ref(&claim.lease), LONG)
         .await
         .expect("heartbeat");
-    assert_eq!(lost, [claim.lease.clone()]);
+    assert_eq!(lost, std::slice::from_ref(&claim.lease));
     let end = ExecutionEnd {
         status: ExecutionStatus::Cancelled,
         job_status: JobStatus::Cancelled,
