@@ -130,8 +130,7 @@ async fn pending_and_running_jobs_are_cancelled_and_ended_ones_are_not() {
     .await;
 }
 
-/// Max-cut checks `cancelled()` as it searches; a long search stops on request and leaves its
-/// progress behind.
+/// A long max-cut search shows its progress and log while it runs, and stops on request.
 #[tokio::test]
 async fn a_long_max_cut_search_is_cancelled() {
     let server = TestServer::start();
@@ -151,6 +150,28 @@ async fn a_long_max_cut_search_is_cancelled() {
         )
         .await;
     wait_until_running(&server, &token, &job).await;
+
+    // While it runs, its progress (the best cut so far) and its log show.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let view = server.job(&token, &job).await;
+        let execution = view["executions"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .clone();
+        assert_eq!(execution["status"], "RUNNING", "{view}");
+        let message = execution["progress"]["message"].as_str().unwrap_or("");
+        let log = execution["logs"]["tail"].as_str().unwrap_or("");
+        if message.starts_with("best cut so far: ") && log.contains("400 nodes") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no live progress or log: {view}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
     let took = cancel_running(&server, &token, &job).await;
     eprintln!("a max-cut search was cancelled in {took:?}");
 }

@@ -8,12 +8,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use caseload::plugins::MAXCUT_WASM;
-use caseload::runtime::{ExecutionObserver, Limits, RunOptions, Runtime};
+use caseload::runtime::{BoundedLog, ExecutionObserver, Limits, RunOptions, Runtime};
 
 struct IgnoreProgress;
 
 impl ExecutionObserver for IgnoreProgress {
-    fn progress(&self, _fraction: f64, _message: String) {}
+    fn progress(&self, _fraction: f64, _message: String, _log: &BoundedLog) {}
+
+    fn logged(&self, _log: &BoundedLog) {}
 }
 
 const FIVE_CYCLE: &str =

@@ -17,11 +17,11 @@ use crate::api::FieldError;
 use crate::metrics::Metrics;
 use crate::plugins::{DatasetError, Plugin, PluginRegistry};
 use crate::runtime::{
-    CallError, ExecutionObserver, Limits, LogTail, RunOptions, RunReport, Violation,
+    BoundedLog, CallError, ExecutionObserver, Limits, LogTail, RunOptions, RunReport, Violation,
 };
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, JobStore,
-    Lease, PluginRef, Progress, QueuedWrite, now_millis,
+    Lease, LiveUpdate, PluginRef, Progress, QueuedWrite, now_millis,
 };
 
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
@@ -686,7 +686,7 @@ fn execute(
         runtime: context.runtime.clone(),
         lease: claim.lease.clone(),
         execution_id: execution_id.to_owned(),
-        last_write: Mutex::new(None),
+        live: Mutex::new(Live::default()),
     });
     let run_options = RunOptions {
         time_limit: options.time_limit(),
@@ -860,42 +860,74 @@ fn check_output(plugin: &Plugin, output: &str) -> Result<(), String> {
     }
 }
 
-/// Stores a running execution's progress, at most once per [`PROGRESS_INTERVAL`], without
-/// blocking the guest: the write happens on the async runtime.
+/// Stores a running execution's progress and log as the plugin reports them, at most once per
+/// [`PROGRESS_INTERVAL`], without blocking the guest: the write happens on the async runtime.
+/// What arrives in between is kept and goes with the next write (or the end).
 struct ProgressWriter {
     store: Arc<dyn JobStore>,
     runtime: tokio::runtime::Handle,
     lease: Lease,
     execution_id: String,
-    last_write: Mutex<Option<Instant>>,
+    live: Mutex<Live>,
 }
 
-impl ExecutionObserver for ProgressWriter {
-    fn progress(&self, fraction: f64, message: String) {
-        {
-            let mut last_write = self
-                .last_write
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+#[derive(Default)]
+struct Live {
+    last_write: Option<Instant>,
+    /// Progress reported since the last write.
+    progress: Option<Progress>,
+    /// [`BoundedLog::written`] at the last write.
+    log_written: u64,
+}
+
+impl ProgressWriter {
+    fn update(&self, progress: Option<Progress>, log: &BoundedLog) {
+        let update = {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            if progress.is_some() {
+                live.progress = progress;
+            }
             let now = Instant::now();
-            if last_write.is_some_and(|last| now - last < PROGRESS_INTERVAL) {
+            if live
+                .last_write
+                .is_some_and(|last| now - last < PROGRESS_INTERVAL)
+            {
                 return;
             }
-            *last_write = Some(now);
+            live.last_write = Some(now);
+            let written = log.written();
+            let log = (written != live.log_written).then(|| {
+                live.log_written = written;
+                let tail = log.tail();
+                (tail.text, tail.truncated)
+            });
+            LiveUpdate {
+                progress: live.progress.take(),
+                log,
+            }
+        };
+        if update.progress.is_none() && update.log.is_none() {
+            return;
         }
         let store = self.store.clone();
         let lease = self.lease.clone();
         let execution_id = self.execution_id.clone();
-        let mut message = message;
-        message.truncate(message.floor_char_boundary(1024));
         self.runtime.spawn(async move {
-            let progress = Progress { fraction, message };
-            if let Err(error) = store
-                .record_progress(&lease, &execution_id, &progress)
-                .await
-            {
+            if let Err(error) = store.record_progress(&lease, &execution_id, &update).await {
                 tracing::warn!(%error, "cannot record progress");
             }
         });
+    }
+}
+
+impl ExecutionObserver for ProgressWriter {
+    fn progress(&self, fraction: f64, message: String, log: &BoundedLog) {
+        let mut message = message;
+        message.truncate(message.floor_char_boundary(1024));
+        self.update(Some(Progress { fraction, message }), log);
+    }
+
+    fn logged(&self, log: &BoundedLog) {
+        self.update(None, log);
     }
 }

@@ -26,6 +26,8 @@ struct Buffer {
     bytes: VecDeque<u8>,
     capacity: usize,
     truncated: bool,
+    /// Every byte ever appended, kept or not: tells a reader whether the log changed.
+    written: u64,
 }
 
 /// A shared, bounded log; clones write to the same buffer.
@@ -41,6 +43,7 @@ impl BoundedLog {
                 bytes: VecDeque::new(),
                 capacity,
                 truncated: false,
+                written: 0,
             })),
         }
     }
@@ -49,6 +52,7 @@ impl BoundedLog {
         // A poisoned lock only means another writer panicked mid-append; the bytes are still
         // a valid log.
         let mut buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        buffer.written += bytes.len() as u64;
         let capacity = buffer.capacity;
         let bytes = if bytes.len() > capacity {
             buffer.truncated = true;
@@ -62,6 +66,14 @@ impl BoundedLog {
             buffer.truncated = true;
         }
         buffer.bytes.extend(bytes);
+    }
+
+    /// How many bytes were ever appended.
+    pub fn written(&self) -> u64 {
+        self.buffer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .written
     }
 
     pub fn tail(&self) -> LogTail {

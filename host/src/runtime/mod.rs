@@ -57,7 +57,10 @@ impl Default for Limits {
 /// Receives what a running plugin reports. Called on the worker's thread, inside the guest's
 /// call: implementations must return quickly.
 pub trait ExecutionObserver: Send + Sync {
-    fn progress(&self, fraction: f64, message: String);
+    /// The plugin reported progress; `log` is its log so far.
+    fn progress(&self, fraction: f64, message: String, log: &BoundedLog);
+    /// The plugin wrote a line through the `log` import.
+    fn logged(&self, log: &BoundedLog);
 }
 
 /// What a plugin says about itself (`describe`).

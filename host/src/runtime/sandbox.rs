@@ -146,6 +146,9 @@ impl Host for SandboxState {
             LogLevel::Error => "ERROR",
         };
         self.log.append(format!("[{level}] {message}\n").as_bytes());
+        if let Some(observer) = &self.observer {
+            observer.logged(&self.log);
+        }
     }
 
     fn progress(&mut self, fraction: f64, message: String) {
@@ -155,7 +158,7 @@ impl Host for SandboxState {
             } else {
                 0.0
             };
-            observer.progress(fraction, message);
+            observer.progress(fraction, message, &self.log);
         }
     }
 

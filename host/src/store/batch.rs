@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{ClaimedJob, ExecutionEnd, Inserted, Lease, Millis, NewJob, PluginRef, Progress};
+use super::{ClaimedJob, ExecutionEnd, Inserted, Lease, LiveUpdate, Millis, NewJob, PluginRef};
 use super::{JobStatus, StoreError};
 
 /// The most writes one transaction carries.
@@ -39,7 +39,7 @@ pub(crate) enum Write {
     Progress {
         lease: Lease,
         execution_id: String,
-        progress: Progress,
+        update: LiveUpdate,
     },
     Heartbeat {
         leases: Vec<Lease>,

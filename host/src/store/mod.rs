@@ -252,6 +252,23 @@ pub struct ExecutionRecord {
     pub log_truncated: bool,
 }
 
+/// What a running execution shows before it ends: its latest progress, its log so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveUpdate {
+    pub progress: Option<Progress>,
+    /// The log's newest bytes, and whether older ones were dropped.
+    pub log: Option<(String, bool)>,
+}
+
+impl From<Progress> for LiveUpdate {
+    fn from(progress: Progress) -> LiveUpdate {
+        LiveUpdate {
+            progress: Some(progress),
+            log: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
     pub fraction: f64,
@@ -425,12 +442,13 @@ pub trait JobStore: Send + Sync + 'static {
         started_at: Millis,
     ) -> QueuedWrite;
 
-    /// Updates a running execution's progress. Returns false if the lease is no longer held.
+    /// Updates a running execution's progress and log, whichever `update` carries. Returns
+    /// false if the lease is no longer held.
     async fn record_progress(
         &self,
         lease: &Lease,
         execution_id: &str,
-        progress: &Progress,
+        update: &LiveUpdate,
     ) -> Result<bool, StoreError>;
 
     /// Queues an execution's end: moves its job to `end.job_status` and stores the output if

@@ -12,7 +12,7 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
     CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus,
-    JobStore, JobSummary, Lease, Millis, NewJob, PluginRef, Progress, QueuedWrite, StoreError,
+    JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite, StoreError,
     User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
     summary_from_row, user_conflict,
 };

@@ -59,14 +59,18 @@ macro_rules! batch_writes {
                 Write::Progress {
                     lease,
                     execution_id,
-                    progress,
+                    update,
                 } => {
+                    let progress = update.progress.as_ref();
+                    let log = update.log.as_ref();
                     let updated = sqlx::query(sql::RECORD_PROGRESS)
-                        .bind(progress.fraction)
-                        .bind(&progress.message)
+                        .bind(progress.map(|progress| progress.fraction))
+                        .bind(progress.map(|progress| progress.message.as_str()))
                         .bind(execution_id)
                         .bind(&lease.job_id)
                         .bind(lease.token)
+                        .bind(log.map(|(tail, _)| tail.as_str()))
+                        .bind(log.map(|(_, truncated)| *truncated))
                         .execute(&mut *connection)
                         .await?;
                     Outcome::Held(updated.rows_affected() == 1)
@@ -351,13 +355,13 @@ macro_rules! store_impl {
                 &self,
                 lease: &Lease,
                 execution_id: &str,
-                progress: &Progress,
+                update: &LiveUpdate,
             ) -> Result<bool, StoreError> {
                 self.batcher
                     .queue(Write::Progress {
                         lease: lease.clone(),
                         execution_id: execution_id.to_owned(),
-                        progress: progress.clone(),
+                        update: update.clone(),
                     })
                     .lease_held()
                     .await

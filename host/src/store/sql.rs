@@ -39,8 +39,12 @@ pub(super) const START_EXECUTION: &str = "INSERT INTO executions (id, job_id, at
      SELECT $1, id, $2, 'RUNNING', $3, $4, $5, $6 FROM jobs
      WHERE id = $7 AND lease_token = $8 AND status = 'RUNNING'";
 
-pub(super) const RECORD_PROGRESS: &str =
-    "UPDATE executions SET progress_fraction = $1, progress_message = $2
+/// What is not given (null) stays as it was.
+pub(super) const RECORD_PROGRESS: &str = "UPDATE executions
+     SET progress_fraction = COALESCE($1, progress_fraction),
+         progress_message = COALESCE($2, progress_message),
+         log_tail = COALESCE($6, log_tail),
+         log_truncated = COALESCE($7, log_truncated)
      WHERE id = $3 AND status = 'RUNNING'
        AND EXISTS (SELECT 1 FROM jobs
                    WHERE jobs.id = $4 AND jobs.lease_token = $5 AND jobs.status = 'RUNNING')";

@@ -294,7 +294,7 @@ async fn a_claimed_job_runs_to_completion(backend: Backend) {
     };
     assert!(
         store
-            .record_progress(&claim.lease, &execution_id, &progress)
+            .record_progress(&claim.lease, &execution_id, &progress.clone().into())
             .await
             .expect("progress")
     );
@@ -377,7 +377,7 @@ async fn a_worker_that_lost_its_lease_changes_nothing(backend: Backend) {
     };
     assert!(
         !store
-            .record_progress(&stalled.lease, &stalled_execution, &progress)
+            .record_progress(&stalled.lease, &stalled_execution, &progress.into())
             .await
             .expect("progress")
     );
