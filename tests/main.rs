@@ -9,6 +9,7 @@ mod cancel;
 mod datasets;
 mod durability;
 mod flow;
+mod limits;
 mod sandbox;
 mod support;
 mod validation;

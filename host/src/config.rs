@@ -118,6 +118,17 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_RETENTION", default_value = "30d", value_parser = parse_duration)]
     pub retention: Duration,
 
+    /// The largest output a run may return (bytes, or with a unit as for datasets); a larger
+    /// one fails the execution with `invalid_output`.
+    #[arg(long, env = "CASELOAD_MAX_OUTPUT_BYTES", default_value = "64MiB", value_parser = parse_bytes)]
+    pub max_output_bytes: u64,
+
+    /// A TOML file of limits per use case, overriding the flags above for that use case:
+    /// `[maxcut]` then any of `max_time_limit = "2m"`, `default_time_limit = "5s"`,
+    /// `memory_limit_mib = 256`, `max_output_bytes = "1MiB"`.
+    #[arg(long, env = "CASELOAD_PLUGIN_LIMITS")]
+    pub plugin_limits: Option<PathBuf>,
+
     /// The largest dataset `POST /data_file` accepts (`268435456`, `256MiB`, `1GiB`...).
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
     pub max_dataset_bytes: u64,

@@ -126,16 +126,23 @@ async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<(
 /// until SIGINT or SIGTERM.
 pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()> {
     let store = open_store(storage).await?;
+    let per_use_case = match &args.plugin_limits {
+        Some(path) => jobs::read_limit_overrides(path)
+            .map_err(|error| anyhow::anyhow!("--plugin-limits {}: {error}", path.display()))?,
+        None => Default::default(),
+    };
     let job_limits = JobLimits {
         default_time_limit: args.default_time_limit,
         max_time_limit: args.max_time_limit,
         sandbox: Limits {
             memory_bytes: args.memory_limit_mib << 20,
             wall_time: args.max_time_limit,
+            output_bytes: usize::try_from(args.max_output_bytes).unwrap_or(usize::MAX),
             ..Limits::default()
         },
         max_attempts: args.max_attempts,
         lease: args.lease,
+        per_use_case: Arc::new(per_use_case),
     };
     let recovered = store.recover_interrupted(job_limits.max_attempts).await?;
     if recovered > 0 {
@@ -180,7 +187,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get())),
         store.clone(),
         registry.clone(),
-        job_limits,
+        job_limits.clone(),
         work.clone(),
         metrics.clone(),
         tokio::runtime::Handle::current(),

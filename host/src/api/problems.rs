@@ -55,7 +55,8 @@ async fn show(
     Path(problem_id): Path<String>,
 ) -> Result<Json<ProblemDetail>, ApiError> {
     let plugin = resolve(&state, &problem_id)?;
-    Ok(Json(ProblemDetail::new(&plugin)))
+    let limits = state.job_limits.of(&plugin.info.name);
+    Ok(Json(ProblemDetail::new(&plugin, &limits)))
 }
 
 async fn run_job(
@@ -94,7 +95,8 @@ async fn run_job(
     };
 
     let mut errors = Vec::new();
-    let options = JobOptions::from_request(fields.remove("options").as_ref(), &state.job_limits)
+    let limits = state.job_limits.of(&plugin.info.name);
+    let options = JobOptions::from_request(fields.remove("options").as_ref(), &limits)
         .map_err(|option_errors| errors.extend(option_errors))
         .ok();
 

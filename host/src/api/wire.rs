@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::jobs::UseCaseLimits;
 use crate::plugins::{Plugin, PluginSource};
 use crate::store::{DataFile, ExecutionRecord, JobRecord, JobSummary, Millis};
 
@@ -219,13 +220,23 @@ pub struct ProblemSummary {
     pub media_types: Vec<String>,
 }
 
-/// A use case with its schemas, as `GET /problem/<id>` shows it.
+/// A use case with its limits and schemas, as `GET /problem/<id>` shows it.
 #[derive(Debug, Serialize)]
 pub struct ProblemDetail {
     #[serde(flatten)]
     pub summary: ProblemSummary,
+    pub limits: LimitsView,
     pub input_schema: Value,
     pub output_schema: Value,
+}
+
+/// The limits a use case's jobs run under; `options` may lower them.
+#[derive(Debug, Serialize)]
+pub struct LimitsView {
+    pub default_time_limit_s: f64,
+    pub max_time_limit_s: f64,
+    pub memory_limit_mib: u64,
+    pub max_output_bytes: u64,
 }
 
 impl ProblemSummary {
@@ -251,9 +262,18 @@ impl ProblemSummary {
 }
 
 impl ProblemDetail {
-    pub fn new(plugin: &Plugin) -> ProblemDetail {
+    pub fn new(plugin: &Plugin, limits: &UseCaseLimits) -> ProblemDetail {
         ProblemDetail {
             summary: ProblemSummary::new(plugin),
+            limits: LimitsView {
+                default_time_limit_s: limits
+                    .default_time_limit
+                    .min(limits.max_time_limit)
+                    .as_secs_f64(),
+                max_time_limit_s: limits.max_time_limit.as_secs_f64(),
+                memory_limit_mib: (limits.sandbox.memory_bytes >> 20) as u64,
+                max_output_bytes: limits.sandbox.output_bytes as u64,
+            },
             input_schema: serde_json::from_str(&plugin.info.input_schema).unwrap_or(Value::Null),
             output_schema: serde_json::from_str(&plugin.info.output_schema).unwrap_or(Value::Null),
         }

@@ -1,0 +1,122 @@
+//! Limits per use case (`--plugin-limits`): they replace the server's for that use case, and a
+//! job's options may lower them but never raise them.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{ServerOptions, TestServer, expect_problem, matrix};
+
+const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
+
+const LIMITS: &str = r#"
+[runaway]
+max_time_limit = "2s"
+memory_limit_mib = 32
+
+[maxcut]
+max_output_bytes = 100
+"#;
+
+/// Runs the job to its end and returns its only execution.
+async fn run(server: &TestServer, token: &str, problem: &str, body: &Value) -> Value {
+    let job = server.launch(token, problem, body).await;
+    let view = server.wait_until_ended(token, &job).await;
+    view["executions"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn limits_per_use_case_obeyed_and_violated() {
+    let limits = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(limits.path(), LIMITS).unwrap();
+    let path = limits.path().to_str().unwrap();
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--plugin-limits", path],
+        plugins: RUNAWAY,
+    });
+    let token = server.admin_token().await;
+
+    let detail: Value = server
+        .get(&token, "/problem/runaway")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["limits"]["max_time_limit_s"], 2.0);
+    assert_eq!(detail["limits"]["default_time_limit_s"], 2.0);
+    assert_eq!(detail["limits"]["memory_limit_mib"], 32);
+    let detail: Value = server
+        .get(&token, "/problem/maxcut")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        detail["limits"]["memory_limit_mib"], 512,
+        "the server's default"
+    );
+    assert_eq!(detail["limits"]["max_output_bytes"], 100);
+
+    // Memory: 16 MiB fits runaway's 32; 64 would fit the server's 512 but not runaway's.
+    let execution = run(
+        &server,
+        &token,
+        "runaway",
+        &json!({"mode": "grow", "grow_mib": 16}),
+    )
+    .await;
+    assert_eq!(execution["status"], "COMPLETED", "{execution}");
+    let execution = run(
+        &server,
+        &token,
+        "runaway",
+        &json!({"mode": "grow", "grow_mib": 64}),
+    )
+    .await;
+    assert_eq!(execution["error"]["code"], "memory_limit", "{execution}");
+
+    // A job may lower the cap, not raise it.
+    let lowered = json!({"mode": "grow", "grow_mib": 16, "options": {"memory_limit_mib": 8}});
+    let execution = run(&server, &token, "runaway", &lowered).await;
+    assert_eq!(execution["error"]["code"], "memory_limit", "{execution}");
+    for options in [json!({"memory_limit_mib": 64}), json!({"time_limit_s": 5})] {
+        let response = server
+            .post_json(
+                &token,
+                "/problem/runaway",
+                &json!({"mode": "spin", "options": options}),
+            )
+            .await;
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+        assert!(
+            problem["errors"][0]["pointer"]
+                .as_str()
+                .unwrap()
+                .starts_with("/options/"),
+            "{problem}"
+        );
+    }
+
+    // Output: max-cut's answer for 8 nodes is longer than its 100 bytes.
+    let ring: Vec<(usize, usize, f64)> = (0..8).map(|i| (i, (i + 1) % 8, 1.0)).collect();
+    let execution = run(
+        &server,
+        &token,
+        "maxcut",
+        &json!({"num_nodes": 8, "adj_matrix": matrix(8, &ring)}),
+    )
+    .await;
+    assert_eq!(execution["error"]["code"], "invalid_output", "{execution}");
+    assert!(
+        execution["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 100 bytes"),
+        "{execution}"
+    );
+}
