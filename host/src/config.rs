@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start the HTTP server and its workers (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage users.
     #[command(subcommand)]
     User(UserCommand),
