@@ -236,7 +236,7 @@ fn flood(total: usize) -> std::io::Result<()> {
     let mut stderr = std::io::stderr().lock();
     let mut written = 0;
     let mut line_number = 0u64;
-    let mut chunk_number = 0u64;
+    let mut to_stdout = true;
     let mut chunk = Vec::with_capacity(4096 + 32);
     while written < total {
         chunk.clear();
@@ -245,13 +245,13 @@ fn flood(total: usize) -> std::io::Result<()> {
             line_number += 1;
         }
         chunk.truncate(total - written);
-        if chunk_number % 2 == 0 {
+        if to_stdout {
             stdout.write_all(&chunk)?;
         } else {
             stderr.write_all(&chunk)?;
         }
         written += chunk.len();
-        chunk_number += 1;
+        to_stdout = !to_stdout;
     }
     // Not counted in `flood_bytes`: the marker that the flood is over.
     writeln!(stdout, "flood over")?;
