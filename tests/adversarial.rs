@@ -38,10 +38,10 @@ impl Ended {
     }
 }
 
-/// Starts a server with the runaway guest, runs one job of it until it ends.
-async fn run_runaway(input: Value) -> Ended {
+/// Starts a server with the runaway guest and these flags, runs one job of it until it ends.
+async fn run_runaway(args: &[&str], input: Value) -> Ended {
     let server = TestServer::start_with(ServerOptions {
-        args: &[],
+        args,
         plugins: RUNAWAY,
     });
     let token = server.admin_token().await;
@@ -128,7 +128,7 @@ async fn stack_violated_by_endless_recursion_fails_with_trap() {
 
 #[tokio::test]
 async fn log_obeyed_a_little_output_is_kept_whole() {
-    let ended = run_runaway(json!({"mode": "flood", "flood_bytes": 1000})).await;
+    let ended = run_runaway(&[], json!({"mode": "flood", "flood_bytes": 1000})).await;
     assert_eq!(ended.view["status"], "COMPLETED", "{}", ended.view);
     let execution = only_execution(&ended.view);
     assert_eq!(execution["logs"]["truncated"], false, "{execution}");
@@ -145,7 +145,7 @@ async fn log_obeyed_a_little_output_is_kept_whole() {
 #[tokio::test]
 async fn log_violated_by_a_flood_keeps_the_newest_bytes_and_completes() {
     let flood_bytes = 8 << 20;
-    let ended = run_runaway(json!({"mode": "flood", "flood_bytes": flood_bytes})).await;
+    let ended = run_runaway(&[], json!({"mode": "flood", "flood_bytes": flood_bytes})).await;
     assert_eq!(ended.view["status"], "COMPLETED", "{}", ended.view);
     assert_eq!(ended.output().await, json!({"flooded_bytes": flood_bytes}));
     let execution = only_execution(&ended.view);
@@ -166,7 +166,7 @@ async fn log_violated_by_a_flood_keeps_the_newest_bytes_and_completes() {
 
 #[tokio::test]
 async fn panic_fails_with_trap_and_the_message_in_the_log() {
-    let ended = run_runaway(json!({"mode": "panic"})).await;
+    let ended = run_runaway(&[], json!({"mode": "panic"})).await;
     let execution = assert_failed(&ended.view, "FAILED", "trap");
     assert!(
         log_tail(&execution).contains("the runaway guest panics on purpose"),
@@ -176,7 +176,7 @@ async fn panic_fails_with_trap_and_the_message_in_the_log() {
 
 #[tokio::test]
 async fn output_schema_obeyed_a_small_valid_output_is_stored() {
-    let ended = run_runaway(json!({"mode": "huge_output", "output_bytes": 100})).await;
+    let ended = run_runaway(&[], json!({"mode": "huge_output", "output_bytes": 100})).await;
     assert_eq!(ended.view["status"], "COMPLETED", "{}", ended.view);
     let output = ended.output().await;
     assert_eq!(output, json!({"padding": "x".repeat(100 - 14)}));
@@ -184,7 +184,7 @@ async fn output_schema_obeyed_a_small_valid_output_is_stored() {
 
 #[tokio::test]
 async fn output_schema_violated_fails_with_invalid_output() {
-    let ended = run_runaway(json!({"mode": "bad_output"})).await;
+    let ended = run_runaway(&[], json!({"mode": "bad_output"})).await;
     let execution = assert_failed(&ended.view, "FAILED", "invalid_output");
     let message = execution["error"]["message"].as_str().unwrap();
     assert!(message.contains("output schema"), "{message}");
@@ -194,10 +194,19 @@ async fn output_schema_violated_fails_with_invalid_output() {
     assert_eq!(response.status(), StatusCode::CONFLICT);
 }
 
+/// The guest needs between 300 and 350 MiB of linear memory to build a 64 MiB output (the
+/// padding, serde_json's buffer doubled to 128 MiB, and the smaller ones it left behind), so
+/// the memory limit is set here, not left to the default.
+const ROOM_FOR_A_HUGE_OUTPUT: &[&str] = &["--memory-limit-mib", "512"];
+
 /// An output of exactly the cap is accepted, stored and served whole.
 #[tokio::test]
 async fn output_size_obeyed_at_the_cap() {
-    let ended = run_runaway(json!({"mode": "huge_output", "output_bytes": OUTPUT_CAP})).await;
+    let ended = run_runaway(
+        ROOM_FOR_A_HUGE_OUTPUT,
+        json!({"mode": "huge_output", "output_bytes": OUTPUT_CAP}),
+    )
+    .await;
     assert_eq!(ended.view["status"], "COMPLETED", "{}", ended.view);
     let response = ended.output_response().await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -206,7 +215,11 @@ async fn output_size_obeyed_at_the_cap() {
 
 #[tokio::test]
 async fn output_size_violated_by_one_byte_fails_with_invalid_output() {
-    let ended = run_runaway(json!({"mode": "huge_output", "output_bytes": OUTPUT_CAP + 1})).await;
+    let ended = run_runaway(
+        ROOM_FOR_A_HUGE_OUTPUT,
+        json!({"mode": "huge_output", "output_bytes": OUTPUT_CAP + 1}),
+    )
+    .await;
     let execution = assert_failed(&ended.view, "FAILED", "invalid_output");
     assert_eq!(
         execution["error"]["message"],
