@@ -16,8 +16,9 @@ const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
 /// The host keeps this much of an execution's log (`Limits::log_bytes`).
 const LOG_CAP: usize = 64 << 10;
 
-/// The largest output the host accepts (`Limits::output_bytes`); there is no flag for it.
-const OUTPUT_CAP: usize = 64 << 20;
+/// The output cap these tests set with `--max-output-bytes` (the default, 64 MiB, would make
+/// the guest build and the server store 64 MiB per test for the same check).
+const OUTPUT_CAP: usize = 1 << 20;
 
 /// One ended job of the runaway guest, and the server that ran it.
 struct Ended {
@@ -194,16 +195,13 @@ async fn output_schema_violated_fails_with_invalid_output() {
     assert_eq!(response.status(), StatusCode::CONFLICT);
 }
 
-/// The guest needs between 300 and 350 MiB of linear memory to build a 64 MiB output (the
-/// padding, serde_json's buffer doubled to 128 MiB, and the smaller ones it left behind), so
-/// the memory limit is set here, not left to the default.
-const ROOM_FOR_A_HUGE_OUTPUT: &[&str] = &["--memory-limit-mib", "512"];
+const SMALL_OUTPUT_CAP: &[&str] = &["--max-output-bytes", "1MiB"];
 
 /// An output of exactly the cap is accepted, stored and served whole.
 #[tokio::test]
 async fn output_size_obeyed_at_the_cap() {
     let ended = run_runaway(
-        ROOM_FOR_A_HUGE_OUTPUT,
+        SMALL_OUTPUT_CAP,
         json!({"mode": "huge_output", "output_bytes": OUTPUT_CAP}),
     )
     .await;
@@ -216,7 +214,7 @@ async fn output_size_obeyed_at_the_cap() {
 #[tokio::test]
 async fn output_size_violated_by_one_byte_fails_with_invalid_output() {
     let ended = run_runaway(
-        ROOM_FOR_A_HUGE_OUTPUT,
+        SMALL_OUTPUT_CAP,
         json!({"mode": "huge_output", "output_bytes": OUTPUT_CAP + 1}),
     )
     .await;
