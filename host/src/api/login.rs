@@ -24,12 +24,9 @@ async fn login(
         None => state.tokens.decoy_hash().to_owned(),
     };
     let password = request.password;
-    let _permit = state
-        .blocking_work
-        .acquire()
-        .await
-        .map_err(|error| ApiError::Internal(error.to_string()))?;
-    let matches = tokio::task::spawn_blocking(move || verify_password(&hash, &password)).await?;
+    let matches = state
+        .run_blocking(move || verify_password(&hash, &password))
+        .await?;
     let user = match user {
         Some(user) if matches => user,
         _ => return Err(ApiError::InvalidCredentials),

@@ -77,6 +77,22 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Runs CPU- or memory-heavy work (argon2, calls into a plugin) on a blocking thread,
+    /// at most one per CPU at a time.
+    pub async fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _permit = self
+            .blocking_work
+            .acquire()
+            .await
+            .map_err(|error| ApiError::Internal(error.to_string()))?;
+        Ok(tokio::task::spawn_blocking(work).await?)
+    }
+}
+
 /// `--max-dataset-bytes` when not given: 256 MiB.
 pub const DEFAULT_MAX_DATASET_BYTES: u64 = 256 << 20;
 

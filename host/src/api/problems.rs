@@ -363,14 +363,9 @@ async fn dataset_text(
     let plugin = plugin.clone();
     let media_type = file.media_type.clone();
     let limits = state.validate_limits;
-    let _permit = state
-        .blocking_work
-        .acquire()
-        .await
-        .map_err(|error| ApiError::Internal(error.to_string()))?;
-    let result =
-        tokio::task::spawn_blocking(move || plugin.dataset_input(&media_type, bytes, &limits))
-            .await?;
+    let result = state
+        .run_blocking(move || plugin.dataset_input(&media_type, bytes, &limits))
+        .await?;
     match result {
         Ok(text) => Ok(text),
         Err(DatasetError::Decode(error)) => Err(call_error(
@@ -424,16 +419,12 @@ async fn validate_with_plugin(
 ) -> Result<String, ApiError> {
     let plugin = plugin.clone();
     let limits = state.validate_limits;
-    let _permit = state
-        .blocking_work
-        .acquire()
-        .await
-        .map_err(|error| ApiError::Internal(error.to_string()))?;
-    let (input, result) = tokio::task::spawn_blocking(move || {
-        let result = plugin.component.validate(&input, &limits);
-        (input, result)
-    })
-    .await?;
+    let (input, result) = state
+        .run_blocking(move || {
+            let result = plugin.component.validate(&input, &limits);
+            (input, result)
+        })
+        .await?;
     match result {
         Ok(()) => Ok(input),
         Err(error) => Err(call_error(
