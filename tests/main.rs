@@ -8,6 +8,7 @@ mod auth;
 mod datasets;
 mod durability;
 mod flow;
+mod reload;
 mod sandbox;
 mod support;
 mod validation;
