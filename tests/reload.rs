@@ -296,7 +296,10 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&cache_dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "cwasm"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "cwasm")
+        })
         .collect();
     entries.sort();
     assert_eq!(entries.len(), 2, "{entries:?}");

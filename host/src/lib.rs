@@ -168,7 +168,10 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get()));
     let runtime_config = RuntimeConfig::default()
-        .with_pooling(job_limits.sandbox.memory_bytes, concurrent_instances(workers))
+        .with_pooling(
+            job_limits.sandbox.memory_bytes,
+            concurrent_instances(workers),
+        )
         .with_compile_cache(
             args.compile_cache_dir
                 .clone()

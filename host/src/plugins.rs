@@ -31,7 +31,7 @@ impl std::fmt::Display for PluginSource {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PluginSource::BuiltIn => formatter.write_str("built-in"),
-            PluginSource::File(path) => write!(formatter, "file {}", path.display()),
+            PluginSource::File(path) => write!(formatter, "file:{}", path.display()),
         }
     }
 }

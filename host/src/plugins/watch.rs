@@ -60,7 +60,9 @@ pub struct PluginWatcher {
 
 impl std::fmt::Debug for PluginWatcher {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_struct("PluginWatcher").finish_non_exhaustive()
+        formatter
+            .debug_struct("PluginWatcher")
+            .finish_non_exhaustive()
     }
 }
 
@@ -104,9 +106,12 @@ type FileState = Option<(u64, SystemTime)>;
 
 fn file_state(path: &Path) -> FileState {
     let metadata = std::fs::metadata(path).ok()?;
-    metadata
-        .is_file()
-        .then(|| (metadata.len(), metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH)))
+    metadata.is_file().then(|| {
+        (
+            metadata.len(),
+            metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        )
+    })
 }
 
 /// A path waiting for quiet.
