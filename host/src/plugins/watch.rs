@@ -73,22 +73,26 @@ pub fn start(
     registry: Arc<PluginRegistry>,
     config: &WatchConfig,
 ) -> Result<PluginWatcher, WatchError> {
-    std::fs::create_dir_all(&config.dir).map_err(|source| WatchError::CreateDir {
-        path: config.dir.clone(),
-        source,
-    })?;
+    // Absolute, as the paths in notify's events are: `./data/plugins` (the default) would
+    // otherwise never match them.
+    let dir = std::fs::create_dir_all(&config.dir)
+        .and_then(|()| std::path::absolute(&config.dir))
+        .map_err(|source| WatchError::CreateDir {
+            path: config.dir.clone(),
+            source,
+        })?;
     let (sender, events) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |event| {
         // The reloader has stopped only if the server is stopping.
         let _ = sender.send(event);
     })?;
-    watcher.watch(&config.dir, RecursiveMode::NonRecursive)?;
-    if let Err(error) = registry.load_dir(&config.dir) {
+    watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+    if let Err(error) = registry.load_dir(&dir) {
         tracing::error!(%error, "cannot read the plugins directory");
     }
     let reloader = Reloader {
         registry,
-        dir: config.dir.clone(),
+        dir: dir.clone(),
         debounce: config.debounce,
         pending: HashMap::new(),
     };
@@ -96,7 +100,7 @@ pub fn start(
         .name("plugin-reloader".into())
         .spawn(move || reloader.run(&events))
         .map_err(WatchError::Thread)?;
-    tracing::info!(dir = %config.dir.display(), debounce = ?config.debounce, "watching the plugins directory");
+    tracing::info!(dir = %dir.display(), debounce = ?config.debounce, "watching the plugins directory");
     Ok(PluginWatcher { _watcher: watcher })
 }
 
