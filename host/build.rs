@@ -12,6 +12,13 @@ use std::process::Command;
 /// Packages compiled to components: the built-in use cases, then the guests the tests use.
 const BUILT_IN: &[(&str, &str)] = &[("caseload-maxcut", "caseload_maxcut")];
 const TEST_GUESTS: &[&str] = &["caseload-guest-runaway"];
+/// The hot-reload guest's builds: (cargo features, suffix of the copied artifact).
+const VERSIONED_VARIANTS: &[(&str, &str)] = &[
+    ("", "v1"),
+    ("v2", "v2"),
+    ("describe-panics", "describe_panics"),
+    ("bad-schema", "bad_schema"),
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -37,18 +44,68 @@ fn main() {
         );
     }
 
-    let mut command = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    command
-        .current_dir(&workspace)
-        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2"])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    for package in BUILT_IN
+    std::fs::create_dir_all(&target_dir).expect("the plugin target directory can be created");
+    // Two outer builds (debug and release, say) may run this at once; the variants below are
+    // copied from the one path cargo writes each of them to, so they take turns.
+    let lock = std::fs::File::create(target_dir.join("caseload-build.lock"))
+        .expect("the build lock file can be created");
+    lock.lock().expect("the build lock can be taken");
+
+    let packages: Vec<&str> = BUILT_IN
         .iter()
         .map(|(package, _)| *package)
         .chain(TEST_GUESTS.iter().copied())
-    {
+        .collect();
+    build_wasm(&workspace, &target_dir, &packages, None);
+    let wasm_dir = target_dir.join("wasm32-wasip2").join("plugin");
+    // One guest in several builds: each is built in turn and copied under its variant's name
+    // (cargo keeps every feature set's build, so an unchanged variant is not rebuilt).
+    for (features, variant) in VERSIONED_VARIANTS {
+        build_wasm(
+            &workspace,
+            &target_dir,
+            &["caseload-guest-versioned"],
+            Some(features),
+        );
+        copy(
+            &wasm_dir.join("caseload_guest_versioned.wasm"),
+            &wasm_dir.join(format!("caseload_guest_versioned_{variant}.wasm")),
+        );
+    }
+
+    for (_, artifact) in BUILT_IN {
+        let built = wasm_dir.join(format!("{artifact}.wasm"));
+        copy(&built, &out_dir.join(format!("{artifact}.wasm")));
+    }
+    println!(
+        "cargo:rustc-env=CASELOAD_TEST_GUESTS_DIR={}",
+        wasm_dir.display()
+    );
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::copy(from, to).unwrap_or_else(|error| {
+        panic!(
+            "cannot copy {} to {}: {error}",
+            from.display(),
+            to.display()
+        )
+    });
+}
+
+/// Builds `packages` for `wasm32-wasip2` with the `plugin` profile, with `features` if given.
+fn build_wasm(workspace: &Path, target_dir: &Path, packages: &[&str], features: Option<&str>) {
+    let mut command = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command
+        .current_dir(workspace)
+        .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2"])
+        .arg("--target-dir")
+        .arg(target_dir);
+    for package in packages {
         command.args(["-p", package]);
+    }
+    if let Some(features) = features.filter(|features| !features.is_empty()) {
+        command.args(["--features", features]);
     }
     // The outer build's flags, wrappers (clippy's among them) and target settings are for the
     // host, not for the guests.
@@ -82,24 +139,4 @@ fn main() {
              If the target is missing: rustup target add wasm32-wasip2"
         );
     }
-
-    let wasm_dir = target_dir.join("wasm32-wasip2").join("plugin");
-    for (_, artifact) in BUILT_IN {
-        let built = wasm_dir.join(format!("{artifact}.wasm"));
-        copy(&built, &out_dir.join(format!("{artifact}.wasm")));
-    }
-    println!(
-        "cargo:rustc-env=CASELOAD_TEST_GUESTS_DIR={}",
-        wasm_dir.display()
-    );
-}
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::copy(from, to).unwrap_or_else(|error| {
-        panic!(
-            "cannot copy {} to {}: {error}",
-            from.display(),
-            to.display()
-        )
-    });
 }

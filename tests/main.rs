@@ -11,6 +11,7 @@ mod datasets;
 mod durability;
 mod flow;
 mod limits;
+mod reload;
 mod sandbox;
 mod support;
 mod validation;

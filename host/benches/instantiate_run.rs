@@ -1,14 +1,17 @@
 //! The cost of one job in the sandbox, without HTTP or the database: a fresh `Store`,
 //! instantiation through `InstancePre`, and max-cut's `run` on a 5-node graph.
 //!
-//! Run: `cargo bench -p caseload-host --bench instantiate_run`
+//! Run: `cargo bench -p caseload-host --bench instantiate_run` (on-demand allocation, a fresh
+//! `mmap` per instance), or with `-- --pooling` (the instance pool the server uses).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use caseload::plugins::MAXCUT_WASM;
-use caseload::runtime::{BoundedLog, ExecutionObserver, Limits, RunOptions, Runtime};
+use caseload::runtime::{
+    BoundedLog, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,
+};
 
 struct IgnoreProgress;
 
@@ -22,7 +25,13 @@ const FIVE_CYCLE: &str =
     r#"{"num_nodes":5,"adj_matrix":[[0,1,0,0,1],[1,0,1,0,0],[0,1,0,1,0],[0,0,1,0,1],[1,0,0,1,0]]}"#;
 
 fn main() {
-    let runtime = Runtime::new().expect("the engine starts");
+    let pooling = std::env::args().any(|argument| argument == "--pooling");
+    let mut config = RuntimeConfig::default();
+    if pooling {
+        config = config.with_pooling(Limits::default().memory_bytes, 16);
+    }
+    let runtime = Runtime::with_config(&config).expect("the engine starts");
+    println!("instance allocation: {:?}", runtime.allocation());
     let started = Instant::now();
     let plugin = runtime.compile(MAXCUT_WASM).expect("max-cut compiles");
     let compile = started.elapsed();

@@ -24,6 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start the HTTP server and its workers (the default).
+    // Boxed: the serve flags outgrew clippy's `large_enum_variant` bound.
     Serve(Box<ServeArgs>),
     /// Manage users.
     #[command(subcommand)]
@@ -65,7 +66,8 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Directory of plugin `.wasm` files [default: <data-dir>/plugins].
+    /// Directory of plugin `.wasm` files, watched: a file added, replaced or removed there
+    /// changes the use cases served [default: <data-dir>/plugins].
     #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,
 
@@ -132,6 +134,15 @@ pub struct ServeArgs {
     /// The largest dataset `POST /data_file` accepts (`268435456`, `256MiB`, `1GiB`...).
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
     pub max_dataset_bytes: u64,
+
+    /// How long a plugin file must be left alone before it is (re)loaded.
+    #[arg(long, env = "CASELOAD_PLUGINS_DEBOUNCE", default_value = "250ms", value_parser = parse_duration)]
+    pub plugins_debounce: Duration,
+
+    /// Directory of compiled plugin code, kept across restarts [default:
+    /// <data-dir>/compile-cache].
+    #[arg(long, env = "CASELOAD_COMPILE_CACHE_DIR")]
+    pub compile_cache_dir: Option<PathBuf>,
 }
 
 /// Parses a byte count: a plain number, or one with a unit `KiB`, `MiB`, `GiB`, `kB`, `MB`,

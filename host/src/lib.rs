@@ -27,7 +27,8 @@ use crate::config::{ServeArgs, StorageArgs};
 use crate::jobs::{JobLimits, WorkSignal, WorkerPool};
 use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
-use crate::runtime::{Limits, Runtime};
+use crate::plugins::watch::{self, WatchConfig};
+use crate::runtime::{Limits, Runtime, RuntimeConfig};
 use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
@@ -170,21 +171,55 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         wall_time: std::time::Duration::from_secs(5),
         ..job_limits.sandbox
     };
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get()));
+    let runtime_config = RuntimeConfig::default()
+        .with_pooling(
+            job_limits.sandbox.memory_bytes,
+            concurrent_instances(workers),
+        )
+        .with_compile_cache(
+            args.compile_cache_dir
+                .clone()
+                .unwrap_or_else(|| storage.data_dir.join("compile-cache")),
+        );
     let registry = tokio::task::spawn_blocking(move || -> anyhow::Result<PluginRegistry> {
-        let registry = PluginRegistry::new(Runtime::new()?, describe_limits);
-        registry.load_all(&plugins_dir)?;
+        let runtime = Runtime::with_config(&runtime_config)?;
+        tracing::info!(allocation = ?runtime.allocation(), "WebAssembly engine ready");
+        let registry = PluginRegistry::new(runtime, describe_limits);
+        registry.load_built_ins()?;
         Ok(registry)
     })
     .await??;
     let registry = Arc::new(registry);
+    let watch_config = WatchConfig {
+        dir: plugins_dir,
+        debounce: args.plugins_debounce,
+    };
+    let watched_registry = registry.clone();
+    // Kept until `serve` returns: dropping it stops the hot reload.
+    let _plugin_watcher = tokio::task::spawn_blocking(move || {
+        match watch::start(watched_registry.clone(), &watch_config) {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                // The server still serves what is there now; it only will not notice changes.
+                tracing::error!(%error, "hot reload is off; loading the plugins directory once");
+                if let Err(error) = watched_registry.load_dir(&watch_config.dir) {
+                    tracing::error!(%error, "cannot read the plugins directory");
+                }
+                None
+            }
+        }
+    })
+    .await?;
 
     let work = Arc::new(WorkSignal::default());
     store.watch_new_jobs(work.clone()).await;
     upkeep::start(store.clone(), work.clone(), args);
     let metrics = Arc::new(Metrics::default());
     let workers = WorkerPool::start(
-        args.workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get())),
+        workers,
         store.clone(),
         registry.clone(),
         job_limits.clone(),
@@ -209,6 +244,15 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let grace = args.shutdown_grace;
     tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;
     Ok(())
+}
+
+/// How many plugin instances can exist at once, which the instance pool must hold: one per
+/// worker (a run, or a dataset's `decode` before it), one per submission-time call (`validate`
+/// and `decode` share a semaphore of one per CPU), one for the reloader's `describe`, and a
+/// few to spare.
+fn concurrent_instances(workers: usize) -> u32 {
+    let submission_calls = std::thread::available_parallelism().map_or(2, |count| count.get());
+    u32::try_from(workers + submission_calls + 1 + 4).unwrap_or(u32::MAX)
 }
 
 async fn shutdown_signal() {

@@ -2,12 +2,15 @@
 //! compiled components and JSON Schemas.
 //!
 //! Built-in plugins are embedded in the binary; `.wasm` files in the plugins directory are
-//! loaded at start and override a built-in of the same name. Lookups take a snapshot, so a job
-//! keeps the plugin it started with however the registry changes afterwards.
+//! loaded at start, reloaded when they change ([`watch`]) and override a built-in of the same
+//! name. Lookups take a snapshot, so a job keeps the plugin it started with however the
+//! registry changes afterwards.
 
-use std::collections::HashMap;
+pub mod watch;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -22,6 +25,15 @@ pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseloa
 pub enum PluginSource {
     BuiltIn,
     File(PathBuf),
+}
+
+impl std::fmt::Display for PluginSource {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginSource::BuiltIn => formatter.write_str("built-in"),
+            PluginSource::File(path) => write!(formatter, "file:{}", path.display()),
+        }
+    }
 }
 
 /// A loaded use case.
@@ -42,7 +54,7 @@ pub enum PluginError {
     #[error(transparent)]
     Load(#[from] LoadError),
     /// `describe` trapped, timed out or failed.
-    #[error("describe failed: {0}")]
+    #[error("its describe call failed: {0}")]
     Describe(#[from] CallError),
     /// The name is not usable as a `problem_id`.
     #[error("invalid plugin name {0:?}: use lowercase letters, digits and '-'")]
@@ -122,10 +134,64 @@ struct Snapshot {
     aliases: HashMap<String, String>,
 }
 
+/// Every plugin loaded, in service or not: the snapshot is computed from these.
+#[derive(Debug, Default)]
+struct Sources {
+    built_in: BTreeMap<String, Arc<Plugin>>,
+    /// By path, so that a removed file knows which plugin it was. Sorted, so that of two
+    /// files declaring one name, the first by path serves: the same one after every restart.
+    files: BTreeMap<PathBuf, Arc<Plugin>>,
+}
+
+impl Sources {
+    /// What serves: built-ins, overridden by files of the same name; of two files with one
+    /// name, the first by path.
+    fn snapshot(&self) -> Snapshot {
+        let mut by_name: HashMap<String, Arc<Plugin>> = self.built_in.clone().into_iter().collect();
+        let mut from_files = HashSet::new();
+        for plugin in self.files.values() {
+            if from_files.insert(plugin.info.name.clone()) {
+                by_name.insert(plugin.info.name.clone(), plugin.clone());
+            }
+        }
+        let mut names: Vec<&String> = by_name.keys().collect();
+        names.sort();
+        let mut aliases = HashMap::new();
+        // In name order, so that an alias two plugins claim goes to the same one every time.
+        for name in names {
+            for alias in &by_name[name].info.aliases {
+                aliases
+                    .entry(alias.to_lowercase())
+                    .or_insert_with(|| name.clone());
+            }
+        }
+        Snapshot { by_name, aliases }
+    }
+
+    /// The file serving `name`, if a file does.
+    fn file_serving(&self, name: &str) -> Option<&Path> {
+        self.files
+            .iter()
+            .find(|(_, plugin)| plugin.info.name == name)
+            .map(|(path, _)| path.as_path())
+    }
+}
+
+/// What [`PluginRegistry::load_file`] did.
+#[derive(Debug)]
+pub enum FileLoaded {
+    /// The file is in service under the name it declares.
+    Installed(Arc<Plugin>),
+    /// The file holds the bytes already loaded from it; nothing changed.
+    Unchanged,
+}
+
 #[derive(Debug)]
 pub struct PluginRegistry {
     runtime: Runtime,
     limits: Limits,
+    /// Taken by every change, so that changes apply one after the other.
+    sources: Mutex<Sources>,
     snapshot: RwLock<Arc<Snapshot>>,
 }
 
@@ -135,15 +201,37 @@ impl PluginRegistry {
         PluginRegistry {
             runtime,
             limits,
+            sources: Mutex::default(),
             snapshot: RwLock::default(),
         }
     }
 
+    /// The runtime plugins are compiled by.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
     /// Loads the built-in plugins, then every `.wasm` file in `plugins_dir` (if it exists).
-    /// A file that fails to load is logged and skipped: one broken plugin must not keep the
-    /// others from serving.
     pub fn load_all(&self, plugins_dir: &Path) -> Result<(), PluginError> {
-        self.install(self.load(MAXCUT_WASM, PluginSource::BuiltIn)?);
+        self.load_built_ins()?;
+        self.load_dir(plugins_dir)
+    }
+
+    /// Loads the plugins embedded in the binary.
+    pub fn load_built_ins(&self) -> Result<(), PluginError> {
+        let plugin = Arc::new(self.load(MAXCUT_WASM, PluginSource::BuiltIn)?);
+        let mut sources = self.lock_sources();
+        sources
+            .built_in
+            .insert(plugin.info.name.clone(), plugin.clone());
+        self.publish(&sources);
+        log_loaded(&plugin, None);
+        Ok(())
+    }
+
+    /// Loads every plugin file in `plugins_dir` (if it exists). A file that fails to load is
+    /// logged and skipped: one broken plugin must not keep the others from serving.
+    pub fn load_dir(&self, plugins_dir: &Path) -> Result<(), PluginError> {
         let entries = match std::fs::read_dir(plugins_dir) {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -156,29 +244,95 @@ impl PluginRegistry {
         };
         let mut paths: Vec<PathBuf> = entries
             .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-            .filter(|path| {
-                path.extension()
-                    .is_some_and(|extension| extension == "wasm")
-            })
+            .filter(|path| is_plugin_file_name(path) && path.is_file())
             .collect();
         paths.sort();
         for path in paths {
-            match self.load_file(&path) {
-                Ok(plugin) => self.install(plugin),
-                Err(error) => {
-                    tracing::error!(path = %path.display(), %error, "plugin rejected");
-                }
+            if let Err(error) = self.load_file(&path) {
+                log_rejected(&path, &error);
             }
         }
         Ok(())
     }
 
-    fn load_file(&self, path: &Path) -> Result<Plugin, PluginError> {
+    /// Loads (or reloads) the plugin in `path` and puts it in service under the name it
+    /// declares, replacing what the file held before. On any error nothing changes: the
+    /// previous version, if any, keeps serving.
+    pub fn load_file(&self, path: &Path) -> Result<FileLoaded, PluginError> {
         let bytes = std::fs::read(path).map_err(|source| PluginError::Io {
             path: path.to_owned(),
             source,
         })?;
-        self.load(&bytes, PluginSource::File(path.to_owned()))
+        let digest = digest(&bytes);
+        let previous = self.lock_sources().files.get(path).cloned();
+        if previous
+            .as_ref()
+            .is_some_and(|previous| previous.digest == digest)
+        {
+            return Ok(FileLoaded::Unchanged);
+        }
+        // Compiled and described outside the lock: lookups never wait for a compile, and
+        // only this registry's watcher (one thread) loads files after start.
+        let plugin = Arc::new(self.load(&bytes, PluginSource::File(path.to_owned()))?);
+        let mut sources = self.lock_sources();
+        sources.files.insert(path.to_owned(), plugin.clone());
+        self.publish(&sources);
+        log_loaded(&plugin, previous.as_deref());
+        if previous
+            .as_ref()
+            .is_some_and(|previous| previous.info.name != plugin.info.name)
+        {
+            self.log_name_restored(&sources, previous.as_deref());
+        }
+        if let Some(serving) = sources.file_serving(&plugin.info.name)
+            && serving != path
+        {
+            tracing::warn!(
+                name = %plugin.info.name,
+                path = %path.display(),
+                serving = %serving.display(),
+                "two plugin files declare the same name; the first by file name serves"
+            );
+        }
+        Ok(FileLoaded::Installed(plugin))
+    }
+
+    /// Takes the plugin loaded from `path` out of service (the file is gone). A built-in or
+    /// another file of the same name serves again. Returns the plugin removed.
+    pub fn unload_file(&self, path: &Path) -> Option<Arc<Plugin>> {
+        let mut sources = self.lock_sources();
+        let removed = sources.files.remove(path)?;
+        self.publish(&sources);
+        tracing::info!(
+            name = %removed.info.name,
+            version = %removed.info.version,
+            path = %path.display(),
+            "plugin file removed; use case unloaded"
+        );
+        self.log_name_restored(&sources, Some(&removed));
+        Some(removed)
+    }
+
+    /// The paths of the plugins loaded from files.
+    pub fn file_paths(&self) -> Vec<PathBuf> {
+        self.lock_sources().files.keys().cloned().collect()
+    }
+
+    /// Says what serves a name once the file that served it no longer does.
+    fn log_name_restored(&self, sources: &Sources, gone: Option<&Plugin>) {
+        let Some(gone) = gone else { return };
+        match self.current().by_name.get(&gone.info.name) {
+            Some(plugin) => tracing::info!(
+                name = %plugin.info.name,
+                version = %plugin.info.version,
+                source = %plugin.source,
+                "use case served by its other source again"
+            ),
+            None if sources.file_serving(&gone.info.name).is_none() => {
+                tracing::info!(name = %gone.info.name, "use case no longer served");
+            }
+            None => {}
+        }
     }
 
     /// Compiles a component, asks it to describe itself and compiles its schemas.
@@ -196,7 +350,7 @@ impl PluginRegistry {
         let input_schema = compile_schema("input", &info.input_schema)?;
         let output_schema = compile_schema("output", &info.output_schema)?;
         Ok(Plugin {
-            digest: format!("sha256:{}", hex::encode(Sha256::digest(wasm))),
+            digest: digest(wasm),
             info,
             source,
             loaded_at: chrono::Utc::now(),
@@ -204,31 +358,6 @@ impl PluginRegistry {
             input_schema,
             output_schema,
         })
-    }
-
-    /// Puts a plugin in service under its name and aliases, replacing any of the same name.
-    pub fn install(&self, plugin: Plugin) {
-        let plugin = Arc::new(plugin);
-        let mut guard = self
-            .snapshot
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut by_name = guard.by_name.clone();
-        by_name.insert(plugin.info.name.clone(), plugin.clone());
-        let mut aliases = HashMap::new();
-        for (name, plugin) in &by_name {
-            for alias in &plugin.info.aliases {
-                aliases.insert(alias.to_lowercase(), name.clone());
-            }
-        }
-        tracing::info!(
-            name = %plugin.info.name,
-            version = %plugin.info.version,
-            digest = %plugin.digest,
-            source = ?plugin.source,
-            "plugin loaded"
-        );
-        *guard = Arc::new(Snapshot { by_name, aliases });
     }
 
     /// The plugin a `problem_id` names: its name, or one of its aliases (case-insensitive).
@@ -246,12 +375,62 @@ impl PluginRegistry {
         plugins
     }
 
+    /// Replaces the snapshot in one step: a lookup sees the old set or the new one.
+    fn publish(&self, sources: &Sources) {
+        let snapshot = Arc::new(sources.snapshot());
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = snapshot;
+    }
+
+    fn lock_sources(&self) -> std::sync::MutexGuard<'_, Sources> {
+        self.sources
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn current(&self) -> Arc<Snapshot> {
         self.snapshot
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
+}
+
+/// A name the plugins directory loads: `*.wasm`, not hidden. `name.wasm.tmp` and
+/// `.name.wasm` are not, so that a copy written under such a name and renamed into place
+/// is only ever loaded whole.
+pub fn is_plugin_file_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| name.ends_with(".wasm") && !name.starts_with('.'))
+}
+
+/// `sha256:<hex>` of a component's bytes.
+fn digest(wasm: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(wasm)))
+}
+
+fn log_loaded(plugin: &Plugin, previous: Option<&Plugin>) {
+    tracing::info!(
+        name = %plugin.info.name,
+        version = %plugin.info.version,
+        digest = %plugin.digest,
+        source = %plugin.source,
+        code = %plugin.component.code_origin().as_str(),
+        replaced = previous.map(|previous| previous.info.version.as_str()),
+        "plugin loaded"
+    );
+}
+
+/// The one line a rejected file gets: which file, and why in plain words.
+pub fn log_rejected(path: &Path, error: &PluginError) {
+    tracing::error!(
+        path = %path.display(),
+        %error,
+        "plugin file rejected; the previous version, if any, keeps serving"
+    );
 }
 
 fn compile_schema(which: &'static str, text: &str) -> Result<jsonschema::Validator, PluginError> {

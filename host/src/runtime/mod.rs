@@ -1,17 +1,23 @@
 //! The wasmtime wrapper, and the only code that touches wasmtime: one [`Runtime`] (engine,
-//! linker, epoch ticker) for the process, compiled plugins pre-linked as `InstancePre`, and a
-//! fresh `Store` with its own limits for every call into a plugin.
+//! linker, epoch ticker, compile cache) for the process, compiled plugins pre-linked as
+//! `InstancePre`, and a fresh `Store` with its own limits for every call into a plugin.
 
+mod cache;
 mod log;
 mod sandbox;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, Store, UpdateDeadline};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
+};
 
+use self::cache::CompileCache;
 pub use self::log::{BoundedLog, LogTail};
 use self::sandbox::{MemoryLimitExceeded, SandboxState};
 
@@ -25,6 +31,10 @@ pub(crate) mod bindings {
 
 use self::bindings::exports::caseload::plugin::use_case as wit;
 use self::bindings::{Plugin as PluginBindings, PluginPre};
+
+/// The plugin world this host implements, as `sdk/wit/caseload.wit` declares it; a component
+/// built against another version does not link (a unit test keeps this in step with the WIT).
+pub const PLUGIN_WORLD: &str = "caseload:plugin@0.2.0";
 
 /// How often the ticker thread advances the engine's epoch; deadlines and cancellation are
 /// noticed within one tick of CPU-bound guest code.
@@ -102,8 +112,12 @@ pub enum LoadError {
     /// The bytes are not a component, or do not compile.
     #[error("not a valid WebAssembly component: {0:#}")]
     Compile(wasmtime::Error),
-    /// The component does not implement the `caseload:plugin` world this host speaks.
-    #[error("the component does not match the caseload:plugin world: {0:#}")]
+    /// The component does not implement the `caseload:plugin` world this host speaks: another
+    /// version of the WIT, or not a plugin at all.
+    #[error(
+        "the component does not implement the {PLUGIN_WORLD} world this host speaks \
+         (built against another version of sdk/wit/caseload.wit?): {0:#}"
+    )]
     World(wasmtime::Error),
 }
 
@@ -149,11 +163,76 @@ enum Interruption {
     Cancelled,
 }
 
-/// The engine, the linker and the epoch ticker, shared by every plugin of the process.
+/// How the engine is set up: see [`Runtime::with_config`].
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeConfig {
+    pooling: Option<PoolSize>,
+    compile_cache_dir: Option<PathBuf>,
+}
+
+/// What the pooling allocator reserves room for.
+#[derive(Debug, Clone, Copy)]
+struct PoolSize {
+    memory_bytes: usize,
+    concurrent_instances: u32,
+}
+
+impl RuntimeConfig {
+    /// Instances come from a pool reserved once, with room for `concurrent_instances`
+    /// instances at a time, each memory up to `memory_bytes`, instead of a fresh `mmap` per
+    /// call. If the machine cannot reserve the pool (a `ulimit -v`, a 32-bit address space),
+    /// the engine falls back to on-demand allocation and says so in the log.
+    pub fn with_pooling(mut self, memory_bytes: usize, concurrent_instances: u32) -> Self {
+        self.pooling = Some(PoolSize {
+            memory_bytes,
+            concurrent_instances,
+        });
+        self
+    }
+
+    /// Compiled code is kept in `dir`, keyed by the component's sha256 and the engine's
+    /// compatibility hash, so that a restart does not recompile.
+    pub fn with_compile_cache(mut self, dir: PathBuf) -> Self {
+        self.compile_cache_dir = Some(dir);
+        self
+    }
+}
+
+/// How the engine allocates instances, once set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceAllocation {
+    /// From a pool reserved at start, for this many instances at a time.
+    Pooling { concurrent_instances: u32 },
+    /// A fresh allocation for each instance.
+    OnDemand,
+}
+
+/// Where a plugin's compiled code came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeOrigin {
+    /// Compiled now (no cache, no entry, or an entry that was rejected).
+    Compiled,
+    /// Loaded from the compile cache.
+    Cache,
+}
+
+impl CodeOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodeOrigin::Compiled => "compiled",
+            CodeOrigin::Cache => "compile-cache",
+        }
+    }
+}
+
+/// The engine, the linker, the epoch ticker and the compile cache, shared by every plugin of
+/// the process.
 #[derive(Clone)]
 pub struct Runtime {
     engine: Engine,
     linker: Arc<Linker<SandboxState>>,
+    allocation: InstanceAllocation,
+    cache: Option<Arc<CompileCache>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -163,12 +242,24 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
+    /// An engine with on-demand allocation and no compile cache.
     pub fn new() -> Result<Runtime, RuntimeError> {
-        let mut config = Config::new();
-        // Never off: it is what stops a guest that loops without calling the host.
-        config.epoch_interruption(true);
-        config.wasm_component_model(true);
-        let engine = Engine::new(&config).map_err(RuntimeError::Engine)?;
+        Runtime::with_config(&RuntimeConfig::default())
+    }
+
+    pub fn with_config(runtime_config: &RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        let (engine, allocation) = engine(runtime_config)?;
+        let cache = match &runtime_config.compile_cache_dir {
+            None => None,
+            Some(dir) => match CompileCache::open(dir, &engine) {
+                Ok(cache) => Some(Arc::new(cache)),
+                // Without a cache the server only starts slower.
+                Err(error) => {
+                    tracing::warn!(dir = %dir.display(), %error, "compile cache unavailable; compiling every plugin");
+                    None
+                }
+            },
+        };
 
         let mut linker = Linker::new(&engine);
         // Rust guests import WASI p2 even when they use none of it; the context each store
@@ -185,12 +276,40 @@ impl Runtime {
         Ok(Runtime {
             engine,
             linker: Arc::new(linker),
+            allocation,
+            cache,
         })
     }
 
-    /// Compiles a component and links it against the host, ready to instantiate.
+    /// How instances are allocated: the pool, or on demand if it could not be reserved.
+    pub fn allocation(&self) -> InstanceAllocation {
+        self.allocation
+    }
+
+    /// Compiles a component (or loads its code from the compile cache) and links it against
+    /// the host, ready to instantiate.
     pub fn compile(&self, wasm: &[u8]) -> Result<CompiledPlugin, LoadError> {
-        let component = Component::new(&self.engine, wasm).map_err(LoadError::Compile)?;
+        let (component, origin) = match &self.cache {
+            None => (self.compile_now(wasm)?, CodeOrigin::Compiled),
+            Some(cache) => {
+                let wasm_sha256 = hex::encode(Sha256::digest(wasm));
+                match cache.load(&self.engine, &wasm_sha256) {
+                    Ok(Some(component)) => (component, CodeOrigin::Cache),
+                    outcome => {
+                        if let Err(reason) = outcome {
+                            tracing::warn!(
+                                entry = %cache.entry_path(&wasm_sha256).display(),
+                                %reason,
+                                "compile cache entry rejected; recompiling"
+                            );
+                        }
+                        let component = self.compile_now(wasm)?;
+                        cache.store(&wasm_sha256, &component);
+                        (component, CodeOrigin::Compiled)
+                    }
+                }
+            }
+        };
         let instance_pre = self
             .linker
             .instantiate_pre(&component)
@@ -199,8 +318,71 @@ impl Runtime {
         Ok(CompiledPlugin {
             engine: self.engine.clone(),
             pre,
+            origin,
         })
     }
+
+    fn compile_now(&self, wasm: &[u8]) -> Result<Component, LoadError> {
+        Component::new(&self.engine, wasm).map_err(LoadError::Compile)
+    }
+}
+
+/// The engine: pooled instances if asked and possible, on-demand otherwise.
+fn engine(runtime_config: &RuntimeConfig) -> Result<(Engine, InstanceAllocation), RuntimeError> {
+    let base = || {
+        let mut config = Config::new();
+        // Never off: it is what stops a guest that loops without calling the host.
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        config
+    };
+    if let Some(size) = runtime_config.pooling {
+        let mut config = base();
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool_config(size)));
+        match Engine::new(&config) {
+            Ok(engine) => {
+                return Ok((
+                    engine,
+                    InstanceAllocation::Pooling {
+                        concurrent_instances: size.concurrent_instances,
+                    },
+                ));
+            }
+            Err(error) => tracing::warn!(
+                error = format!("{error:#}"),
+                "cannot reserve the instance pool; allocating instances on demand"
+            ),
+        }
+    }
+    let engine = Engine::new(&base()).map_err(RuntimeError::Engine)?;
+    Ok((engine, InstanceAllocation::OnDemand))
+}
+
+/// The pool's limits. Each call instantiates one component and drops it when it returns, so
+/// `concurrent_instances` component instances are enough when it counts every call that can
+/// run at once (see `serve`). The per-component counts are generous for what
+/// `wasm32-wasip2` produces (a main module and a few adapter shims, one memory): a plugin
+/// beyond them fails to instantiate, and the log says which limit it hit.
+fn pool_config(size: PoolSize) -> PoolingAllocationConfig {
+    /// A wasm32 memory cannot grow past 4 GiB, and the default reservation is that.
+    const MAX_MEMORY: usize = 4 << 30;
+    const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+    const MEMORIES_PER_COMPONENT: u32 = 4;
+    const TABLES_PER_COMPONENT: u32 = 16;
+    let instances = size.concurrent_instances.max(1);
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(instances)
+        .total_core_instances(instances * CORE_INSTANCES_PER_COMPONENT)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+        // Components from wasm32-wasip2 have one memory; two per instance leaves room.
+        .total_memories(instances * 2)
+        .max_memories_per_component(MEMORIES_PER_COMPONENT)
+        .total_tables(instances * TABLES_PER_COMPONENT)
+        .max_tables_per_component(TABLES_PER_COMPONENT)
+        // The cap of `SummedMemoryLimiter` holds for one memory alone too: the pool's slots
+        // must let one memory reach it.
+        .max_memory_size(size.memory_bytes.clamp(64 << 10, MAX_MEMORY));
+    pool
 }
 
 /// The WASI monotonic clock's subscriptions as wasmtime-wasi implements them, but never
@@ -259,6 +441,7 @@ fn spawn_epoch_ticker(engine: &Engine) {
 pub struct CompiledPlugin {
     engine: Engine,
     pre: PluginPre<SandboxState>,
+    origin: CodeOrigin,
 }
 
 impl std::fmt::Debug for CompiledPlugin {
@@ -270,6 +453,11 @@ impl std::fmt::Debug for CompiledPlugin {
 }
 
 impl CompiledPlugin {
+    /// Whether the code was compiled now or loaded from the compile cache.
+    pub fn code_origin(&self) -> CodeOrigin {
+        self.origin
+    }
+
     /// Calls `describe`.
     pub fn describe(&self, limits: &Limits) -> Result<PluginInfo, CallError> {
         let mut call = self.call(limits, Arc::default(), None);
@@ -436,4 +624,19 @@ fn convert_violations(violations: Vec<wit::Violation>) -> Vec<Violation> {
             message: violation.message,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_world_version_is_the_wit_files() {
+        let wit = include_str!("../../../sdk/wit/caseload.wit");
+        let package = format!("package {PLUGIN_WORLD};");
+        assert!(
+            wit.contains(&package),
+            "sdk/wit/caseload.wit does not declare {package}"
+        );
+    }
 }

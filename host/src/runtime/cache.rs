@@ -1,0 +1,142 @@
+//! The compile cache: compiled components on disk, so that a restart does not recompile.
+//!
+//! An entry is named `<sha256 of the .wasm>-<engine compatibility hash>.cwasm`: the same bytes
+//! compiled by an engine with the same wasmtime version and settings. Its content is a magic
+//! tag, the sha256 of the payload, and the payload (`Component::serialize`). An entry is used
+//! only if the tag and the hash match and wasmtime accepts its header; anything else is logged
+//! and recompiled, and the new code overwrites the entry. Entries are written to a temporary
+//! file and renamed into place, so a reader never sees half of one.
+//!
+//! I chose this over wasmtime's own cache (`Config::cache`): that one is keyed the same way but
+//! is invisible to the embedder (no way to say "loaded from cache" in the log or to test it),
+//! and it checks entries only by wasmtime's header, so a flipped byte in the code would run.
+
+use std::hash::Hasher;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// The first bytes of every entry: what it is, and the layout's version.
+const MAGIC: &[u8; 8] = b"CLCACHE1";
+
+/// Compiled components in a directory, for one engine configuration.
+#[derive(Debug)]
+pub(crate) struct CompileCache {
+    dir: PathBuf,
+    /// Hex of `Engine::precompile_compatibility_hash`: wasmtime's version and every setting
+    /// that changes the compiled code.
+    engine_hash: String,
+}
+
+/// Why an entry was not used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EntryRejected {
+    /// The entry could not be read.
+    #[error("cannot read it: {0}")]
+    Io(std::io::Error),
+    /// The entry is shorter than its header, or its content does not match its hash.
+    #[error("it is truncated or corrupted (its checksum does not match)")]
+    Corrupt,
+    /// wasmtime refused the payload (another version or settings, despite the name).
+    #[error("wasmtime refused it: {0:#}")]
+    Refused(wasmtime::Error),
+}
+
+impl CompileCache {
+    /// A cache in `dir` (created if missing) for code `engine` compiles.
+    pub(crate) fn open(dir: &Path, engine: &Engine) -> std::io::Result<CompileCache> {
+        std::fs::create_dir_all(dir)?;
+        let mut hasher = Sha256Hasher::default();
+        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+        let engine_hash = hex::encode(&hasher.0.finalize()[..8]);
+        Ok(CompileCache {
+            dir: dir.to_owned(),
+            engine_hash,
+        })
+    }
+
+    /// Where the code compiled from a component with this sha256 (hex) lives.
+    pub(crate) fn entry_path(&self, wasm_sha256: &str) -> PathBuf {
+        self.dir
+            .join(format!("{wasm_sha256}-{}.cwasm", self.engine_hash))
+    }
+
+    /// The cached code of the component with this sha256: `Ok(None)` if there is none.
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        wasm_sha256: &str,
+    ) -> Result<Option<Component>, EntryRejected> {
+        let bytes = match std::fs::read(self.entry_path(wasm_sha256)) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(EntryRejected::Io(error)),
+        };
+        let header = MAGIC.len() + 32;
+        if bytes.len() < header || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(EntryRejected::Corrupt);
+        }
+        let payload = &bytes[header..];
+        if Sha256::digest(payload)[..] != bytes[MAGIC.len()..header] {
+            return Err(EntryRejected::Corrupt);
+        }
+        deserialize(engine, payload)
+            .map(Some)
+            .map_err(EntryRejected::Refused)
+    }
+
+    /// Writes the code of the component with this sha256. A failure only costs a compile at
+    /// the next start, so it is logged, not returned.
+    pub(crate) fn store(&self, wasm_sha256: &str, component: &Component) {
+        let path = self.entry_path(wasm_sha256);
+        let written = component
+            .serialize()
+            .map_err(|error| std::io::Error::other(format!("{error:#}")))
+            .and_then(|payload| {
+                let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
+                file.write_all(MAGIC)?;
+                file.write_all(&Sha256::digest(&payload))?;
+                file.write_all(&payload)?;
+                file.persist(&path).map_err(|error| error.error)?;
+                Ok(())
+            });
+        if let Err(error) = written {
+            tracing::warn!(entry = %path.display(), %error, "cannot write the compile cache entry");
+        }
+    }
+}
+
+/// Loads code this process's [`CompileCache::store`] wrote.
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, payload: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `Component::deserialize` trusts its bytes to be wasmtime's own output, since
+    // they are native code. These bytes come from the server's own cache directory, where only
+    // `CompileCache::store` writes, with `Component::serialize` output; the entry's name ties
+    // them to the sha256 of the exact .wasm and to this engine's compatibility hash; their
+    // sha256 was checked just now, so a truncated or damaged file never gets here; and
+    // wasmtime itself checks the header (its version, the target and the engine's settings).
+    // The cache directory must be as trusted as the binary: whoever can write there can run
+    // native code in the server, as they could by replacing the binary.
+    unsafe { Component::deserialize(engine, payload) }
+}
+
+/// Feeds `Hash` into sha256: a digest that stays the same across Rust releases, unlike
+/// `DefaultHasher`'s.
+#[derive(Default)]
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_le_bytes(first)
+    }
+}

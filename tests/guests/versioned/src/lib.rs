@@ -1,0 +1,63 @@
+//! A test guest for hot reload: the use case `versioned`, which sleeps `sleep_ms` (in WASI)
+//! and answers with its own version, so that a test can tell which build ran a job. Cargo
+//! features make the variants: `v2` declares 2.0.0 instead of 1.0.0; `describe-panics` and
+//! `bad-schema` are plugins the host must refuse to load. Built by the host's build script
+//! for the end-to-end tests; never shipped.
+
+use std::time::Duration;
+
+use caseload_sdk::{Describe, RunContext, RunError, UseCase};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+const VERSION: &str = if cfg!(feature = "v2") {
+    "2.0.0"
+} else {
+    "1.0.0"
+};
+
+const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
+    r#"{"type": "no-such-type"}"#
+} else {
+    r#"{
+        "type": "object",
+        "properties": {"sleep_ms": {"type": "integer", "minimum": 0}},
+        "additionalProperties": false
+    }"#
+};
+
+#[derive(Debug, Deserialize, Serialize)]
+pub struct Input {
+    #[serde(default)]
+    pub sleep_ms: u64,
+}
+
+pub struct Versioned;
+
+impl UseCase for Versioned {
+    type Input = Input;
+    type Output = Value;
+
+    fn describe() -> Describe {
+        if cfg!(feature = "describe-panics") {
+            panic!("this build of versioned cannot describe itself");
+        }
+        Describe {
+            name: "versioned",
+            version: VERSION,
+            aliases: &["urn:caseload:test:versioned"],
+            description: "Sleeps, then answers with its version (test guest).",
+            input_schema: INPUT_SCHEMA,
+            output_schema: r#"{"type": "object", "required": ["version"]}"#,
+            media_types: &["application/json"],
+        }
+    }
+
+    fn run(input: Input, _context: &RunContext) -> Result<Value, RunError> {
+        println!("versioned {VERSION} sleeping {} ms", input.sleep_ms);
+        std::thread::sleep(Duration::from_millis(input.sleep_ms));
+        Ok(json!({"version": VERSION}))
+    }
+}
+
+caseload_sdk::export_use_case!(Versioned);

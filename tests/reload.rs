@@ -1,0 +1,338 @@
+//! Hot reload and the compile cache, against the real binary and real files: a new version
+//! dropped while the old one runs a job, broken files refused while the old version serves,
+//! removal, and restarts with a warm, then a corrupted, compile cache.
+//!
+//! The guest is `tests/guests/versioned`, built by `build.rs` in four variants: v1, v2, one
+//! whose `describe` panics and one whose input schema does not compile.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::support::{PATIENCE, ServerOptions, TestServer, guest_wasm};
+
+const V1: &[(&str, &str)] = &[("caseload_guest_versioned_v1", "versioned.wasm")];
+
+/// A short debounce keeps the tests quick; the default (250 ms) is what the bench measures.
+const FAST_RELOAD: &[&str] = &["--plugins-debounce", "100ms"];
+
+fn plugins_dir(server: &TestServer) -> PathBuf {
+    server.data_dir().join("plugins")
+}
+
+fn guest_bytes(artifact: &str) -> Vec<u8> {
+    std::fs::read(guest_wasm(artifact)).expect("the test guest was built by build.rs")
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// Publishes a plugin the safe way: written under a hidden name, then renamed into place.
+fn publish(dir: &Path, file_name: &str, bytes: &[u8]) {
+    let staging = dir.join(format!(".{file_name}.tmp"));
+    std::fs::write(&staging, bytes).unwrap();
+    std::fs::rename(&staging, dir.join(file_name)).unwrap();
+}
+
+fn server_log(server: &TestServer) -> String {
+    std::fs::read_to_string(server.data_dir().join("server.log")).unwrap_or_default()
+}
+
+/// Waits until the server's log has `count` lines containing every one of `needles`.
+async fn wait_for_log_lines(server: &TestServer, needles: &[&str], count: usize) -> Vec<String> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let lines: Vec<String> = server_log(server)
+            .lines()
+            .filter(|line| needles.iter().all(|needle| line.contains(needle)))
+            .map(str::to_owned)
+            .collect();
+        if lines.len() >= count {
+            return lines;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {count} log lines with {needles:?}:\n{}",
+            server_log(server)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `GET /problem/<id>`: the body, or `None` for a 404.
+async fn problem(server: &TestServer, token: &str, id: &str) -> Option<Value> {
+    let response = server.get(token, &format!("/problem/{id}")).await;
+    if response.status() == StatusCode::NOT_FOUND {
+        return None;
+    }
+    assert_eq!(response.status(), StatusCode::OK);
+    Some(response.json().await.unwrap())
+}
+
+/// Polls `GET /problem/<id>` until `done` holds for its answer, and returns that answer.
+async fn wait_for_problem(
+    server: &TestServer,
+    token: &str,
+    id: &str,
+    done: impl Fn(Option<&Value>) -> bool,
+) -> Option<Value> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let answer = problem(server, token, id).await;
+        if done(answer.as_ref()) {
+            return answer;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/problem/{id} never became what was expected; last: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn only_execution(view: &Value) -> Value {
+    let executions = view["executions"].as_object().unwrap();
+    assert_eq!(executions.len(), 1, "{view}");
+    executions.values().next().unwrap().clone()
+}
+
+/// Runs a quick `versioned` job and returns the version that answered.
+async fn version_serving_jobs(server: &TestServer, token: &str) -> String {
+    let job = server.launch(token, "versioned", &json!({})).await;
+    let view = server.wait_until_ended(token, &job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    let output = server.output(token, &job).await;
+    output["version"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_new_version_serves_new_jobs_while_a_job_of_the_old_one_finishes() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "2", "--plugins-debounce", "100ms"],
+        plugins: V1,
+    });
+    let token = server.admin_token().await;
+    let v1 = guest_bytes("caseload_guest_versioned_v1");
+    let v2 = guest_bytes("caseload_guest_versioned_v2");
+
+    let before = problem(&server, &token, "versioned").await.unwrap();
+    assert_eq!(before["version"], "1.0.0");
+    assert_eq!(before["digest"], sha256(&v1));
+    assert_eq!(before["source"], "file:versioned.wasm");
+    assert_eq!(before["aliases"], json!(["urn:caseload:test:versioned"]));
+
+    let long = server
+        .launch(&token, "versioned", &json!({"sleep_ms": 3000}))
+        .await;
+    let deadline = Instant::now() + PATIENCE;
+    while server.job(&token, &long).await["status"] != "RUNNING" {
+        assert!(Instant::now() < deadline, "the long job never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    publish(&plugins_dir(&server), "versioned.wasm", &v2);
+    let after = wait_for_problem(&server, &token, "versioned", |answer| {
+        answer.is_some_and(|problem| problem["version"] == "2.0.0")
+    })
+    .await
+    .unwrap();
+    assert_eq!(after["digest"], sha256(&v2));
+    assert_eq!(after["source"], "file:versioned.wasm");
+    // The old version's job is still at it: the swap did not wait for it, nor stop it.
+    assert_eq!(server.job(&token, &long).await["status"], "RUNNING");
+
+    let short = server.launch(&token, "versioned", &json!({})).await;
+    for (job, version, bytes) in [(&short, "2.0.0", &v2), (&long, "1.0.0", &v1)] {
+        let view = server.wait_until_ended(&token, job).await;
+        assert_eq!(view["status"], "COMPLETED", "{view}");
+        let execution = only_execution(&view);
+        assert_eq!(execution["plugin"]["version"], version, "{execution}");
+        assert_eq!(execution["plugin"]["digest"], sha256(bytes), "{execution}");
+        assert_eq!(server.output(&token, job).await["version"], version);
+    }
+}
+
+#[tokio::test]
+async fn broken_files_are_rejected_and_the_old_version_keeps_serving() {
+    let server = TestServer::start_with(ServerOptions {
+        args: FAST_RELOAD,
+        plugins: V1,
+    });
+    let token = server.admin_token().await;
+    let dir = plugins_dir(&server);
+    let v1_digest = sha256(&guest_bytes("caseload_guest_versioned_v1"));
+    let v2 = guest_bytes("caseload_guest_versioned_v2");
+
+    // (what the file is, its bytes, what the log line must say)
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "truncated",
+            v2[..v2.len() / 2].to_vec(),
+            "not a valid WebAssembly component",
+        ),
+        (
+            "not WebAssembly",
+            b"#!/bin/sh\necho hello\n".to_vec(),
+            "not a valid WebAssembly component",
+        ),
+        (
+            // An empty component: valid, but it exports no caseload:plugin world.
+            "wrong world",
+            b"\0asm\x0d\x00\x01\x00".to_vec(),
+            "does not implement the caseload:plugin@0.2.0 world",
+        ),
+        (
+            "describe panics",
+            guest_bytes("caseload_guest_versioned_describe_panics"),
+            "its describe call failed: the plugin trapped",
+        ),
+        (
+            "bad schema",
+            guest_bytes("caseload_guest_versioned_bad_schema"),
+            "invalid input schema",
+        ),
+    ];
+    for (number, (what, bytes, reason)) in cases.iter().enumerate() {
+        publish(&dir, "versioned.wasm", bytes);
+        let lines = wait_for_log_lines(&server, &["plugin file rejected"], number + 1).await;
+        let line = &lines[number];
+        assert!(
+            line.contains(reason) && line.contains("versioned.wasm"),
+            "{what}: {line}"
+        );
+        let serving = problem(&server, &token, "versioned").await.unwrap();
+        assert_eq!(serving["digest"], v1_digest, "{what}");
+    }
+    assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
+
+    // A copy in place that stalls halfway: the half is refused, the whole then loads.
+    let mut file = std::fs::File::create(dir.join("versioned.wasm")).unwrap();
+    file.write_all(&v2[..v2.len() / 2]).unwrap();
+    file.flush().unwrap();
+    wait_for_log_lines(&server, &["plugin file rejected"], cases.len() + 1).await;
+    assert_eq!(
+        problem(&server, &token, "versioned").await.unwrap()["digest"],
+        v1_digest
+    );
+    file.write_all(&v2[v2.len() / 2..]).unwrap();
+    drop(file);
+    wait_for_problem(&server, &token, "versioned", |answer| {
+        answer.is_some_and(|problem| problem["version"] == "2.0.0")
+    })
+    .await;
+    assert_eq!(version_serving_jobs(&server, &token).await, "2.0.0");
+}
+
+#[tokio::test]
+async fn a_removed_file_unregisters_its_use_case_and_a_built_in_comes_back() {
+    let server = TestServer::start_with(ServerOptions {
+        args: FAST_RELOAD,
+        plugins: &[
+            ("caseload_guest_versioned_v1", "versioned.wasm"),
+            // max-cut as a file: it overrides the built-in of the same name.
+            ("caseload_maxcut", "my-maxcut.wasm"),
+        ],
+    });
+    let token = server.admin_token().await;
+    let dir = plugins_dir(&server);
+    assert_eq!(
+        problem(&server, &token, "maxcut").await.unwrap()["source"],
+        "file:my-maxcut.wasm"
+    );
+
+    std::fs::remove_file(dir.join("versioned.wasm")).unwrap();
+    std::fs::remove_file(dir.join("my-maxcut.wasm")).unwrap();
+    wait_for_problem(&server, &token, "versioned", |answer| answer.is_none()).await;
+    // By alias too, and for launches.
+    assert!(
+        problem(&server, &token, "urn:caseload:test:versioned")
+            .await
+            .is_none()
+    );
+    let response = server
+        .post_json(&token, "/problem/versioned", &json!({}))
+        .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    wait_for_problem(&server, &token, "maxcut", |answer| {
+        answer.is_some_and(|problem| problem["source"] == "built-in")
+    })
+    .await;
+
+    // A file that appears adds its use case.
+    publish(
+        &dir,
+        "versioned.wasm",
+        &guest_bytes("caseload_guest_versioned_v2"),
+    );
+    wait_for_problem(&server, &token, "versioned", |answer| answer.is_some()).await;
+    assert_eq!(version_serving_jobs(&server, &token).await, "2.0.0");
+}
+
+#[tokio::test]
+async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt_entry() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &[],
+        plugins: V1,
+    });
+    let token = server.admin_token().await;
+    assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
+    // Built-in max-cut and the versioned file, each compiled once and cached.
+    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 2).await;
+    let cache_dir = server.data_dir().join("compile-cache");
+
+    let server = TestServer::start_in(server.kill(), &[]);
+    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 2).await;
+    assert!(!server_log(&server).contains("code=compiled"));
+    let token = server.admin_token().await;
+    assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
+
+    // Damage every entry: one byte flipped in the middle of one, the other cut short.
+    let data_dir = server.kill();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&cache_dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "cwasm")
+        })
+        .collect();
+    entries.sort();
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    let mut flipped = std::fs::read(&entries[0]).unwrap();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x40;
+    std::fs::write(&entries[0], flipped).unwrap();
+    let cut = std::fs::read(&entries[1]).unwrap();
+    std::fs::write(&entries[1], &cut[..cut.len() / 3]).unwrap();
+
+    let server = TestServer::start_in(data_dir, &[]);
+    wait_for_log_lines(
+        &server,
+        &["compile cache entry rejected", "truncated or corrupted"],
+        2,
+    )
+    .await;
+    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 2).await;
+    let token = server.admin_token().await;
+    assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
+    let job = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({"num_nodes": 3, "adj_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
+
+    // The recompiled code replaced the bad entries.
+    let server = TestServer::start_in(server.kill(), &[]);
+    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 2).await;
+}
