@@ -350,6 +350,17 @@ async fn bad_datasets_and_bad_launches_are_refused_clearly() {
         .await;
     assert_eq!(response.status(), StatusCode::OK);
 
+    // A filename that cannot be metadata.
+    let response = upload_raw(
+        &server,
+        &token,
+        "?filename=a%0Ab.txt",
+        "text/plain",
+        b"1".to_vec(),
+    )
+    .await;
+    expect_problem(response, StatusCode::BAD_REQUEST).await;
+
     // A multipart body without a file part.
     let boundary = "b0undary";
     let body = format!(

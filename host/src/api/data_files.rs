@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
@@ -50,9 +51,10 @@ struct UploadQuery {
 async fn upload(
     State(state): State<AppState>,
     user: AuthUser,
-    Query(query): Query<UploadQuery>,
+    query: Result<Query<UploadQuery>, QueryRejection>,
     request: Request,
 ) -> Result<impl IntoResponse, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
     let limit = state.max_dataset_bytes;
     let headers = request.headers().clone();
     let content_type = essence(&headers);
