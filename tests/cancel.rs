@@ -135,7 +135,7 @@ async fn pending_and_running_jobs_are_cancelled_and_ended_ones_are_not() {
 async fn a_long_max_cut_search_is_cancelled() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    // A 400-node random graph keeps the tabu search busy for its whole time limit.
+    // A 400-node random graph keeps the heuristic busy for its whole time limit.
     let n = 400;
     let edges: Vec<[u64; 3]> = (0..n)
         .flat_map(|i| ((i + 1)..n).map(move |j| (i, j)))

@@ -13,8 +13,8 @@ use sqlx::Row;
 use crate::support::{ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, complete_graph};
 use crate::support::{expect_problem, guest_wasm};
 
-/// A max-cut job that runs for its whole time limit: K30 is past exhaustive search, so the
-/// local search goes on until its deadline.
+/// A max-cut job that runs for its whole time limit: K30 is past exhaustive search (and
+/// reductions: every node has degree 29), so the heuristic goes on until its deadline.
 fn timed_job(seconds: f64) -> Value {
     json!({
         "num_nodes": 30,

@@ -82,7 +82,7 @@ async fn time_limit_violated_by_sleeping_in_wasi() {
 async fn time_limit_obeyed_completes_within_it() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    // 30 nodes: past exhaustive search, so the local search runs until its time limit.
+    // 30 nodes: past exhaustive search, so the heuristic runs until its time limit.
     let edges: Vec<(usize, usize, f64)> = (0..30)
         .flat_map(|i| [(i, (i + 1) % 30, 1.0), (i, (i + 7) % 30, -1.0)])
         .collect();

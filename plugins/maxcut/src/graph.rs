@@ -86,6 +86,48 @@ impl Graph {
             .map(|(&target, &weight)| (target as usize, weight))
     }
 
+    /// `node`'s neighbours and the weights of the edges to them, as two parallel slices.
+    pub fn row(&self, node: usize) -> (&[u32], &[f64]) {
+        let range = self.offsets[node]..self.offsets[node + 1];
+        (&self.targets[range.clone()], &self.weights[range])
+    }
+
+    /// The compressed rows: `offsets[v]..offsets[v + 1]` indexes `v`'s neighbours in
+    /// `targets` and the weights of the edges to them in `weights`.
+    pub fn csr(&self) -> (&[usize], &[u32], &[f64]) {
+        (&self.offsets, &self.targets, &self.weights)
+    }
+
+    /// Whether every weight is a whole number, so that every gain is one too.
+    pub fn weights_integral(&self) -> bool {
+        self.weights
+            .iter()
+            .all(|weight| weight.fract() == 0.0 && weight.abs() < (1u64 << 40) as f64)
+    }
+
+    /// The mean absolute weight of the edges, 1 for a graph without edges: the scale of the
+    /// temperatures the heuristics work at.
+    pub fn mean_absolute_weight(&self) -> f64 {
+        if self.weights.is_empty() {
+            1.0
+        } else {
+            self.weights.iter().map(|weight| weight.abs()).sum::<f64>() / self.weights.len() as f64
+        }
+    }
+
+    /// The largest total absolute weight at one node: no flip gains more than that.
+    pub fn max_weighted_degree(&self) -> f64 {
+        (0..self.num_nodes())
+            .map(|node| {
+                self.row(node)
+                    .1
+                    .iter()
+                    .map(|weight| weight.abs())
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max)
+    }
+
     /// The weight of the edges between the two sides, each edge counted once.
     pub fn cut_value(&self, sides: &[bool]) -> f64 {
         let mut twice = 0.0;
@@ -97,6 +139,25 @@ impl Graph {
             }
         }
         twice / 2.0
+    }
+
+    /// Moves `node` to the other side and updates every gain the move changes; the cut grows
+    /// by the node's gain before the move.
+    pub fn flip(&self, sides: &mut [bool], gains: &mut [f64], node: usize) {
+        let side = !sides[node];
+        sides[node] = side;
+        gains[node] = -gains[node];
+        let (targets, weights) = self.row(node);
+        for (&neighbour, &weight) in targets.iter().zip(weights) {
+            let neighbour = neighbour as usize;
+            // The edge was cut and is not any more, or the other way round: the neighbour's
+            // gain for it changes sign.
+            if sides[neighbour] == side {
+                gains[neighbour] += 2.0 * weight;
+            } else {
+                gains[neighbour] -= 2.0 * weight;
+            }
+        }
     }
 
     /// How much the cut grows if `node` changes side, for every node.

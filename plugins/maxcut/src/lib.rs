@@ -2,18 +2,29 @@
 //!
 //! Input is a weighted undirected graph (`schemas/maxcut/input.schema.json`), as an adjacency
 //! matrix or an edge list, inline or in a dataset file; G-set text files are read by
-//! [`rudy`]. Output is a
-//! partition of the nodes into two sides and the weight of the edges it cuts
-//! (`schemas/maxcut/output.schema.json`). Graphs of up to [`solver::EXHAUSTIVE_MAX_NODES`]
-//! nodes are solved exactly by enumeration; larger ones by a tabu local search that returns the
+//! [`rudy`]. Output is a partition of the nodes into two sides and the weight of the edges it
+//! cuts (`schemas/maxcut/output.schema.json`).
+//!
+//! [`solver::solve`] first takes out nodes of degree at most two by exact reductions
+//! ([`reduce`]). A kernel of up to [`exhaustive::EXHAUSTIVE_MAX_NODES`] nodes is enumerated
+//! and its cut reported optimal; a larger one gets parallel tempering ([`tempering`]) or, past
+//! [`solver::TEMPERING_MAX_NODES`] nodes, simulated annealing ([`anneal`]), which return the
 //! best cut found within the job's time limit.
 //!
 //! Built for `wasm32-wasip2` by the host's build script; `cargo test -p caseload-maxcut` runs
 //! the solver's tests natively.
 
+pub mod anneal;
+pub mod exhaustive;
 pub mod graph;
+mod metropolis;
+pub mod random;
+pub mod reduce;
 pub mod rudy;
 pub mod solver;
+#[cfg(test)]
+mod solver_tests;
+pub mod tempering;
 
 use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation};
 use serde::{Deserialize, Serialize};
@@ -70,8 +81,9 @@ impl UseCase for MaxCut {
             name: "maxcut",
             version: env!("CARGO_PKG_VERSION"),
             aliases: &["max-cut", "urn:caseload:usecase:maxcut"],
-            description: "Maximum cut of a weighted undirected graph: exact for up to 24 nodes, \
-                          tabu local search above.",
+            description: "Maximum cut of a weighted undirected graph: exact reductions, then \
+                          exhaustive search for up to 24 nodes, parallel tempering or simulated \
+                          annealing above.",
             input_schema: include_str!("../../../schemas/maxcut/input.schema.json"),
             output_schema: include_str!("../../../schemas/maxcut/output.schema.json"),
             media_types: &["application/json", RUDY_MEDIA_TYPE],
@@ -126,10 +138,17 @@ impl UseCase for MaxCut {
                 context.seed()
             ),
         );
-        let solution = solver::solve(&graph, &limits, &mut |best_cut, fraction| {
+        let (solution, kernel) = solver::solve(&graph, &limits, &mut |best_cut, fraction| {
             context.progress(fraction, &format!("best cut so far: {best_cut}"));
             context.cancelled()
         });
+        context.log(
+            LogLevel::Info,
+            &format!(
+                "reductions left a kernel of {} nodes and {} edges",
+                kernel.nodes, kernel.edges
+            ),
+        );
         let output = output_from(&graph, solution, context);
         context.log(
             LogLevel::Info,

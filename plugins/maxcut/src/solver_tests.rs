@@ -1,0 +1,289 @@
+//! The solver's tests, run natively: the bookkeeping every heuristic relies on, the exact
+//! parts against brute force, and determinism.
+
+use std::time::{Duration, Instant};
+
+use crate::anneal::{AnnealParameters, simulated_annealing};
+use crate::exhaustive::exhaustive;
+use crate::graph::Graph;
+use crate::metropolis::{Best, LogUniform, Replica};
+use crate::random::SplitMix64;
+use crate::reduce::reduce;
+use crate::solver::{Clock, Solution, SolveLimits, solve};
+use crate::tempering::{TemperingParameters, parallel_tempering};
+
+/// A random graph on `n` nodes with edge probability `density` and weights that are negative,
+/// fractional or both.
+fn random_graph(n: usize, density: f64, seed: u64) -> Graph {
+    let mut random = SplitMix64::new(seed);
+    let mut edges = Vec::new();
+    for i in 0..n {
+        for j in i + 1..n {
+            if random.unit() < density {
+                edges.push((i, j, random_weight(&mut random)));
+            }
+        }
+    }
+    Graph::from_edges(n, &edges)
+}
+
+/// Quarters from -3.5 to 3.5, never zero.
+fn random_weight(random: &mut SplitMix64) -> f64 {
+    let quarters = random.below(28) as f64 - 14.0;
+    if quarters >= 0.0 {
+        (quarters + 1.0) / 4.0
+    } else {
+        quarters / 4.0
+    }
+}
+
+/// A sparse graph full of nodes of degree one and two (paths, pendant trees, subdivided
+/// edges) around a small dense core, so that the reductions have work to do.
+fn sparse_graph(n: usize, seed: u64) -> Graph {
+    let mut random = SplitMix64::new(seed);
+    let mut edges = Vec::new();
+    let core = 6.min(n);
+    for i in 0..core {
+        for j in i + 1..core {
+            if random.unit() < 0.6 {
+                edges.push((i, j, random_weight(&mut random)));
+            }
+        }
+    }
+    for node in core..n {
+        // Attach to one or two earlier nodes: leaves, paths and series chains.
+        let first = random.below(node as u64) as usize;
+        edges.push((node, first, random_weight(&mut random)));
+        if random.unit() < 0.5 {
+            let second = random.below(node as u64) as usize;
+            edges.push((node, second, random_weight(&mut random)));
+        }
+    }
+    Graph::from_edges(n, &edges)
+}
+
+fn brute_force(graph: &Graph) -> f64 {
+    let n = graph.num_nodes();
+    (0..1u64 << n)
+        .map(|mask| {
+            let sides: Vec<bool> = (0..n).map(|bit| mask >> bit & 1 == 1).collect();
+            graph.cut_value(&sides)
+        })
+        .fold(f64::NEG_INFINITY, f64::max)
+}
+
+fn limits(seed: u64, max_iterations: Option<u64>) -> SolveLimits {
+    SolveLimits {
+        deadline: Instant::now() + Duration::from_secs(60),
+        max_iterations,
+        seed,
+    }
+}
+
+fn never_cancelled(_: f64, _: f64) -> bool {
+    false
+}
+
+fn assert_close(found: f64, expected: f64, context: &str) {
+    assert!(
+        (found - expected).abs() < 1e-9,
+        "{context}: {found} instead of {expected}"
+    );
+}
+
+#[test]
+fn incremental_gains_equal_recomputed_gains() {
+    for seed in 0..5 {
+        let graph = random_graph(40, 0.3, seed);
+        let mut random = SplitMix64::new(seed + 100);
+        let mut sides: Vec<bool> = (0..40).map(|_| random.next_u64() & 1 == 1).collect();
+        let mut gains = graph.flip_gains(&sides);
+        let mut cut = graph.cut_value(&sides);
+        for _ in 0..2_000 {
+            let node = random.below(40) as usize;
+            cut += gains[node];
+            graph.flip(&mut sides, &mut gains, node);
+        }
+        for (incremental, recomputed) in gains.iter().zip(graph.flip_gains(&sides)) {
+            assert_close(*incremental, recomputed, "gain");
+        }
+        assert_close(cut, graph.cut_value(&sides), "cut");
+    }
+}
+
+#[test]
+fn sweeps_keep_the_cut_and_the_best_in_step() {
+    // Whatever a replica does at whatever temperature, its cut is its sides' cut and the best
+    // is a cut some replica had.
+    let graph = random_graph(50, 0.2, 7);
+    let mut random = SplitMix64::new(1);
+    let log_uniform = LogUniform::new();
+    let clock = Clock::new(Instant::now() + Duration::from_secs(60));
+    let mut replicas: Vec<Replica> = (0..3)
+        .map(|_| Replica::random(&graph, &mut random))
+        .collect();
+    let mut best = Best::new(0, &mut replicas[0], 1e-9, &clock);
+    for round in 0..300 {
+        for (index, temperature) in [0.1, 1.0, 5.0].into_iter().enumerate() {
+            // Trade replicas now and then, as tempering does.
+            let index = (index + round / 7) % 3;
+            replicas[index].sweep(
+                &graph,
+                temperature,
+                &mut random,
+                &log_uniform,
+                &mut best,
+                index,
+            );
+            assert_close(
+                replicas[index].cut,
+                graph.cut_value(&replicas[index].sides),
+                "replica cut",
+            );
+        }
+        assert_close(best.cut, graph.cut_value(&best.sides), "best cut");
+        assert!(
+            replicas
+                .iter()
+                .all(|replica| replica.cut <= best.cut + 1e-9)
+        );
+    }
+}
+
+#[test]
+fn exhaustive_matches_brute_force() {
+    for seed in 0..20 {
+        let graph = random_graph(3 + (seed as usize % 10), 0.6, seed);
+        let solution = exhaustive(&graph, &limits(seed, None), &mut never_cancelled);
+        assert!(solution.optimal);
+        assert_close(
+            graph.cut_value(&solution.sides),
+            brute_force(&graph),
+            "exhaustive",
+        );
+    }
+}
+
+#[test]
+fn reductions_keep_the_maximum_cut() {
+    for seed in 0..30 {
+        let graph = sparse_graph(8 + seed as usize % 10, seed);
+        let kernel = reduce(&graph);
+        assert!(kernel.removed() > 0, "the last node added always goes");
+        // The kernel's best cut plus the constant is the graph's best cut...
+        assert_close(
+            brute_force(&kernel.graph) + kernel.constant,
+            brute_force(&graph),
+            &format!("seed {seed}"),
+        );
+        // ...and every kernel cut extends to a cut worth exactly that much more.
+        let mut random = SplitMix64::new(seed);
+        for _ in 0..20 {
+            let kernel_sides: Vec<bool> = (0..kernel.graph.num_nodes())
+                .map(|_| random.next_u64() & 1 == 1)
+                .collect();
+            let sides = kernel.extend(&kernel_sides);
+            assert_close(
+                graph.cut_value(&sides),
+                kernel.graph.cut_value(&kernel_sides) + kernel.constant,
+                &format!("seed {seed}, extended cut"),
+            );
+        }
+    }
+}
+
+#[test]
+fn a_reducible_graph_is_solved_exactly_whatever_its_size() {
+    // A 2,000-node cycle of positive and negative weights reduces to nothing: its best cut
+    // is proven, far beyond the reach of enumeration. An odd cycle of unit weights cuts all
+    // edges but one.
+    let n = 2_001;
+    let edges: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, (i + 1) % n, 1.0)).collect();
+    let graph = Graph::from_edges(n, &edges);
+    let (solution, kernel) = solve(&graph, &limits(1, None), &mut never_cancelled);
+    assert_eq!(kernel.nodes, 0);
+    assert!(solution.optimal);
+    assert_eq!(graph.cut_value(&solution.sides), (n - 1) as f64);
+}
+
+/// The heuristics on small graphs whose optimum brute force knows.
+fn check_heuristic(run: impl Fn(&Graph, &SolveLimits) -> Solution, name: &str) {
+    for seed in 0..6 {
+        let graph = random_graph(16, 0.5, 200 + seed);
+        let solution = run(&graph, &limits(seed, Some(400_000)));
+        assert!(!solution.optimal, "{name} never claims optimality");
+        assert!(
+            (390_000..=400_000).contains(&solution.iterations),
+            "{name} spends its budget, not more: {}",
+            solution.iterations
+        );
+        assert_close(
+            graph.cut_value(&solution.sides),
+            brute_force(&graph),
+            &format!("{name}, seed {seed}"),
+        );
+    }
+}
+
+#[test]
+fn tempering_finds_small_optima() {
+    check_heuristic(
+        |graph, limits| {
+            parallel_tempering(
+                graph,
+                limits,
+                &TemperingParameters::default(),
+                &mut never_cancelled,
+            )
+        },
+        "tempering",
+    );
+}
+
+#[test]
+fn annealing_finds_small_optima() {
+    let parameters = AnnealParameters {
+        anneals: 4,
+        ..AnnealParameters::default()
+    };
+    check_heuristic(
+        |graph, limits| simulated_annealing(graph, limits, &parameters, &mut never_cancelled),
+        "annealing",
+    );
+}
+
+#[test]
+fn runs_repeat_exactly_for_a_seed_and_budget() {
+    let graph = random_graph(120, 0.05, 3);
+    let tempering = |seed| {
+        parallel_tempering(
+            &graph,
+            &limits(seed, Some(300_000)),
+            &TemperingParameters::default(),
+            &mut never_cancelled,
+        )
+    };
+    let annealing = |seed| {
+        simulated_annealing(
+            &graph,
+            &limits(seed, Some(300_000)),
+            &AnnealParameters::default(),
+            &mut never_cancelled,
+        )
+    };
+    for run in [&tempering as &dyn Fn(u64) -> Solution, &annealing] {
+        let (first, second) = (run(9), run(9));
+        assert_eq!(first.sides, second.sides);
+        assert_eq!(first.iterations, second.iterations);
+        assert!(first.iterations <= 300_000);
+    }
+}
+
+#[test]
+fn cancellation_stops_the_search() {
+    let graph = random_graph(300, 0.05, 8);
+    let started = Instant::now();
+    let (solution, _) = solve(&graph, &limits(1, None), &mut |_, _| true);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(solution.sides.len(), 300);
+}
