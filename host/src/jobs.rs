@@ -825,6 +825,7 @@ fn execute(
         Err(DatasetFailure::Call(error)) => RunReport {
             result: Err(error),
             log: LogTail::default(),
+            peak_memory_bytes: 0,
         },
         // Not the job's fault: it goes back to the queue, like a job whose worker died.
         Err(DatasetFailure::Unreadable(message)) => {

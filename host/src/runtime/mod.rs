@@ -152,6 +152,8 @@ pub enum CallError {
 pub struct RunReport {
     pub result: Result<String, CallError>,
     pub log: LogTail,
+    /// The most linear memory the instance held, all memories together.
+    pub peak_memory_bytes: usize,
 }
 
 /// Why the epoch callback stopped a guest.
@@ -543,6 +545,7 @@ impl CompiledPlugin {
         RunReport {
             result,
             log: call.log.tail(),
+            peak_memory_bytes: call.store.data().limiter.used_bytes(),
         }
     }
 

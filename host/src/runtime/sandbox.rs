@@ -29,6 +29,14 @@ pub struct SummedMemoryLimiter {
     max_table_elements: usize,
 }
 
+impl SummedMemoryLimiter {
+    /// The linear memory the instance holds now. Memories only grow, so at the end of a call
+    /// this is its peak.
+    pub fn used_bytes(&self) -> usize {
+        self.used_bytes
+    }
+}
+
 impl ResourceLimiter for SummedMemoryLimiter {
     fn memory_growing(
         &mut self,
