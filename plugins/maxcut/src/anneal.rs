@@ -19,7 +19,7 @@ use crate::solver::{Clock, Report, Solution, SolveLimits};
 
 /// The schedule. Temperatures are in units of the mean absolute edge weight, so that scaling
 /// every weight by a constant changes nothing.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AnnealParameters {
     /// Where each anneal starts: most losing moves are taken.
     pub hot: f64,

@@ -92,19 +92,6 @@ impl Graph {
         (&self.targets[range.clone()], &self.weights[range])
     }
 
-    /// The compressed rows: `offsets[v]..offsets[v + 1]` indexes `v`'s neighbours in
-    /// `targets` and the weights of the edges to them in `weights`.
-    pub fn csr(&self) -> (&[usize], &[u32], &[f64]) {
-        (&self.offsets, &self.targets, &self.weights)
-    }
-
-    /// Whether every weight is a whole number, so that every gain is one too.
-    pub fn weights_integral(&self) -> bool {
-        self.weights
-            .iter()
-            .all(|weight| weight.fract() == 0.0 && weight.abs() < (1u64 << 40) as f64)
-    }
-
     /// The mean absolute weight of the edges, 1 for a graph without edges: the scale of the
     /// temperatures the heuristics work at.
     pub fn mean_absolute_weight(&self) -> f64 {
@@ -113,19 +100,6 @@ impl Graph {
         } else {
             self.weights.iter().map(|weight| weight.abs()).sum::<f64>() / self.weights.len() as f64
         }
-    }
-
-    /// The largest total absolute weight at one node: no flip gains more than that.
-    pub fn max_weighted_degree(&self) -> f64 {
-        (0..self.num_nodes())
-            .map(|node| {
-                self.row(node)
-                    .1
-                    .iter()
-                    .map(|weight| weight.abs())
-                    .sum::<f64>()
-            })
-            .fold(0.0, f64::max)
     }
 
     /// The weight of the edges between the two sides, each edge counted once.

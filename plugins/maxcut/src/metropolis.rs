@@ -41,10 +41,18 @@ impl LogUniform {
     }
 }
 
+/// A node as a replica sees it: the gain of flipping it, and its side as a spin, `1.0` or
+/// `-1.0`. Kept together, a neighbour's update touches one place in memory and needs no
+/// branch: the gain of a neighbour changes by `2 w s_node s_neighbour`.
+#[derive(Debug, Clone, Copy)]
+struct Site {
+    gain: f64,
+    spin: f64,
+}
+
 /// One cut with its flip gains.
 pub struct Replica {
-    pub sides: Vec<bool>,
-    gains: Vec<f64>,
+    sites: Vec<Site>,
     pub cut: f64,
     /// The nodes moved since the best was last copied from this replica, so that the next
     /// copy takes only those; `None` when it must copy everything.
@@ -62,12 +70,25 @@ impl Replica {
 
     /// The cut with these sides.
     pub fn from_sides(graph: &Graph, sides: &[bool]) -> Replica {
+        let sites = graph
+            .flip_gains(sides)
+            .into_iter()
+            .zip(sides)
+            .map(|(gain, &side)| Site {
+                gain,
+                spin: if side { 1.0 } else { -1.0 },
+            })
+            .collect();
         Replica {
-            gains: graph.flip_gains(sides),
+            sites,
             cut: graph.cut_value(sides),
-            sides: sides.to_vec(),
             moved: None,
         }
+    }
+
+    /// The side of each node.
+    pub fn sides(&self) -> Vec<bool> {
+        self.sites.iter().map(|site| site.spin > 0.0).collect()
     }
 
     /// One Metropolis sweep at `temperature`. Whenever the cut beats the best, the best
@@ -82,41 +103,17 @@ impl Replica {
         index: usize,
     ) {
         let never_taken = temperature * log_uniform.min();
-        let (offsets, targets, weights) = graph.csr();
-        let n = self.sides.len();
-        let mut cut = self.cut;
-        for node in 0..n {
-            let gain = self.gains[node];
+        for node in 0..self.sites.len() {
+            let gain = self.sites[node].gain;
             if gain < 0.0 && (gain <= never_taken || gain <= temperature * log_uniform.draw(random))
             {
                 continue;
             }
-            cut += gain;
-            let side = !self.sides[node];
-            self.sides[node] = side;
-            self.gains[node] = -gain;
-            for edge in offsets[node]..offsets[node + 1] {
-                let neighbour = targets[edge] as usize;
-                let weight = weights[edge];
-                let change = if self.sides[neighbour] == side {
-                    weight
-                } else {
-                    -weight
-                };
-                self.gains[neighbour] += 2.0 * change;
-            }
-            if let Some(moved) = &mut self.moved {
-                moved.push(node as u32);
-                if moved.len() > n {
-                    self.moved = None;
-                }
-            }
-            if cut > best.beaten_above {
-                self.cut = cut;
+            self.flip(graph, node);
+            if self.cut > best.beaten_above {
                 best.take(index, self);
             }
         }
-        self.cut = cut;
     }
 
     /// Flips every node whose flip gains until none is left.
@@ -124,8 +121,8 @@ impl Replica {
         let mut improved = true;
         while improved {
             improved = false;
-            for node in 0..self.sides.len() {
-                if self.gains[node] > best.noise {
+            for node in 0..self.sites.len() {
+                if self.sites[node].gain > best.noise {
                     self.flip(graph, node);
                     improved = true;
                 }
@@ -136,16 +133,124 @@ impl Replica {
         }
     }
 
+    /// Moves `node` to the other side and updates every gain the move changes.
+    #[inline(always)]
     fn flip(&mut self, graph: &Graph, node: usize) {
-        self.cut += self.gains[node];
-        graph.flip(&mut self.sides, &mut self.gains, node);
+        let site = &mut self.sites[node];
+        self.cut += site.gain;
+        site.gain = -site.gain;
+        site.spin = -site.spin;
+        // Each edge to a neighbour on the node's new side was cut and is not any more, so
+        // flipping the neighbour would now gain its weight where it lost it: `+2w`. An edge
+        // to the other side, the reverse. Both are `2 w s_node s_neighbour`.
+        let scale = 2.0 * site.spin;
+        let (targets, weights) = graph.row(node);
+        for (&neighbour, &weight) in targets.iter().zip(weights) {
+            let neighbour = &mut self.sites[neighbour as usize];
+            neighbour.gain += scale * weight * neighbour.spin;
+        }
         if let Some(moved) = &mut self.moved {
             moved.push(node as u32);
-            if moved.len() > self.sides.len() {
+            if moved.len() > self.sites.len() {
                 self.moved = None;
             }
         }
     }
+}
+
+/// What a cluster move needs between calls, so that it allocates nothing.
+pub struct ClusterScratch {
+    /// `mark[node] == round` when the node joined the cluster of move number `round`.
+    mark: Vec<u32>,
+    round: u32,
+    cluster: Vec<u32>,
+}
+
+impl ClusterScratch {
+    pub fn new(n: usize) -> ClusterScratch {
+        ClusterScratch {
+            mark: vec![0; n],
+            round: 0,
+            cluster: Vec::new(),
+        }
+    }
+}
+
+/// Houdayer's cluster move (Houdayer 2001, "A cluster Monte Carlo algorithm for
+/// 2-dimensional spin glasses") between two replicas at one temperature.
+///
+/// Where the two cuts disagree, a connected cluster of disagreeing nodes grown from a random
+/// one is flipped in both: each replica takes the other's sides there. The two cuts' sum is
+/// unchanged, so the move is always accepted, yet it carries whole domains between replicas,
+/// which single flips at a low temperature almost never do. Since a cut and its mirror image
+/// are the same cut, replicas that agree on fewer than half the nodes are compared with one
+/// of them mirrored. Returns the cluster's size.
+#[allow(clippy::too_many_arguments)]
+pub fn cluster_move(
+    graph: &Graph,
+    replicas: &mut [Replica],
+    (first, second): (usize, usize),
+    random: &mut SplitMix64,
+    scratch: &mut ClusterScratch,
+    best: &mut Best,
+) -> usize {
+    let (a, b) = (&replicas[first].sites, &replicas[second].sites);
+    let n = a.len();
+    let agreeing = a.iter().zip(b).filter(|(x, y)| x.spin == y.spin).count();
+    // Mirrored, the nodes that agree are the ones that differ.
+    let mirrored = 2 * agreeing < n;
+    let differ = |node: usize| (a[node].spin == b[node].spin) == mirrored;
+    if agreeing == 0 || agreeing == n {
+        return 0;
+    }
+    // A random disagreeing node: a few draws, then a scan from a random place.
+    let mut start = None;
+    for _ in 0..16 {
+        let node = random.below(n as u64) as usize;
+        if differ(node) {
+            start = Some(node);
+            break;
+        }
+    }
+    let start = start.unwrap_or_else(|| {
+        let offset = random.below(n as u64) as usize;
+        (0..n)
+            .map(|step| (offset + step) % n)
+            .find(|&node| differ(node))
+            .unwrap_or(offset)
+    });
+
+    scratch.round = scratch.round.wrapping_add(1);
+    if scratch.round == 0 {
+        scratch.mark.fill(0);
+        scratch.round = 1;
+    }
+    let round = scratch.round;
+    scratch.cluster.clear();
+    scratch.cluster.push(start as u32);
+    scratch.mark[start] = round;
+    let mut next = 0;
+    while next < scratch.cluster.len() {
+        let node = scratch.cluster[next] as usize;
+        next += 1;
+        for &neighbour in graph.row(node).0 {
+            let neighbour = neighbour as usize;
+            if scratch.mark[neighbour] != round && differ(neighbour) {
+                scratch.mark[neighbour] = round;
+                scratch.cluster.push(neighbour as u32);
+            }
+        }
+    }
+    for &node in &scratch.cluster {
+        replicas[first].flip(graph, node as usize);
+        replicas[second].flip(graph, node as usize);
+    }
+    for index in [first, second] {
+        if replicas[index].cut > best.beaten_above {
+            best.take(index, &mut replicas[index]);
+        }
+    }
+    scratch.cluster.len()
 }
 
 /// The best cut seen, which replica it was last taken from, and when.
@@ -165,7 +270,7 @@ impl Best {
     pub fn new(index: usize, replica: &mut Replica, noise: f64, clock: &Clock) -> Best {
         replica.moved = Some(Vec::new());
         Best {
-            sides: replica.sides.clone(),
+            sides: replica.sides(),
             cut: replica.cut,
             found_at: clock.started.elapsed(),
             beaten_above: replica.cut + noise,
@@ -181,12 +286,14 @@ impl Best {
         match replica.moved.as_mut() {
             Some(moved) if index == self.source => {
                 for &node in moved.iter() {
-                    self.sides[node as usize] = replica.sides[node as usize];
+                    self.sides[node as usize] = replica.sites[node as usize].spin > 0.0;
                 }
                 moved.clear();
             }
             _ => {
-                self.sides.copy_from_slice(&replica.sides);
+                for (side, site) in self.sides.iter_mut().zip(&replica.sites) {
+                    *side = site.spin > 0.0;
+                }
                 replica.moved = Some(Vec::new());
             }
         }

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use crate::anneal::{AnnealParameters, simulated_annealing};
 use crate::exhaustive::exhaustive;
 use crate::graph::Graph;
-use crate::metropolis::{Best, LogUniform, Replica};
+use crate::metropolis::{Best, ClusterScratch, LogUniform, Replica, cluster_move};
 use crate::random::SplitMix64;
 use crate::reduce::reduce;
-use crate::solver::{Clock, Solution, SolveLimits, solve};
+use crate::solver::{Clock, Solution, SolveLimits, Strategy, solve, solve_kernel};
 use crate::tempering::{TemperingParameters, parallel_tempering};
 
 /// A random graph on `n` nodes with edge probability `density` and weights that are negative,
@@ -123,6 +123,7 @@ fn sweeps_keep_the_cut_and_the_best_in_step() {
         .map(|_| Replica::random(&graph, &mut random))
         .collect();
     let mut best = Best::new(0, &mut replicas[0], 1e-9, &clock);
+    let mut scratch = ClusterScratch::new(50);
     for round in 0..300 {
         for (index, temperature) in [0.1, 1.0, 5.0].into_iter().enumerate() {
             // Trade replicas now and then, as tempering does.
@@ -137,8 +138,26 @@ fn sweeps_keep_the_cut_and_the_best_in_step() {
             );
             assert_close(
                 replicas[index].cut,
-                graph.cut_value(&replicas[index].sides),
+                graph.cut_value(&replicas[index].sides()),
                 "replica cut",
+            );
+        }
+        // A cluster move between two replicas changes each cut but not their sum.
+        let before = replicas[1].cut + replicas[2].cut;
+        cluster_move(
+            &graph,
+            &mut replicas,
+            (1, 2),
+            &mut random,
+            &mut scratch,
+            &mut best,
+        );
+        assert_close(replicas[1].cut + replicas[2].cut, before, "sum of the pair");
+        for replica in &replicas {
+            assert_close(
+                replica.cut,
+                graph.cut_value(&replica.sides()),
+                "after a cluster move",
             );
         }
         assert_close(best.cut, graph.cut_value(&best.sides), "best cut");
@@ -253,29 +272,115 @@ fn annealing_finds_small_optima() {
 }
 
 #[test]
+fn cluster_moves_find_small_optima() {
+    // A ring with chords of mixed signs: sparse enough to count as a lattice.
+    for seed in 0..4 {
+        let mut random = SplitMix64::new(seed);
+        let n = 18;
+        let edges: Vec<(usize, usize, f64)> = (0..n)
+            .flat_map(|i| [(i, (i + 1) % n), (i, (i + 5) % n)])
+            .map(|(i, j)| (i, j, random_weight(&mut random)))
+            .collect();
+        let graph = Graph::from_edges(n, &edges);
+        let strategy = Strategy::Tempering(TemperingParameters {
+            cluster_rungs: 8,
+            ..TemperingParameters::default()
+        });
+        let solution = solve_kernel(
+            &graph,
+            &strategy,
+            &limits(seed, Some(400_000)),
+            &mut never_cancelled,
+        );
+        assert_close(
+            graph.cut_value(&solution.sides),
+            brute_force(&graph),
+            &format!("seed {seed}"),
+        );
+    }
+}
+
+#[test]
+fn each_kind_of_kernel_gets_its_strategy() {
+    let ring = |n: usize| {
+        Graph::from_edges(
+            n,
+            &(0..n)
+                .flat_map(|i| [(i, (i + 1) % n, 1.0), (i, (i + 2) % n, 1.0)])
+                .collect::<Vec<_>>(),
+        )
+    };
+    let fractional = {
+        let edges: Vec<(usize, usize, f64)> = (0..100)
+            .flat_map(|i| (1..4).map(move |k| (i, (i + k) % 100, 0.5)))
+            .collect();
+        Graph::from_edges(100, &edges)
+    };
+    let check = |graph: &Graph, expected: &str| {
+        let strategy = Strategy::for_kernel(graph);
+        let described = match &strategy {
+            Strategy::Exhaustive => "exhaustive".to_owned(),
+            Strategy::Tempering(parameters) => format!(
+                "tempering {} rungs, {} with clusters",
+                parameters.replicas, parameters.cluster_rungs
+            ),
+            Strategy::Annealing(_) => "annealing".to_owned(),
+        };
+        assert_eq!(described, expected, "{} nodes", graph.num_nodes());
+    };
+    check(&random_graph(20, 0.5, 1), "exhaustive");
+    // Degree 4: lattice-like, with more rungs as the ring grows.
+    check(&ring(1_000), "tempering 16 rungs, 8 with clusters");
+    check(&ring(20_000), "tempering 32 rungs, 16 with clusters");
+    // Denser: tempering up to 4,000 nodes, whatever the weights, and annealing above.
+    check(
+        &random_graph(200, 0.2, 1),
+        "tempering 16 rungs, 0 with clusters",
+    );
+    check(&fractional, "tempering 16 rungs, 0 with clusters");
+    check(&random_graph_integral(4_500, 0.002, 1), "annealing");
+}
+
+/// Like [`random_graph`], with weights from -3 to 3, never zero.
+fn random_graph_integral(n: usize, density: f64, seed: u64) -> Graph {
+    let mut random = SplitMix64::new(seed);
+    let mut edges = Vec::new();
+    for i in 0..n {
+        for j in i + 1..n {
+            if random.unit() < density {
+                let weight = random.below(6) as f64 - 3.0;
+                edges.push((i, j, if weight >= 0.0 { weight + 1.0 } else { weight }));
+            }
+        }
+    }
+    Graph::from_edges(n, &edges)
+}
+
+#[test]
 fn runs_repeat_exactly_for_a_seed_and_budget() {
-    let graph = random_graph(120, 0.05, 3);
-    let tempering = |seed| {
-        parallel_tempering(
-            &graph,
-            &limits(seed, Some(300_000)),
-            &TemperingParameters::default(),
-            &mut never_cancelled,
-        )
-    };
-    let annealing = |seed| {
-        simulated_annealing(
-            &graph,
-            &limits(seed, Some(300_000)),
-            &AnnealParameters::default(),
-            &mut never_cancelled,
-        )
-    };
-    for run in [&tempering as &dyn Fn(u64) -> Solution, &annealing] {
-        let (first, second) = (run(9), run(9));
-        assert_eq!(first.sides, second.sides);
-        assert_eq!(first.iterations, second.iterations);
-        assert!(first.iterations <= 300_000);
+    let graph = random_graph_integral(120, 0.05, 3);
+    let tempering = TemperingParameters::default();
+    let strategies = [
+        Strategy::Tempering(tempering.clone()),
+        Strategy::Tempering(TemperingParameters {
+            cluster_rungs: 8,
+            ..tempering
+        }),
+        Strategy::Annealing(AnnealParameters::default()),
+    ];
+    for strategy in &strategies {
+        let run = || {
+            solve_kernel(
+                &graph,
+                strategy,
+                &limits(9, Some(300_000)),
+                &mut never_cancelled,
+            )
+        };
+        let (first, second) = (run(), run());
+        assert_eq!(first.sides, second.sides, "{strategy:?}");
+        assert_eq!(first.iterations, second.iterations, "{strategy:?}");
+        assert!(first.iterations <= 300_000, "{strategy:?}");
     }
 }
 

@@ -10,21 +10,29 @@
 //! cuts of frustrated sparse graphs, where annealing settles in the same wide valley run
 //! after run (G-set G21: 927 from every anneal, 931 from tempering).
 //!
+//! On lattice-like graphs each rung can hold two replicas, one per ladder, and the coldest
+//! rungs trade clusters between their pair (Houdayer's move, in `metropolis.rs`): that
+//! solves the G-set's toroidal grids (G33, G50), where single flips alone stall.
+//!
 //! Nothing depends on the clock but when to stop, so a run with an iteration budget (one
 //! iteration per node visited) repeats exactly for its seed, natively or in the sandbox.
 
 use crate::graph::Graph;
-use crate::metropolis::{Best, LogUniform, Replica};
+use crate::metropolis::{Best, ClusterScratch, LogUniform, Replica, cluster_move};
 use crate::random::SplitMix64;
 use crate::solver::{Clock, Report, Solution, SolveLimits};
 
 /// The ladder. Temperatures are in units of the mean absolute edge weight, so that scaling
 /// every weight by a constant changes nothing.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TemperingParameters {
+    /// Rungs of the ladder.
     pub replicas: usize,
     pub coldest: f64,
     pub hottest: f64,
+    /// Two replicas per rung instead of one, on two ladders, with Houdayer cluster moves
+    /// between the pair on the coldest `cluster_rungs` rungs.
+    pub cluster_rungs: usize,
 }
 
 impl Default for TemperingParameters {
@@ -33,6 +41,7 @@ impl Default for TemperingParameters {
             replicas: 16,
             coldest: 0.25,
             hottest: 1.5,
+            cluster_rungs: 0,
         }
     }
 }
@@ -57,14 +66,18 @@ pub fn parallel_tempering(
             unit * parameters.coldest * (parameters.hottest / parameters.coldest).powf(position)
         })
         .collect();
-    let mut replicas: Vec<Replica> = (0..rungs)
+    let ladders = if parameters.cluster_rungs > 0 { 2 } else { 1 };
+    let mut replicas: Vec<Replica> = (0..rungs * ladders)
         .map(|_| Replica::random(graph, &mut random))
         .collect();
     let mut best = Best::new(0, &mut replicas[0], 1e-9 * unit, &clock);
     // `ladder[rung]` is the replica at that rung's temperature; trades swap entries.
-    let mut ladder: Vec<usize> = (0..rungs).collect();
+    let mut ladder: Vec<Vec<usize>> = (0..ladders)
+        .map(|which| (which * rungs..(which + 1) * rungs).collect())
+        .collect();
+    let mut scratch = ClusterScratch::new(n);
 
-    let visits_per_round = (n * rungs) as u64;
+    let visits_per_round = (n * rungs * ladders) as u64;
     // Look at the clock about every 65,536 visits, and at least once a round.
     let rounds_per_check = (65_536 / visits_per_round).max(1);
     let mut iterations = 0u64;
@@ -79,32 +92,48 @@ pub fn parallel_tempering(
         if round.is_multiple_of(rounds_per_check) && clock.should_stop(best.cut, report) {
             break;
         }
-        for (rung, &temperature) in temperatures.iter().enumerate() {
-            let index = ladder[rung];
-            replicas[index].sweep(
-                graph,
-                temperature,
-                &mut random,
-                &log_uniform,
-                &mut best,
-                index,
-            );
+        for ladder in &ladder {
+            for (rung, &temperature) in temperatures.iter().enumerate() {
+                let index = ladder[rung];
+                replicas[index].sweep(
+                    graph,
+                    temperature,
+                    &mut random,
+                    &log_uniform,
+                    &mut best,
+                    index,
+                );
+            }
         }
         iterations += visits_per_round;
+        if let [first, second] = &ladder[..] {
+            for (&a, &b) in first.iter().zip(second).take(parameters.cluster_rungs) {
+                cluster_move(
+                    graph,
+                    &mut replicas,
+                    (a, b),
+                    &mut random,
+                    &mut scratch,
+                    &mut best,
+                );
+            }
+        }
         // Alternate between trading rungs (0, 1), (2, 3)... and (1, 2), (3, 4)...
-        for low in ((round % 2) as usize..rungs - 1).step_by(2) {
-            let (cold, hot) = (ladder[low], ladder[low + 1]);
-            let exponent = (1.0 / temperatures[low] - 1.0 / temperatures[low + 1])
-                * (replicas[hot].cut - replicas[cold].cut);
-            if exponent >= 0.0 || random.unit() < exponent.exp() {
-                ladder.swap(low, low + 1);
+        for ladder in &mut ladder {
+            for low in ((round % 2) as usize..rungs - 1).step_by(2) {
+                let (cold, hot) = (ladder[low], ladder[low + 1]);
+                let exponent = (1.0 / temperatures[low] - 1.0 / temperatures[low + 1])
+                    * (replicas[hot].cut - replicas[cold].cut);
+                if exponent >= 0.0 || random.unit() < exponent.exp() {
+                    ladder.swap(low, low + 1);
+                }
             }
         }
         round += 1;
     }
 
     // The best cut a replica passed through need not be a local optimum.
-    Replica::from_sides(graph, &best.sides).descend(graph, &mut best, rungs);
+    Replica::from_sides(graph, &best.sides).descend(graph, &mut best, replicas.len());
     Solution {
         sides: best.sides,
         optimal: false,
