@@ -20,9 +20,11 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    /// A number in `0..bound`; `bound` must be positive.
+    /// A number in `0..bound`, for a positive `bound` below 2^32 (Lemire's multiply-shift,
+    /// in 64-bit arithmetic so that wasm32 needs no 128-bit helper).
     pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+        debug_assert!(bound > 0 && bound <= 1 << 32);
+        ((self.next_u64() >> 32) * bound) >> 32
     }
 
     /// A float in [0, 1).
