@@ -167,7 +167,7 @@ async fn max_cut_runs_on_an_uploaded_gset_file() {
         .launch(
             &token,
             "maxcut",
-            &json!({ "data_file_identifier": id, "options": { "time_limit_s": 2, "seed": 7 } }),
+            &json!({ "data_file_identifier": id, "options": { "time_limit_s": 3, "seed": 7 } }),
         )
         .await;
     // The job holds its own reference: deleting the file does not take its input away.
@@ -188,8 +188,8 @@ async fn max_cut_runs_on_an_uploaded_gset_file() {
     let output = completed_cut(&server, &token, &job, 800, &rudy_edges(G1)).await;
     let cut = output["cut_value"].as_f64().unwrap();
     assert!(cut <= G1_BEST_KNOWN, "{cut} beats the best known cut");
-    // A random cut of G1 is about 9,600: this one was searched for.
-    assert!(cut > 11_000.0, "cut {cut}");
+    // Within 0.5 % of the best known cut in 3 s (a random cut of G1 is about 9,600).
+    assert!(cut >= 0.995 * G1_BEST_KNOWN, "cut {cut}");
     assert_eq!(output["optimal"], false);
 }
 
@@ -244,7 +244,13 @@ async fn max_cut_runs_on_json_and_text_datasets_sent_as_multipart() {
         )
         .await;
     let output = completed_cut(&server, &token, &job, 60, &rudy_edges(G05_60)).await;
-    assert!(output["cut_value"].as_f64().unwrap() <= G05_60_OPTIMUM);
+    assert_eq!(
+        output["cut_value"].as_f64(),
+        Some(G05_60_OPTIMUM),
+        "{output}"
+    );
+    // Proven optimal by the Biq Mac library, not by this run: no claim of optimality.
+    assert_eq!(output["optimal"], false);
 }
 
 #[tokio::test]
