@@ -9,17 +9,20 @@
 //!
 //! ```sh
 //! cargo bench -p caseload-host --bench maxcut -- \
-//!     --best-known ../shared/gset/best_known.csv --seconds 10 --seeds 3 ../shared/gset/G{1..54}.txt
+//!     --best-known ../shared/gset/best_known.csv --seconds 10 --seeds 3 --parallel 2 ../shared/gset/G{1..54}.txt
 //! ```
 //!
 //! Relative paths are read from the repository's root, where the command is typed (`cargo
-//! bench` itself runs benches from `host/`). `--native` runs the quality runs natively
-//! instead, for tuning; `--budget 0` skips the ratio.
+//! bench` itself runs benches from `host/`). `--parallel 2` does two runs at once, one per
+//! core (the solver is single-threaded); the wasm/native ratio is timed afterwards, one run
+//! at a time. `--native` does the quality runs natively instead, for tuning; `--budget 0`
+//! skips the ratio.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -42,6 +45,9 @@ struct Args {
     /// Runs per instance, with seeds 1, 2, ...
     #[arg(long, default_value_t = 3)]
     seeds: u64,
+    /// Runs at once, each on a thread of its own (the solver is single-threaded).
+    #[arg(long, default_value_t = 1)]
+    parallel: usize,
     /// Iteration budget of the wasm/native comparison (`max_iterations`); 0 skips it.
     #[arg(long, default_value_t = 100_000_000)]
     budget: u64,
@@ -103,80 +109,46 @@ fn main() -> anyhow::Result<()> {
         max_time_limit: Duration::from_secs_f64(args.seconds.max(60.0)),
         sandbox: Limits::default(),
     };
+    let instances = args
+        .files
+        .iter()
+        .map(|path| read_instance(path))
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
     println!(
-        "max-cut: {} runs of {} s per instance ({}), cuts recomputed from the partitions",
+        "max-cut: {} runs of {} s per instance ({}, {} at a time), cuts recomputed from the partitions",
         args.seeds,
         args.seconds,
         if args.native {
             "natively"
         } else {
             "in the sandbox, under a job's limits"
-        }
+        },
+        args.parallel.max(1),
     );
-    if args.budget > 0 {
-        println!(
-            "wasm/native: the solver's elapsed time in the sandbox over natively, on {} iterations, seed 1",
-            args.budget
-        );
-    }
     println!();
     println!(
-        "{:<18} {:>6} {:>10} {:<26} {:>8} {:>8} {:>10} {:>18} {:>9}",
-        "instance",
-        "nodes",
-        "best",
-        "cuts",
-        "mean gap",
-        "med gap",
-        "to best",
-        "wasm/native",
-        "memory"
+        "{:<18} {:>6} {:>10} {:<26} {:>8} {:>8} {:>10} {:>9}",
+        "instance", "nodes", "best", "cuts", "mean gap", "med gap", "to best", "memory"
     );
     let mut median_gaps = Vec::new();
     let mut mean_gaps = Vec::new();
     let mut flagged = Vec::new();
-    let mut ratios = Vec::new();
-    for path in &args.files {
-        let instance = read_instance(path)?;
-        let best = best_known.get(&instance.name).copied();
-        let mut outcomes = Vec::new();
-        for seed in 1..=args.seeds {
-            let options = JobOptions {
-                time_limit_ms: (args.seconds * 1000.0) as u64,
-                seed,
-                max_iterations: None,
-                memory_limit_mib: None,
-            };
-            let outcome = if args.native {
-                run_native(&instance, &options)?
-            } else {
-                run_sandbox(&plugin, &instance, &options, &job_limits)?
-            };
-            outcomes.push(outcome);
-        }
-        let ratio = if args.budget > 0 {
-            let options = JobOptions {
-                time_limit_ms: 3_600_000,
-                seed: 1,
-                max_iterations: Some(args.budget),
-                memory_limit_mib: None,
-            };
-            let native = run_native(&instance, &options)?;
-            let sandboxed = run_sandbox(&plugin, &instance, &options, &job_limits)?;
-            if native.partition != sandboxed.partition {
-                bail!(
-                    "{}: the sandbox and the native run disagree on the same seed and budget",
-                    instance.name
-                );
-            }
-            let ratio = sandboxed.elapsed / native.elapsed;
-            ratios.push(ratio);
-            format!("{ratio:.3} of {:.2} s", native.elapsed)
-        } else {
-            "-".to_owned()
+    let run = |instance: &Instance, seed: u64| {
+        let options = JobOptions {
+            time_limit_ms: (args.seconds * 1000.0) as u64,
+            seed,
+            max_iterations: None,
+            memory_limit_mib: None,
         };
-
+        if args.native {
+            run_native(instance, &options)
+        } else {
+            run_sandbox(&plugin, instance, &options, &job_limits)
+        }
+    };
+    for_each_instance(&instances, args.seeds, args.parallel, run, |instance, outcomes| {
+        let best = best_known.get(&instance.name).copied();
         let cuts: Vec<f64> = outcomes.iter().map(|outcome| outcome.cut).collect();
         let gaps: Vec<f64> = match best {
             Some(best) => cuts.iter().map(|cut| 100.0 * (best - cut) / best).collect(),
@@ -206,7 +178,7 @@ fn main() -> anyhow::Result<()> {
             .max()
             .unwrap_or(0);
         println!(
-            "{:<18} {:>6} {:>10} {:<26} {:>8} {:>8} {:>8.2} s {:>18} {:>5.1} MiB",
+            "{:<18} {:>6} {:>10} {:<26} {:>8} {:>8} {:>8.2} s {:>5.1} MiB",
             instance.name,
             instance.num_nodes,
             best.map_or("-".to_owned(), |best| best.to_string()),
@@ -217,10 +189,9 @@ fn main() -> anyhow::Result<()> {
             mean_gap,
             median_gap,
             to_best,
-            ratio,
             memory as f64 / f64::from(1 << 20),
         );
-    }
+    })?;
 
     println!();
     if !median_gaps.is_empty() {
@@ -238,7 +209,38 @@ fn main() -> anyhow::Result<()> {
             println!("over {} %: {}", args.within, flagged.join(", "));
         }
     }
-    if !ratios.is_empty() {
+
+    // The ratio is timed one run at a time, after the quality runs, so that the two runs it
+    // compares share the machine with nothing of the benchmark's own.
+    if args.budget > 0 {
+        println!();
+        println!(
+            "wasm/native: the solver's elapsed time in the sandbox over natively, on {} iterations, seed 1",
+            args.budget
+        );
+        let mut ratios = Vec::new();
+        for instance in &instances {
+            let options = JobOptions {
+                time_limit_ms: 3_600_000,
+                seed: 1,
+                max_iterations: Some(args.budget),
+                memory_limit_mib: None,
+            };
+            let native = run_native(instance, &options)?;
+            let sandboxed = run_sandbox(&plugin, instance, &options, &job_limits)?;
+            if native.partition != sandboxed.partition {
+                bail!(
+                    "{}: the sandbox and the native run disagree on the same seed and budget",
+                    instance.name
+                );
+            }
+            let ratio = sandboxed.elapsed / native.elapsed;
+            ratios.push(ratio);
+            println!(
+                "{:<18} {:>6.3} ({:.2} s in the sandbox, {:.2} s natively, same partition)",
+                instance.name, ratio, sandboxed.elapsed, native.elapsed
+            );
+        }
         let worst = ratios.iter().copied().fold(0.0, f64::max);
         println!(
             "wasm/native: median {:.3}, worst {worst:.3}",
@@ -246,6 +248,52 @@ fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs `run(instance, seed)` for seeds `1..=seeds` of every instance on `parallel` threads,
+/// and hands each instance's outcomes, in seed order, to `done` in the order of `instances`,
+/// as soon as they and the instances before them are in.
+fn for_each_instance(
+    instances: &[Instance],
+    seeds: u64,
+    parallel: usize,
+    run: impl Fn(&Instance, u64) -> anyhow::Result<Outcome> + Sync,
+    mut done: impl FnMut(&Instance, &[Outcome]),
+) -> anyhow::Result<()> {
+    let tasks: Vec<(usize, u64)> = (0..instances.len())
+        .flat_map(|index| (1..=seeds).map(move |seed| (index, seed)))
+        .collect();
+    let next_task = AtomicUsize::new(0);
+    let (sender, receiver) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..parallel.max(1) {
+            let sender = sender.clone();
+            let (tasks, next_task, run) = (&tasks, &next_task, &run);
+            scope.spawn(move || {
+                while let Some(&(index, seed)) = tasks.get(next_task.fetch_add(1, Ordering::Relaxed))
+                {
+                    let outcome = run(&instances[index], seed);
+                    let failed = outcome.is_err();
+                    if sender.send((index, seed, outcome)).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut outcomes: Vec<Vec<Option<Outcome>>> =
+            vec![vec![None; seeds as usize]; instances.len()];
+        let mut printed = 0;
+        for (index, seed, outcome) in receiver {
+            outcomes[index][(seed - 1) as usize] = Some(outcome?);
+            while printed < instances.len() && outcomes[printed].iter().all(Option::is_some) {
+                let complete: Vec<Outcome> = outcomes[printed].iter().flatten().cloned().collect();
+                done(&instances[printed], &complete);
+                printed += 1;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// `path` as typed at the repository's root.
