@@ -17,7 +17,8 @@ use crate::metropolis::{Best, LogUniform, Replica};
 use crate::random::SplitMix64;
 use crate::solver::{Clock, Report, Solution, SolveLimits};
 
-/// The schedule. Temperatures are in units of the mean absolute edge weight, so that scaling
+/// The schedule. The cold end is in units of [`Graph::mean_absolute_weight`], the hot end in
+/// units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so that scaling
 /// every weight by a constant changes nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnnealParameters {
@@ -59,7 +60,10 @@ pub fn simulated_annealing(
     let mut random = SplitMix64::new(limits.seed);
     let log_uniform = LogUniform::new();
     let unit = graph.mean_absolute_weight();
-    let (hot, cold) = (parameters.hot * unit, parameters.cold * unit);
+    let (hot, cold) = (
+        parameters.hot * graph.heavy_weight_scale(),
+        parameters.cold * unit,
+    );
     let anneals = parameters.anneals.max(1);
     let pace = match limits.max_iterations {
         Some(budget) => Pace::Iterations {

@@ -93,12 +93,33 @@ impl Graph {
     }
 
     /// The mean absolute weight of the edges, 1 for a graph without edges: the scale of the
-    /// temperatures the heuristics work at.
+    /// light edges, where the heuristics' coldest temperatures sit.
     pub fn mean_absolute_weight(&self) -> f64 {
         if self.weights.is_empty() {
             1.0
         } else {
             self.weights.iter().map(|weight| weight.abs()).sum::<f64>() / self.weights.len() as f64
+        }
+    }
+
+    /// The mean absolute weight of the edges with each edge weighted by its own absolute
+    /// weight (`Σ w² / Σ |w|`), 1 for a graph without edges: the scale of the heavy edges,
+    /// where the heuristics' hottest temperatures sit. It is never below
+    /// [`Graph::mean_absolute_weight`], and equal to it when all weights have one size (the
+    /// G-set's ±1). Where a few heavy edges hold the graph together among many light ones
+    /// (Biq Mac's Ising chains, whose couplings decay with distance), it is far above: a
+    /// ladder spanning only the light scale would freeze the heavy edges in their first
+    /// places, one spanning only the heavy scale would never settle the light ones.
+    pub fn heavy_weight_scale(&self) -> f64 {
+        let absolute: f64 = self.weights.iter().map(|weight| weight.abs()).sum();
+        if absolute == 0.0 {
+            1.0
+        } else {
+            self.weights
+                .iter()
+                .map(|weight| weight * weight)
+                .sum::<f64>()
+                / absolute
         }
     }
 

@@ -259,6 +259,47 @@ fn tempering_finds_small_optima() {
     );
 }
 
+/// A ring whose couplings decay with distance, as in Biq Mac's Ising chains: a few heavy
+/// edges between neighbours, many light ones across.
+fn decaying_ring(n: usize, seed: u64) -> Graph {
+    let mut random = SplitMix64::new(seed);
+    let mut edges = Vec::new();
+    for i in 0..n {
+        for j in i + 1..n {
+            let distance = (j - i).min(n - (j - i)) as f64;
+            let weight = ((random.unit() * 2.0 - 1.0) * 100_000.0 / distance.powf(2.5)).round();
+            edges.push((i, j, weight));
+        }
+    }
+    Graph::from_edges(n, &edges)
+}
+
+#[test]
+fn the_ladder_spans_light_and_heavy_edges() {
+    // Weights of one size: both scales are that size, and the ladder is as the parameters say.
+    let uniform = Graph::from_edges(4, &[(0, 1, 3.0), (1, 2, -3.0), (2, 3, 3.0)]);
+    assert_eq!(uniform.mean_absolute_weight(), 3.0);
+    assert_eq!(uniform.heavy_weight_scale(), 3.0);
+    // Heavy-tailed weights: the heavy scale sits far above the mean.
+    let ring = decaying_ring(20, 3);
+    assert!(ring.heavy_weight_scale() > 5.0 * ring.mean_absolute_weight());
+    // Tempering over the widened ladder still finds the optimum of small rings.
+    for seed in 0..4 {
+        let ring = decaying_ring(16, seed);
+        let solution = parallel_tempering(
+            &ring,
+            &limits(seed, Some(400_000)),
+            &TemperingParameters::default(),
+            &mut never_cancelled,
+        );
+        assert_close(
+            ring.cut_value(&solution.sides),
+            brute_force(&ring),
+            &format!("ring, seed {seed}"),
+        );
+    }
+}
+
 #[test]
 fn annealing_finds_small_optima() {
     let parameters = AnnealParameters {

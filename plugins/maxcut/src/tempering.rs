@@ -22,8 +22,9 @@ use crate::metropolis::{Best, ClusterScratch, LogUniform, Replica, cluster_move}
 use crate::random::SplitMix64;
 use crate::solver::{Clock, Report, Solution, SolveLimits};
 
-/// The ladder. Temperatures are in units of the mean absolute edge weight, so that scaling
-/// every weight by a constant changes nothing.
+/// The ladder. The coldest temperature is in units of [`Graph::mean_absolute_weight`], the
+/// hottest in units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so
+/// that scaling every weight by a constant changes nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemperingParameters {
     /// Rungs of the ladder.
@@ -58,19 +59,23 @@ pub fn parallel_tempering(
     let mut clock = Clock::new(limits.deadline);
     let mut random = SplitMix64::new(limits.seed);
     let log_uniform = LogUniform::new();
-    let unit = graph.mean_absolute_weight();
-    let rungs = parameters.replicas.max(2);
+    let (light, heavy) = (graph.mean_absolute_weight(), graph.heavy_weight_scale());
+    let (coldest, hottest) = (parameters.coldest * light, parameters.hottest * heavy);
+    // Rungs as the parameters say over their own span, and more, at the same spacing, where
+    // the weights' sizes spread the ladder wider.
+    let widening = (hottest / coldest).ln() / (parameters.hottest / parameters.coldest).ln();
+    let rungs = ((parameters.replicas as f64 * widening.max(1.0)).round() as usize).max(2);
     let temperatures: Vec<f64> = (0..rungs)
         .map(|rung| {
             let position = rung as f64 / (rungs - 1) as f64;
-            unit * parameters.coldest * (parameters.hottest / parameters.coldest).powf(position)
+            coldest * (hottest / coldest).powf(position)
         })
         .collect();
     let ladders = if parameters.cluster_rungs > 0 { 2 } else { 1 };
     let mut replicas: Vec<Replica> = (0..rungs * ladders)
         .map(|_| Replica::random(graph, &mut random))
         .collect();
-    let mut best = Best::new(0, &mut replicas[0], 1e-9 * unit, &clock);
+    let mut best = Best::new(0, &mut replicas[0], 1e-9 * light, &clock);
     // `ladder[rung]` is the replica at that rung's temperature; trades swap entries.
     let mut ladder: Vec<Vec<usize>> = (0..ladders)
         .map(|which| (which * rungs..(which + 1) * rungs).collect())
