@@ -147,51 +147,57 @@ fn main() -> anyhow::Result<()> {
             run_sandbox(&plugin, instance, &options, &job_limits)
         }
     };
-    for_each_instance(&instances, args.seeds, args.parallel, run, |instance, outcomes| {
-        let best = best_known.get(&instance.name).copied();
-        let cuts: Vec<f64> = outcomes.iter().map(|outcome| outcome.cut).collect();
-        let gaps: Vec<f64> = match best {
-            Some(best) => cuts.iter().map(|cut| 100.0 * (best - cut) / best).collect(),
-            None => Vec::new(),
-        };
-        let (mean_gap, median_gap) = if gaps.is_empty() {
-            ("-".to_owned(), "-".to_owned())
-        } else {
-            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-            let median = median(&gaps);
-            mean_gaps.push(mean);
-            median_gaps.push(median);
-            if median > args.within {
-                flagged.push(format!("{} ({median:.3} %)", instance.name));
-            }
-            (format!("{mean:.3} %"), format!("{median:.3} %"))
-        };
-        let to_best = median(
-            &outcomes
+    for_each_instance(
+        &instances,
+        args.seeds,
+        args.parallel,
+        run,
+        |instance, outcomes| {
+            let best = best_known.get(&instance.name).copied();
+            let cuts: Vec<f64> = outcomes.iter().map(|outcome| outcome.cut).collect();
+            let gaps: Vec<f64> = match best {
+                Some(best) => cuts.iter().map(|cut| 100.0 * (best - cut) / best).collect(),
+                None => Vec::new(),
+            };
+            let (mean_gap, median_gap) = if gaps.is_empty() {
+                ("-".to_owned(), "-".to_owned())
+            } else {
+                let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+                let median = median(&gaps);
+                mean_gaps.push(mean);
+                median_gaps.push(median);
+                if median > args.within {
+                    flagged.push(format!("{} ({median:.3} %)", instance.name));
+                }
+                (format!("{mean:.3} %"), format!("{median:.3} %"))
+            };
+            let to_best = median(
+                &outcomes
+                    .iter()
+                    .map(|outcome| outcome.time_to_best)
+                    .collect::<Vec<_>>(),
+            );
+            let memory = outcomes
                 .iter()
-                .map(|outcome| outcome.time_to_best)
-                .collect::<Vec<_>>(),
-        );
-        let memory = outcomes
-            .iter()
-            .map(|outcome| outcome.memory_bytes)
-            .max()
-            .unwrap_or(0);
-        println!(
-            "{:<18} {:>6} {:>10} {:<26} {:>8} {:>8} {:>8.2} s {:>5.1} MiB",
-            instance.name,
-            instance.num_nodes,
-            best.map_or("-".to_owned(), |best| best.to_string()),
-            cuts.iter()
-                .map(|cut| cut.to_string())
-                .collect::<Vec<_>>()
-                .join(" "),
-            mean_gap,
-            median_gap,
-            to_best,
-            memory as f64 / f64::from(1 << 20),
-        );
-    })?;
+                .map(|outcome| outcome.memory_bytes)
+                .max()
+                .unwrap_or(0);
+            println!(
+                "{:<18} {:>6} {:>10} {:<26} {:>8} {:>8} {:>8.2} s {:>5.1} MiB",
+                instance.name,
+                instance.num_nodes,
+                best.map_or("-".to_owned(), |best| best.to_string()),
+                cuts.iter()
+                    .map(|cut| cut.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                mean_gap,
+                median_gap,
+                to_best,
+                memory as f64 / f64::from(1 << 20),
+            );
+        },
+    )?;
 
     println!();
     if !median_gaps.is_empty() {
@@ -270,7 +276,8 @@ fn for_each_instance(
             let sender = sender.clone();
             let (tasks, next_task, run) = (&tasks, &next_task, &run);
             scope.spawn(move || {
-                while let Some(&(index, seed)) = tasks.get(next_task.fetch_add(1, Ordering::Relaxed))
+                while let Some(&(index, seed)) =
+                    tasks.get(next_task.fetch_add(1, Ordering::Relaxed))
                 {
                     let outcome = run(&instances[index], seed);
                     let failed = outcome.is_err();
