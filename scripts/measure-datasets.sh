@@ -31,7 +31,7 @@ echo "rows after the 413: data_files $(sqlite3 $D/caseload.db 'select count(*) f
 start=$(date +%s.%N)
 ID=$(curl -s -X POST http://127.0.0.1:$PORT/data_file -H "Authorization: Bearer $TOKEN" -F file=@$G22 | python3 -c 'import sys,json;print(json.load(sys.stdin)["data_file_identifier"])')
 JOB=$(curl -s -X POST http://127.0.0.1:$PORT/problem/maxcut -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d "{\"data_file_identifier\":\"$ID\",\"options\":{\"time_limit_s\":5,\"seed\":1}}" | python3 -c 'import sys,json;print(json.load(sys.stdin)["job"])')
-while :; do S=$(curl -s http://127.0.0.1:$PORT/job/$JOB -H "Authorization: Bearer $TOKEN" | python3 -c "import sys,json;print(json.load(sys.stdin)['job']['$JOB']['status'])"); [ "$S" = COMPLETED ] || [ "$S" = FAILED ] && break; sleep 0.02; done
+while :; do S=$(curl -s http://127.0.0.1:$PORT/job/$JOB -H "Authorization: Bearer $TOKEN" | python3 -c "import sys,json;print(json.load(sys.stdin)['job']['$JOB']['status'])"); case $S in COMPLETED|FAILED|CANCELLED) break ;; esac; sleep 0.02; done
 end=$(date +%s.%N)
 echo "G22 upload -> $S in $(echo "$end - $start" | bc) s"
 curl -s http://127.0.0.1:$PORT/job/$JOB/output -H "Authorization: Bearer $TOKEN" | python3 -c 'import sys,json;o=json.load(sys.stdin);print("cut",o["cut_value"],"best-known 13359",o["solver"])'
