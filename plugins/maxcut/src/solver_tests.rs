@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use crate::anneal::{AnnealParameters, simulated_annealing};
 use crate::exhaustive::exhaustive;
 use crate::graph::Graph;
-use crate::metropolis::{Best, ClusterScratch, LogUniform, Replica, cluster_move};
+use crate::metropolis::{
+    Best, BlockScratch, ClusterScratch, LogUniform, Replica, block_move, cluster_move,
+};
 use crate::random::SplitMix64;
 use crate::reduce::reduce;
 use crate::solver::{Clock, Solution, SolveLimits, Strategy, solve, solve_kernel};
@@ -301,6 +303,67 @@ fn the_ladder_spans_light_and_heavy_edges() {
 }
 
 #[test]
+fn block_moves_flip_the_best_block() {
+    // Each move is checked against every block's gain recomputed from scratch, so the gains
+    // the replica keeps through block moves and sweeps must stay right too.
+    let clock = Clock::new(Instant::now() + Duration::from_secs(60));
+    let log_uniform = LogUniform::new();
+    for (which, graph) in [random_graph(14, 0.6, 5), decaying_ring(14, 6)]
+        .iter()
+        .enumerate()
+    {
+        let n = graph.num_nodes();
+        let mut random = SplitMix64::new(which as u64);
+        let mut replica = Replica::random(graph, &mut random);
+        let mut best = Best::new(0, &mut replica, 1e-9, &clock);
+        let mut scratch = BlockScratch::new(n);
+        for round in 0..40 {
+            let sides = replica.sides();
+            let before = graph.cut_value(&sides);
+            let mut best_gain = 0.0f64;
+            for start in 0..n {
+                for end in start + 1..=n {
+                    let mut flipped = sides.clone();
+                    for side in &mut flipped[start..end] {
+                        *side = !*side;
+                    }
+                    best_gain = best_gain.max(graph.cut_value(&flipped) - before);
+                }
+            }
+            let moved = block_move(graph, &mut replica, &mut scratch, &mut best, 0);
+            let context = format!("graph {which}, round {round}");
+            assert_eq!(moved, best_gain > 1e-9, "{context}");
+            assert_close(replica.cut, before + best_gain, &context);
+            assert_close(replica.cut, graph.cut_value(&replica.sides()), &context);
+            assert!(best.cut >= replica.cut - 1e-9, "{context}");
+            // Shake the replica so that the next move has work to do.
+            replica.sweep(graph, 2.0, &mut random, &log_uniform, &mut best, 0);
+        }
+    }
+}
+
+#[test]
+fn block_moves_solve_decaying_chains() {
+    for seed in 0..4 {
+        let ring = decaying_ring(18, seed);
+        let solution = parallel_tempering(
+            &ring,
+            &limits(seed, Some(400_000)),
+            &TemperingParameters {
+                block_moves: true,
+                ..TemperingParameters::default()
+            },
+            &mut never_cancelled,
+        );
+        assert_close(
+            ring.cut_value(&solution.sides),
+            brute_force(&ring),
+            &format!("ring, seed {seed}"),
+        );
+    }
+}
+
+#[test]
 fn annealing_finds_small_optima() {
     let parameters = AnnealParameters {
         anneals: 4,
@@ -362,8 +425,15 @@ fn each_kind_of_kernel_gets_its_strategy() {
         let described = match &strategy {
             Strategy::Exhaustive => "exhaustive".to_owned(),
             Strategy::Tempering(parameters) => format!(
-                "tempering {} rungs, {} with clusters",
-                parameters.replicas, parameters.cluster_rungs
+                "tempering {} rungs from {}, {} with clusters{}",
+                parameters.replicas,
+                parameters.coldest,
+                parameters.cluster_rungs,
+                if parameters.block_moves {
+                    ", block moves"
+                } else {
+                    ""
+                }
             ),
             Strategy::Annealing(_) => "annealing".to_owned(),
         };
@@ -371,14 +441,35 @@ fn each_kind_of_kernel_gets_its_strategy() {
     };
     check(&random_graph(20, 0.5, 1), "exhaustive");
     // Degree 4: lattice-like, with more rungs as the ring grows.
-    check(&ring(1_000), "tempering 16 rungs, 8 with clusters");
-    check(&ring(20_000), "tempering 32 rungs, 16 with clusters");
+    check(
+        &ring(1_000),
+        "tempering 16 rungs from 0.25, 8 with clusters",
+    );
+    check(
+        &ring(20_000),
+        "tempering 32 rungs from 0.25, 16 with clusters",
+    );
+    // A grid with weights of many sizes gets a colder ladder.
+    let mut random = SplitMix64::new(4);
+    let mixed: Vec<(usize, usize, f64)> = (0..400)
+        .flat_map(|i| [(i, (i + 1) % 400), (i, (i + 20) % 400)])
+        .map(|(i, j)| (i, j, (random.unit() - 0.5) * 1_000.0))
+        .collect();
+    check(
+        &Graph::from_edges(400, &mixed),
+        "tempering 16 rungs from 0.1, 8 with clusters",
+    );
     // Denser: tempering up to 4,000 nodes, whatever the weights, and annealing above.
     check(
         &random_graph(200, 0.2, 1),
-        "tempering 16 rungs, 0 with clusters",
+        "tempering 16 rungs from 0.25, 0 with clusters",
     );
-    check(&fractional, "tempering 16 rungs, 0 with clusters");
+    check(&fractional, "tempering 16 rungs from 0.25, 0 with clusters");
+    // Couplings that decay with distance: block moves, up to a thousand nodes.
+    check(
+        &decaying_ring(300, 1),
+        "tempering 16 rungs from 0.25, 0 with clusters, block moves",
+    );
     check(&random_graph_integral(4_500, 0.002, 1), "annealing");
 }
 
@@ -405,6 +496,10 @@ fn runs_repeat_exactly_for_a_seed_and_budget() {
         Strategy::Tempering(tempering.clone()),
         Strategy::Tempering(TemperingParameters {
             cluster_rungs: 8,
+            ..tempering.clone()
+        }),
+        Strategy::Tempering(TemperingParameters {
+            block_moves: true,
             ..tempering
         }),
         Strategy::Annealing(AnnealParameters::default()),

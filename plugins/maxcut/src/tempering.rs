@@ -14,11 +14,18 @@
 //! rungs trade clusters between their pair (Houdayer's move, in `metropolis.rs`): that
 //! solves the G-set's toroidal grids (G33, G50), where single flips alone stall.
 //!
+//! On small graphs whose weights span scales, every replica also flips its best block of
+//! consecutive nodes after each sweep (`block_move`, in `metropolis.rs`). The move is
+//! greedy, so the rungs no longer sample their temperatures exactly; it is what solves Biq
+//! Mac's Ising chains, which tempering alone left 0.6 to 1.9 % short of their optima.
+//!
 //! Nothing depends on the clock but when to stop, so a run with an iteration budget (one
 //! iteration per node visited) repeats exactly for its seed, natively or in the sandbox.
 
 use crate::graph::Graph;
-use crate::metropolis::{Best, ClusterScratch, LogUniform, Replica, cluster_move};
+use crate::metropolis::{
+    Best, BlockScratch, ClusterScratch, LogUniform, Replica, block_move, cluster_move,
+};
 use crate::random::SplitMix64;
 use crate::solver::{Clock, Report, Solution, SolveLimits};
 
@@ -34,6 +41,9 @@ pub struct TemperingParameters {
     /// Two replicas per rung instead of one, on two ladders, with Houdayer cluster moves
     /// between the pair on the coldest `cluster_rungs` rungs.
     pub cluster_rungs: usize,
+    /// After its sweep, every replica flips its best block of consecutive nodes, if one gains
+    /// (see [`block_move`]).
+    pub block_moves: bool,
 }
 
 impl Default for TemperingParameters {
@@ -43,6 +53,7 @@ impl Default for TemperingParameters {
             coldest: 0.25,
             hottest: 1.5,
             cluster_rungs: 0,
+            block_moves: false,
         }
     }
 }
@@ -81,8 +92,11 @@ pub fn parallel_tempering(
         .map(|which| (which * rungs..(which + 1) * rungs).collect())
         .collect();
     let mut scratch = ClusterScratch::new(n);
+    let mut blocks = BlockScratch::new(if parameters.block_moves { n } else { 0 });
 
-    let visits_per_round = (n * rungs * ladders) as u64;
+    // A block move visits every node once more.
+    let passes = if parameters.block_moves { 2 } else { 1 };
+    let visits_per_round = (n * rungs * ladders * passes) as u64;
     // Look at the clock about every 65,536 visits, and at least once a round.
     let rounds_per_check = (65_536 / visits_per_round).max(1);
     let mut iterations = 0u64;
@@ -108,6 +122,9 @@ pub fn parallel_tempering(
                     &mut best,
                     index,
                 );
+                if parameters.block_moves {
+                    block_move(graph, &mut replicas[index], &mut blocks, &mut best, index);
+                }
             }
         }
         iterations += visits_per_round;
