@@ -98,8 +98,8 @@ impl Strategy {
             // With weights of one size (the G-set's ±1) a flip gains a multiple of twice it,
             // and a ladder reaching below a quarter of it only freezes sooner. With weights of
             // many sizes (Biq Mac's Gaussian grids) gains come arbitrarily close to zero, and
-            // the cold end must reach below the small ones: t2g20_6666 at 2 s reached its
-            // optimum on 6 seeds of 6 from 0.1, on none from 0.25.
+            // the cold end must reach below the small ones: t2g20_6666 at 2 s, natively,
+            // reached its optimum on 6 seeds of 6 from 0.1, on none from 0.25.
             let coldest = if spread >= LATTICE_MIXED_WEIGHT_SPREAD {
                 0.1
             } else {

@@ -286,18 +286,23 @@ fn the_ladder_spans_light_and_heavy_edges() {
     let ring = decaying_ring(20, 3);
     assert!(ring.heavy_weight_scale() > 5.0 * ring.mean_absolute_weight());
     // Tempering over the widened ladder still finds the optimum of small rings.
+    assert_tempering_solves_rings(16, &TemperingParameters::default());
+}
+
+/// Tempering with these parameters finds the optimum of decaying rings of `n` nodes.
+fn assert_tempering_solves_rings(n: usize, parameters: &TemperingParameters) {
     for seed in 0..4 {
-        let ring = decaying_ring(16, seed);
+        let ring = decaying_ring(n, seed);
         let solution = parallel_tempering(
             &ring,
             &limits(seed, Some(400_000)),
-            &TemperingParameters::default(),
+            parameters,
             &mut never_cancelled,
         );
         assert_close(
             ring.cut_value(&solution.sides),
             brute_force(&ring),
-            &format!("ring, seed {seed}"),
+            &format!("ring of {n}, seed {seed}"),
         );
     }
 }
@@ -344,23 +349,13 @@ fn block_moves_flip_the_best_block() {
 
 #[test]
 fn block_moves_solve_decaying_chains() {
-    for seed in 0..4 {
-        let ring = decaying_ring(18, seed);
-        let solution = parallel_tempering(
-            &ring,
-            &limits(seed, Some(400_000)),
-            &TemperingParameters {
-                block_moves: true,
-                ..TemperingParameters::default()
-            },
-            &mut never_cancelled,
-        );
-        assert_close(
-            ring.cut_value(&solution.sides),
-            brute_force(&ring),
-            &format!("ring, seed {seed}"),
-        );
-    }
+    assert_tempering_solves_rings(
+        18,
+        &TemperingParameters {
+            block_moves: true,
+            ..TemperingParameters::default()
+        },
+    );
 }
 
 #[test]
