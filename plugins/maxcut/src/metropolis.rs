@@ -16,19 +16,20 @@ use crate::solver::Clock;
 /// `g` is taken when `g > T ln(u)`, which happens with probability `exp(g / T)` (to within
 /// the table's resolution), with no logarithm or exponential in the inner loop.
 pub struct LogUniform {
-    table: Vec<f64>,
+    /// A fixed-size array, so that an index of `BITS` bits needs no bounds check.
+    table: Box<[f64; LogUniform::SIZE]>,
 }
 
 impl LogUniform {
     const BITS: u32 = 12;
+    const SIZE: usize = 1 << Self::BITS;
 
     pub fn new() -> LogUniform {
-        let size = 1usize << Self::BITS;
-        LogUniform {
-            table: (0..size)
-                .map(|index| ((index as f64 + 0.5) / size as f64).ln())
-                .collect(),
+        let mut table = Box::new([0.0; Self::SIZE]);
+        for (index, value) in table.iter_mut().enumerate() {
+            *value = ((index as f64 + 0.5) / Self::SIZE as f64).ln();
         }
+        LogUniform { table }
     }
 
     /// The smallest value drawn: a gain below `T` times this is never taken.
@@ -36,6 +37,7 @@ impl LogUniform {
         self.table[0]
     }
 
+    #[inline(always)]
     fn draw(&self, random: &mut SplitMix64) -> f64 {
         self.table[(random.next_u64() >> (64 - Self::BITS)) as usize]
     }
@@ -55,8 +57,11 @@ pub struct Replica {
     sites: Vec<Site>,
     pub cut: f64,
     /// The nodes moved since the best was last copied from this replica, so that the next
-    /// copy takes only those; `None` when it must copy everything.
-    moved: Option<Vec<u32>>,
+    /// copy takes only those: `moved[..moved_count]`. A count past the buffer's length means
+    /// the next copy must take every node: more moved than the buffer holds, or the replica
+    /// has not been copied from yet.
+    moved: Vec<u32>,
+    moved_count: usize,
 }
 
 impl Replica {
@@ -82,7 +87,8 @@ impl Replica {
         Replica {
             sites,
             cut: graph.cut_value(sides),
-            moved: None,
+            moved: vec![0; sides.len()],
+            moved_count: sides.len() + 1,
         }
     }
 
@@ -102,18 +108,67 @@ impl Replica {
         best: &mut Best,
         index: usize,
     ) {
+        let mut start = 0;
+        while let Some(node) = self.sweep_until_beaten(
+            graph,
+            start,
+            temperature,
+            random,
+            log_uniform,
+            best.beaten_above,
+        ) {
+            best.take(index, self);
+            start = node + 1;
+        }
+    }
+
+    /// The sweep from node `start` on, until the cut exceeds `beaten_above`; returns the node
+    /// whose flip made it so, if one did.
+    ///
+    /// This is the solvers' inner loop, and it calls nothing: no `Best::take`, no `Vec`
+    /// that may grow, `Graph::row` inlined. With those calls inside, the sandbox's code
+    /// called `row` on every flip (its slices returned through the shadow stack) and kept
+    /// the loop's state on the stack around the calls; the cut, the move count and the
+    /// generator are local copies here for the same reason. On 200 million visits of G1
+    /// this took the sandbox from 1.34 s to 1.22 s, and natively from 0.89 s to 0.72 s.
+    #[inline(never)]
+    fn sweep_until_beaten(
+        &mut self,
+        graph: &Graph,
+        start: usize,
+        temperature: f64,
+        random: &mut SplitMix64,
+        log_uniform: &LogUniform,
+        beaten_above: f64,
+    ) -> Option<usize> {
         let never_taken = temperature * log_uniform.min();
-        for node in 0..self.sites.len() {
-            let gain = self.sites[node].gain;
-            if gain < 0.0 && (gain <= never_taken || gain <= temperature * log_uniform.draw(random))
+        let Replica {
+            sites,
+            cut,
+            moved,
+            moved_count,
+        } = self;
+        let (sites, moved) = (&mut sites[..], &mut moved[..]);
+        let (mut local_cut, mut local_count, mut local_random) =
+            (*cut, *moved_count, random.clone());
+        let mut beaten = None;
+        for node in start..sites.len() {
+            let gain = sites[node].gain;
+            if gain < 0.0
+                && (gain <= never_taken
+                    || gain <= temperature * log_uniform.draw(&mut local_random))
             {
                 continue;
             }
-            self.flip(graph, node);
-            if self.cut > best.beaten_above {
-                best.take(index, self);
+            local_cut += flip_site(sites, graph, node);
+            record_move(moved, &mut local_count, node);
+            if local_cut > beaten_above {
+                beaten = Some(node);
+                break;
             }
         }
+        (*cut, *moved_count, *random) = (local_cut, local_count, local_random);
+        beaten
     }
 
     /// Flips every node whose flip gains until none is left.
@@ -136,26 +191,39 @@ impl Replica {
     /// Moves `node` to the other side and updates every gain the move changes.
     #[inline(always)]
     fn flip(&mut self, graph: &Graph, node: usize) {
-        let site = &mut self.sites[node];
-        self.cut += site.gain;
-        site.gain = -site.gain;
-        site.spin = -site.spin;
-        // Each edge to a neighbour on the node's new side was cut and is not any more, so
-        // flipping the neighbour would now gain its weight where it lost it: `+2w`. An edge
-        // to the other side, the reverse. Both are `2 w s_node s_neighbour`.
-        let scale = 2.0 * site.spin;
-        let (targets, weights) = graph.row(node);
-        for (&neighbour, &weight) in targets.iter().zip(weights) {
-            let neighbour = &mut self.sites[neighbour as usize];
-            neighbour.gain += scale * weight * neighbour.spin;
-        }
-        if let Some(moved) = &mut self.moved {
-            moved.push(node as u32);
-            if moved.len() > self.sites.len() {
-                self.moved = None;
-            }
-        }
+        self.cut += flip_site(&mut self.sites, graph, node);
+        record_move(&mut self.moved, &mut self.moved_count, node);
     }
+}
+
+/// Moves `node` to the other side and updates every gain the move changes; returns the
+/// move's gain.
+#[inline(always)]
+fn flip_site(sites: &mut [Site], graph: &Graph, node: usize) -> f64 {
+    let site = &mut sites[node];
+    let gain = site.gain;
+    site.gain = -gain;
+    site.spin = -site.spin;
+    // Each edge to a neighbour on the node's new side was cut and is not any more, so
+    // flipping the neighbour would now gain its weight where it lost it: `+2w`. An edge
+    // to the other side, the reverse. Both are `2 w s_node s_neighbour`.
+    let scale = 2.0 * site.spin;
+    let (targets, weights) = graph.row(node);
+    for (&neighbour, &weight) in targets.iter().zip(weights) {
+        let neighbour = &mut sites[neighbour as usize];
+        neighbour.gain += scale * weight * neighbour.spin;
+    }
+    gain
+}
+
+/// Appends `node` to the moved nodes while they fit; past that, the count only says so (it
+/// stops one past the buffer, so it cannot overflow). No branch that can allocate.
+#[inline(always)]
+fn record_move(moved: &mut [u32], count: &mut usize, node: usize) {
+    if let Some(slot) = moved.get_mut(*count) {
+        *slot = node as u32;
+    }
+    *count = (*count + 1).min(moved.len() + 1);
 }
 
 /// What a cluster move needs between calls, so that it allocates nothing.
@@ -348,7 +416,7 @@ pub struct Best {
 impl Best {
     /// Starts from `replica`; improvements smaller than `noise` do not count.
     pub fn new(index: usize, replica: &mut Replica, noise: f64, clock: &Clock) -> Best {
-        replica.moved = Some(Vec::new());
+        replica.moved_count = 0;
         Best {
             sides: replica.sides(),
             cut: replica.cut,
@@ -363,20 +431,16 @@ impl Best {
     /// Takes the replica's cut. From the replica the best came from last time, only the nodes
     /// it moved since are copied; from another, the whole cut.
     pub fn take(&mut self, index: usize, replica: &mut Replica) {
-        match replica.moved.as_mut() {
-            Some(moved) if index == self.source => {
-                for &node in moved.iter() {
-                    self.sides[node as usize] = replica.sites[node as usize].spin > 0.0;
-                }
-                moved.clear();
+        if index == self.source && replica.moved_count <= replica.moved.len() {
+            for &node in &replica.moved[..replica.moved_count] {
+                self.sides[node as usize] = replica.sites[node as usize].spin > 0.0;
             }
-            _ => {
-                for (side, site) in self.sides.iter_mut().zip(&replica.sites) {
-                    *side = site.spin > 0.0;
-                }
-                replica.moved = Some(Vec::new());
+        } else {
+            for (side, site) in self.sides.iter_mut().zip(&replica.sites) {
+                *side = site.spin > 0.0;
             }
         }
+        replica.moved_count = 0;
         self.source = index;
         self.cut = replica.cut;
         self.beaten_above = replica.cut + self.noise;
