@@ -32,9 +32,9 @@ pub const BLOCK_MAX_NODES: usize = 1_000;
 /// not help).
 pub const BLOCK_MIN_WEIGHT_SPREAD: f64 = 3.0;
 
-/// Lattice-like kernels whose weights spread at least this much (see
-/// [`BLOCK_MIN_WEIGHT_SPREAD`]) have weights of many sizes, and a colder ladder.
-pub const LATTICE_MIXED_WEIGHT_SPREAD: f64 = 1.2;
+/// Kernels whose weights spread at least this much (see [`BLOCK_MIN_WEIGHT_SPREAD`]) have
+/// weights of many sizes: lattice-like ones get a colder ladder, annealed ones a colder end.
+pub const MIXED_WEIGHT_SPREAD: f64 = 1.2;
 
 /// How often progress is reported to the host at most.
 const REPORT_INTERVAL: Duration = Duration::from_millis(250);
@@ -91,6 +91,7 @@ impl Strategy {
         }
         let mean_degree = 2.0 * graph.num_edges() as f64 / n as f64;
         let spread = graph.heavy_weight_scale() / graph.mean_absolute_weight();
+        let mixed_weights = spread >= MIXED_WEIGHT_SPREAD;
         if mean_degree <= LATTICE_MAX_MEAN_DEGREE {
             // The ladder needs more rungs as the graph grows (measured on G67, G77 and G81:
             // 32 rungs beat 16 and 24 at 20,000 nodes), as the square root of its size.
@@ -100,7 +101,7 @@ impl Strategy {
             // many sizes (Biq Mac's Gaussian grids) gains come arbitrarily close to zero, and
             // the cold end must reach below the small ones: t2g20_6666 at 2 s, natively,
             // reached its optimum on 6 seeds of 6 from 0.1, on none from 0.25.
-            let coldest = if spread >= LATTICE_MIXED_WEIGHT_SPREAD {
+            let coldest = if mixed_weights {
                 0.1
             } else {
                 TemperingParameters::default().coldest
@@ -118,7 +119,17 @@ impl Strategy {
                 ..TemperingParameters::default()
             });
         }
-        Strategy::Annealing(AnnealParameters::default())
+        // The same reason as the lattices' colder ladder: with weights of many sizes, gains
+        // come close to zero and the schedule must end below the small ones.
+        let cold = if mixed_weights {
+            0.1
+        } else {
+            AnnealParameters::default().cold
+        };
+        Strategy::Annealing(AnnealParameters {
+            cold,
+            ..AnnealParameters::default()
+        })
     }
 }
 

@@ -430,7 +430,7 @@ fn each_kind_of_kernel_gets_its_strategy() {
                     ""
                 }
             ),
-            Strategy::Annealing(_) => "annealing".to_owned(),
+            Strategy::Annealing(parameters) => format!("annealing to {}", parameters.cold),
         };
         assert_eq!(described, expected, "{} nodes", graph.num_nodes());
     };
@@ -465,7 +465,10 @@ fn each_kind_of_kernel_gets_its_strategy() {
         &decaying_ring(300, 1),
         "tempering 16 rungs from 0.25, 0 with clusters, block moves",
     );
-    check(&random_graph_integral(4_500, 0.002, 1), "annealing");
+    // Weights from -3 to 3 spread 1.17: still one size to the schedule. Quarters from -3.5
+    // to 3.5 spread 1.29, and the anneal ends colder.
+    check(&random_graph_integral(4_500, 0.002, 1), "annealing to 0.2");
+    check(&random_graph(4_500, 0.002, 1), "annealing to 0.1");
 }
 
 /// Like [`random_graph`], with weights from -3 to 3, never zero.
