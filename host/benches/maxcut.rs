@@ -237,8 +237,9 @@ fn main() -> anyhow::Result<()> {
                 max_iterations: Some(args.budget),
                 memory_limit_mib: None,
             };
+            let runs = args.ratio_runs.max(1);
             let (mut native, mut sandboxed) = (f64::INFINITY, f64::INFINITY);
-            for _ in 0..args.ratio_runs.max(1) {
+            for _ in 0..runs {
                 let native_run = run_native(instance, &options)?;
                 let sandboxed_run = run_sandbox(&plugin, instance, &options, &job_limits)?;
                 if native_run.partition != sandboxed_run.partition {
@@ -254,11 +255,7 @@ fn main() -> anyhow::Result<()> {
             ratios.push(ratio);
             println!(
                 "{:<18} {:>6.3} ({:.2} s in the sandbox, {:.2} s natively, fastest of {}, same partition)",
-                instance.name,
-                ratio,
-                sandboxed,
-                native,
-                args.ratio_runs.max(1)
+                instance.name, ratio, sandboxed, native, runs
             );
         }
         let worst = ratios.iter().copied().fold(0.0, f64::max);

@@ -90,12 +90,13 @@ impl Replica {
                 spin: if side { 1.0 } else { -1.0 },
             })
             .collect();
+        let moved = vec![0; sides.len().div_ceil(MOVED_PER_NODE)];
         Replica {
             sites,
             cut: graph.cut_value(sides),
-            moved: vec![0; sides.len().div_ceil(MOVED_PER_NODE)],
             // Past the buffer: nothing recorded yet.
-            moved_count: sides.len().div_ceil(MOVED_PER_NODE) + 1,
+            moved_count: moved.len() + 1,
+            moved,
         }
     }
 

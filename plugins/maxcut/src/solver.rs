@@ -33,8 +33,14 @@ pub const BLOCK_MAX_NODES: usize = 1_000;
 pub const BLOCK_MIN_WEIGHT_SPREAD: f64 = 3.0;
 
 /// Kernels whose weights spread at least this much (see [`BLOCK_MIN_WEIGHT_SPREAD`]) have
-/// weights of many sizes: lattice-like ones get a colder ladder, annealed ones a colder end.
+/// weights of many sizes: lattice-like ones get a colder ladder, annealed ones a colder end,
+/// both at [`MIXED_WEIGHT_COLDEST`].
 pub const MIXED_WEIGHT_SPREAD: f64 = 1.2;
+
+/// Where the ladder or the schedule ends, in units of [`Graph::mean_absolute_weight`], for
+/// weights of many sizes: their gains come arbitrarily close to zero, and the cold end must
+/// reach below the small ones.
+pub const MIXED_WEIGHT_COLDEST: f64 = 0.1;
 
 /// How often progress is reported to the host at most.
 const REPORT_INTERVAL: Duration = Duration::from_millis(250);
@@ -102,7 +108,7 @@ impl Strategy {
             // the cold end must reach below the small ones: t2g20_6666 at 2 s, natively,
             // reached its optimum on 6 seeds of 6 from 0.1, on none from 0.25.
             let coldest = if mixed_weights {
-                0.1
+                MIXED_WEIGHT_COLDEST
             } else {
                 TemperingParameters::default().coldest
             };
@@ -119,10 +125,8 @@ impl Strategy {
                 ..TemperingParameters::default()
             });
         }
-        // The same reason as the lattices' colder ladder: with weights of many sizes, gains
-        // come close to zero and the schedule must end below the small ones.
         let cold = if mixed_weights {
-            0.1
+            MIXED_WEIGHT_COLDEST
         } else {
             AnnealParameters::default().cold
         };
