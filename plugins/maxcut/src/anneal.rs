@@ -31,11 +31,11 @@ pub struct AnnealParameters {
 }
 
 impl Default for AnnealParameters {
-    /// For weights of one size. With ±1 weights a flip gains a multiple of 2, and at 0.2 a
-    /// losing one is taken once in 22,000 tries: the cut no longer moves but along
-    /// plateaus. From 3 to 0.1 instead, G59's best came at three quarters of the time (about
-    /// 0.23) and the rest was spent frozen; from 1.5 to 0.2 the search is still improving at
-    /// the end. At 20 s natively the medians moved by less than the seeds' spread: G59 6,056
+    /// For weights of one size. With ±1 weights a flip gains a whole number; at 0.2 a loss
+    /// of 1 is taken 0.7 % of the time and a loss of 2 never (the smallest `ln u` the table
+    /// draws, -9.0, puts the line at -1.8), so below it the cut barely moves. From 3 to 0.1
+    /// instead, G59's best came at three quarters of the time (about 0.23); from 1.5 to 0.2
+    /// the search is still improving at the end. At 20 s natively the medians moved by less than the seeds' spread: G59 6,056
     /// to 6,062 over 11 seeds (best known 6,086), G64 8,711 to 8,704 over 8 (8,751).
     fn default() -> AnnealParameters {
         AnnealParameters {

@@ -102,7 +102,8 @@ impl Strategy {
             // The ladder needs more rungs as the graph grows (measured on G67, G77 and G81:
             // 32 rungs beat 16 and 24 at 20,000 nodes), as the square root of its size.
             let rungs = (16.0 * (n as f64 / 5_000.0).sqrt()).clamp(16.0, 48.0) as usize;
-            // With weights of one size (the G-set's ±1) a flip gains a multiple of twice it,
+            // With weights of one size on a grid of degree 4 (the G-set's) a flip gains a
+            // multiple of twice the weight,
             // and a ladder reaching below a quarter of it only freezes sooner. With weights of
             // many sizes (Biq Mac's Gaussian grids) gains come arbitrarily close to zero, and
             // the cold end must reach below the small ones: t2g20_6666 at 2 s, natively,
