@@ -13,9 +13,10 @@
 use std::time::Duration;
 
 use crate::graph::Graph;
-use crate::metropolis::{Best, LogUniform, Replica};
+use crate::metropolis::{Best, Replica};
 use crate::random::SplitMix64;
 use crate::solver::{Clock, Report, Solution, SolveLimits};
+use crate::weight::Weight;
 
 /// The schedule. The cold end is in units of [`Graph::mean_absolute_weight`], the hot end in
 /// units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so that scaling
@@ -32,8 +33,8 @@ pub struct AnnealParameters {
 
 impl Default for AnnealParameters {
     /// For weights of one size. With ±1 weights a flip gains a whole number; at 0.2 a loss
-    /// of 1 is taken 0.7 % of the time and a loss of 2 never (the smallest `ln u` the table
-    /// draws, -9.0, puts the line at -1.8), so below it the cut barely moves. From 3 to 0.1
+    /// of 1 is taken 0.7 % of the time and a loss of 2 once in 22,000 tries (in whole
+    /// numbers, see [`crate::weight`]), so below it the cut barely moves. From 3 to 0.1
     /// instead, G59's best came at three quarters of the time (about 0.23); from 1.5 to 0.2
     /// the search is still improving at the end. At 20 s natively the medians moved by less than the seeds' spread: G59 6,056
     /// to 6,062 over 11 seeds (best known 6,086), G64 8,711 to 8,704 over 8 (8,751).
@@ -54,8 +55,21 @@ enum Pace {
 }
 
 /// Runs the anneals until the budget, the deadline or cancellation, and returns the best cut
-/// seen.
+/// seen. Gains are kept in whole numbers where the weights allow (see [`crate::weight`]).
 pub fn simulated_annealing(
+    graph: &Graph,
+    limits: &SolveLimits,
+    parameters: &AnnealParameters,
+    report: &mut Report<'_>,
+) -> Solution {
+    if graph.has_small_whole_weights() {
+        annealing_in::<i32>(graph, limits, parameters, report)
+    } else {
+        annealing_in::<f64>(graph, limits, parameters, report)
+    }
+}
+
+fn annealing_in<W: Weight>(
     graph: &Graph,
     limits: &SolveLimits,
     parameters: &AnnealParameters,
@@ -64,7 +78,6 @@ pub fn simulated_annealing(
     let n = graph.num_nodes();
     let mut clock = Clock::new(limits.deadline);
     let mut random = SplitMix64::new(limits.seed);
-    let log_uniform = LogUniform::new();
     let unit = graph.mean_absolute_weight();
     let (hot, cold) = (
         parameters.hot * graph.heavy_weight_scale(),
@@ -82,15 +95,15 @@ pub fn simulated_annealing(
     // Look at the clock about every 65,536 visits, and at least once a sweep.
     let sweeps_per_check = (65_536 / n.max(1)).max(1) as u64;
 
-    let mut replica = Replica::random(graph, &mut random);
-    let mut best = Best::new(0, &mut replica, 1e-9 * unit, &clock);
+    let mut replica: Replica<W> = Replica::random(graph, &mut random);
+    let mut best = Best::new(0, &mut replica, W::noise(unit), &clock);
     let mut iterations = 0u64;
     'anneals: for anneal in 0..anneals as usize {
         if anneal > 0 {
             replica = Replica::random(graph, &mut random);
         }
         let started_at = (iterations, clock.started.elapsed());
-        let mut temperature = hot;
+        let mut acceptance = W::acceptance(hot);
         let mut sweep = 0u64;
         loop {
             if limits
@@ -100,7 +113,7 @@ pub fn simulated_annealing(
                 break 'anneals;
             }
             if sweep.is_multiple_of(sweeps_per_check) {
-                if clock.should_stop(best.cut, report) {
+                if clock.should_stop(best.cut.to_f64(), report) {
                     break 'anneals;
                 }
                 let done = match pace {
@@ -115,16 +128,9 @@ pub fn simulated_annealing(
                 if done >= 1.0 {
                     break;
                 }
-                temperature = hot * (cold / hot).powf(done);
+                acceptance = W::acceptance(hot * (cold / hot).powf(done));
             }
-            replica.sweep(
-                graph,
-                temperature,
-                &mut random,
-                &log_uniform,
-                &mut best,
-                anneal,
-            );
+            replica.sweep(graph, &acceptance, &mut random, &mut best, anneal);
             iterations += n as u64;
             sweep += 1;
         }

@@ -1,6 +1,18 @@
 //! The sparse graph the solvers work on: adjacency lists in compressed rows, each undirected
 //! edge stored once per end.
 
+use crate::weight::Weight;
+
+/// Weights of at most this size, all whole, are also kept as `i32`s for the heuristics'
+/// whole-number kernel (see [`crate::weight`]): the G-set's are ±1, Biq Mac's `w` and `pw`
+/// families at most 10. It bounds the hottest temperature, and so the length of the table of
+/// chances by loss, to about 2,100 entries.
+pub const MAX_WHOLE_WEIGHT: f64 = 64.0;
+
+/// The weights' absolute sum, each edge counted from both ends, must stay below this for
+/// the whole-number kernel: every gain, cut and block sum it keeps then fits in an `i32`.
+const MAX_WHOLE_TOTAL: f64 = (1u64 << 28) as f64;
+
 /// A weighted undirected graph in compressed sparse rows.
 #[derive(Debug, Clone)]
 pub struct Graph {
@@ -8,9 +20,30 @@ pub struct Graph {
     offsets: Vec<usize>,
     targets: Vec<u32>,
     weights: Vec<f64>,
+    /// `weights` as whole numbers where they all are and are small; empty otherwise.
+    whole_weights: Vec<i32>,
 }
 
 impl Graph {
+    fn new(offsets: Vec<usize>, targets: Vec<u32>, weights: Vec<f64>) -> Graph {
+        let total: f64 = weights.iter().map(|weight| weight.abs()).sum();
+        let whole = total < MAX_WHOLE_TOTAL
+            && weights
+                .iter()
+                .all(|weight| weight.fract() == 0.0 && weight.abs() <= MAX_WHOLE_WEIGHT);
+        let whole_weights = if whole {
+            weights.iter().map(|&weight| weight as i32).collect()
+        } else {
+            Vec::new()
+        };
+        Graph {
+            offsets,
+            targets,
+            weights,
+            whole_weights,
+        }
+    }
+
     /// Builds the graph from a symmetric dense matrix, keeping only non-zero off-diagonal entries.
     pub fn from_dense(matrix: &[Vec<f64>]) -> Graph {
         let mut offsets = Vec::with_capacity(matrix.len() + 1);
@@ -26,11 +59,7 @@ impl Graph {
             }
             offsets.push(targets.len());
         }
-        Graph {
-            offsets,
-            targets,
-            weights,
-        }
+        Graph::new(offsets, targets, weights)
     }
 
     /// Builds the graph from an edge list `(i, j, w)` over nodes `0..num_nodes`; parallel edges
@@ -61,11 +90,7 @@ impl Graph {
                 cursor[j] += 1;
             }
         }
-        Graph {
-            offsets,
-            targets,
-            weights,
-        }
+        Graph::new(offsets, targets, weights)
     }
 
     pub fn num_nodes(&self) -> usize {
@@ -86,13 +111,30 @@ impl Graph {
             .map(|(&target, &weight)| (target as usize, weight))
     }
 
-    /// `node`'s neighbours and the weights of the edges to them, as two parallel slices.
-    /// Always inlined: in the sandbox, a call here cost every flip a trip through the shadow
-    /// stack for the returned slices.
+    /// `node`'s neighbours and the weights of the edges to them, as two parallel slices, the
+    /// weights in `W` (see [`Weight::weights`]). Always inlined: in the sandbox, a call here
+    /// cost every flip a trip through the shadow stack for the returned slices.
     #[inline(always)]
-    pub fn row(&self, node: usize) -> (&[u32], &[f64]) {
+    pub fn row<W: Weight>(&self, node: usize) -> (&[u32], &[W]) {
         let range = self.offsets[node]..self.offsets[node + 1];
-        (&self.targets[range.clone()], &self.weights[range])
+        (&self.targets[range.clone()], &W::weights(self)[range])
+    }
+
+    /// Every edge's weight, parallel to the targets.
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// The weights as `i32`s if they are all whole and at most [`MAX_WHOLE_WEIGHT`] in size
+    /// (and their sum is moderate); empty otherwise.
+    pub fn whole_weights(&self) -> &[i32] {
+        &self.whole_weights
+    }
+
+    /// Whether the heuristics can keep this graph's gains in whole numbers: see
+    /// [`Graph::whole_weights`].
+    pub fn has_small_whole_weights(&self) -> bool {
+        self.whole_weights.len() == self.weights.len()
     }
 
     /// The mean absolute weight of the edges, 1 for a graph without edges: the scale of the
@@ -145,7 +187,7 @@ impl Graph {
         let side = !sides[node];
         sides[node] = side;
         gains[node] = -gains[node];
-        let (targets, weights) = self.row(node);
+        let (targets, weights) = self.row::<f64>(node);
         for (&neighbour, &weight) in targets.iter().zip(weights) {
             let neighbour = neighbour as usize;
             // The edge was cut and is not any more, or the other way round: the neighbour's

@@ -25,6 +25,7 @@ pub mod solver;
 #[cfg(test)]
 mod solver_tests;
 pub mod tempering;
+pub mod weight;
 
 use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation};
 use serde::{Deserialize, Serialize};

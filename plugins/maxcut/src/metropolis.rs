@@ -11,45 +11,15 @@ use std::time::Duration;
 use crate::graph::Graph;
 use crate::random::SplitMix64;
 use crate::solver::Clock;
+use crate::weight::Weight;
 
-/// `ln(u)` for `u` uniform in (0, 1), at 4,096 evenly spaced points: a losing move of gain
-/// `g` is taken when `g > T ln(u)`, which happens with probability `exp(g / T)` (to within
-/// the table's resolution), with no logarithm or exponential in the inner loop.
-pub struct LogUniform {
-    /// A fixed-size array, so that an index of `BITS` bits needs no bounds check.
-    table: Box<[f64; LogUniform::SIZE]>,
-}
-
-impl LogUniform {
-    const BITS: u32 = 12;
-    const SIZE: usize = 1 << Self::BITS;
-
-    pub fn new() -> LogUniform {
-        let mut table = Box::new([0.0; Self::SIZE]);
-        for (index, value) in table.iter_mut().enumerate() {
-            *value = ((index as f64 + 0.5) / Self::SIZE as f64).ln();
-        }
-        LogUniform { table }
-    }
-
-    /// The smallest value drawn: a gain below `T` times this is never taken.
-    fn min(&self) -> f64 {
-        self.table[0]
-    }
-
-    #[inline(always)]
-    fn draw(&self, random: &mut SplitMix64) -> f64 {
-        self.table[(random.next_u64() >> (64 - Self::BITS)) as usize]
-    }
-}
-
-/// A node as a replica sees it: the gain of flipping it, and its side as a spin, `1.0` or
-/// `-1.0`. Kept together, a neighbour's update touches one place in memory and needs no
+/// A node as a replica sees it: the gain of flipping it, and its side as a spin, `1` or
+/// `-1`. Kept together, a neighbour's update touches one place in memory and needs no
 /// branch: the gain of a neighbour changes by `2 w s_node s_neighbour`.
 #[derive(Debug, Clone, Copy)]
-struct Site {
-    gain: f64,
-    spin: f64,
+struct Site<W> {
+    gain: W,
+    spin: W,
 }
 
 /// A replica records up to one move per this many nodes. Past that the best copies the
@@ -58,10 +28,11 @@ struct Site {
 /// replicas of 20,000 nodes hold 0.6 MiB, not 5).
 const MOVED_PER_NODE: usize = 8;
 
-/// One cut with its flip gains.
-pub struct Replica {
-    sites: Vec<Site>,
-    pub cut: f64,
+/// One cut with its flip gains, in `f64` or, for small whole weights, `i32` (see
+/// [`crate::weight`]).
+pub struct Replica<W> {
+    sites: Vec<Site<W>>,
+    pub cut: W,
     /// The nodes moved since the best was last copied from this replica, so that the next
     /// copy takes only those: `moved[..moved_count]`. A count past the buffer's length means
     /// the next copy must take every node: more moved than the buffer holds, or the replica
@@ -70,9 +41,9 @@ pub struct Replica {
     moved_count: usize,
 }
 
-impl Replica {
+impl<W: Weight> Replica<W> {
     /// A cut with each node's side drawn at random.
-    pub fn random(graph: &Graph, random: &mut SplitMix64) -> Replica {
+    pub fn random(graph: &Graph, random: &mut SplitMix64) -> Replica<W> {
         let sides: Vec<bool> = (0..graph.num_nodes())
             .map(|_| random.next_u64() & 1 == 1)
             .collect();
@@ -80,51 +51,67 @@ impl Replica {
     }
 
     /// The cut with these sides.
-    pub fn from_sides(graph: &Graph, sides: &[bool]) -> Replica {
-        let sites = graph
-            .flip_gains(sides)
-            .into_iter()
-            .zip(sides)
-            .map(|(gain, &side)| Site {
-                gain,
-                spin: if side { 1.0 } else { -1.0 },
+    pub fn from_sides(graph: &Graph, sides: &[bool]) -> Replica<W> {
+        let spin = |side: bool| if side { W::ONE } else { -W::ONE };
+        // Gains and the cut summed in `W` from `W`'s weights, so that whole numbers stay
+        // exact.
+        let mut cut = W::ZERO;
+        let sites = (0..graph.num_nodes())
+            .map(|node| {
+                let (targets, weights) = graph.row::<W>(node);
+                let mut gain = W::ZERO;
+                for (&neighbour, &weight) in targets.iter().zip(weights) {
+                    let neighbour = neighbour as usize;
+                    if sides[node] == sides[neighbour] {
+                        gain += weight;
+                    } else {
+                        gain += -weight;
+                        if node < neighbour {
+                            cut += weight;
+                        }
+                    }
+                }
+                Site {
+                    gain,
+                    spin: spin(sides[node]),
+                }
             })
             .collect();
         let moved = vec![0; sides.len().div_ceil(MOVED_PER_NODE)];
         Replica {
             sites,
-            cut: graph.cut_value(sides),
+            cut,
             // Past the buffer: nothing recorded yet.
             moved_count: moved.len() + 1,
             moved,
         }
     }
 
-    /// The side of each node.
-    pub fn sides(&self) -> Vec<bool> {
-        self.sites.iter().map(|site| site.spin > 0.0).collect()
+    /// The gain of flipping each node, as the replica keeps it.
+    #[cfg(test)]
+    pub fn gains(&self) -> Vec<W> {
+        self.sites.iter().map(|site| site.gain).collect()
     }
 
-    /// One Metropolis sweep at `temperature`. Whenever the cut beats the best, the best
-    /// becomes this replica's cut (`index` names the replica to it).
+    /// The side of each node.
+    pub fn sides(&self) -> Vec<bool> {
+        self.sites.iter().map(|site| site.spin > W::ZERO).collect()
+    }
+
+    /// One Metropolis sweep at the temperature `acceptance` was made for. Whenever the cut
+    /// beats the best, the best becomes this replica's cut (`index` names the replica to it).
     pub fn sweep(
         &mut self,
         graph: &Graph,
-        temperature: f64,
+        acceptance: &W::Acceptance,
         random: &mut SplitMix64,
-        log_uniform: &LogUniform,
-        best: &mut Best,
+        best: &mut Best<W>,
         index: usize,
     ) {
         let mut start = 0;
-        while let Some(node) = self.sweep_until_beaten(
-            graph,
-            start,
-            temperature,
-            random,
-            log_uniform,
-            best.beaten_above,
-        ) {
+        while let Some(node) =
+            self.sweep_until_beaten(graph, start, acceptance, random, best.beaten_above)
+        {
             best.take(index, self);
             start = node + 1;
         }
@@ -144,12 +131,10 @@ impl Replica {
         &mut self,
         graph: &Graph,
         start: usize,
-        temperature: f64,
+        acceptance: &W::Acceptance,
         random: &mut SplitMix64,
-        log_uniform: &LogUniform,
-        beaten_above: f64,
+        beaten_above: W,
     ) -> Option<usize> {
-        let never_taken = temperature * log_uniform.min();
         let Replica {
             sites,
             cut,
@@ -162,10 +147,7 @@ impl Replica {
         let mut beaten = None;
         for node in start..sites.len() {
             let gain = sites[node].gain;
-            if gain < 0.0
-                && (gain <= never_taken
-                    || gain <= temperature * log_uniform.draw(&mut local_random))
-            {
+            if gain < W::ZERO && W::refuses(gain, acceptance, &mut local_random) {
                 continue;
             }
             local_cut += flip_site(sites, graph, node);
@@ -180,7 +162,7 @@ impl Replica {
     }
 
     /// Flips every node whose flip gains until none is left.
-    pub fn descend(&mut self, graph: &Graph, best: &mut Best, index: usize) {
+    pub fn descend(&mut self, graph: &Graph, best: &mut Best<W>, index: usize) {
         let mut improved = true;
         while improved {
             improved = false;
@@ -207,7 +189,7 @@ impl Replica {
 /// Moves `node` to the other side and updates every gain the move changes; returns the
 /// move's gain.
 #[inline(always)]
-fn flip_site(sites: &mut [Site], graph: &Graph, node: usize) -> f64 {
+fn flip_site<W: Weight>(sites: &mut [Site<W>], graph: &Graph, node: usize) -> W {
     let site = &mut sites[node];
     let gain = site.gain;
     site.gain = -gain;
@@ -215,8 +197,8 @@ fn flip_site(sites: &mut [Site], graph: &Graph, node: usize) -> f64 {
     // Each edge to a neighbour on the node's new side was cut and is not any more, so
     // flipping the neighbour would now gain its weight where it lost it: `+2w`. An edge
     // to the other side, the reverse. Both are `2 w s_node s_neighbour`.
-    let scale = 2.0 * site.spin;
-    let (targets, weights) = graph.row(node);
+    let scale = site.spin + site.spin;
+    let (targets, weights) = graph.row::<W>(node);
     for (&neighbour, &weight) in targets.iter().zip(weights) {
         let neighbour = &mut sites[neighbour as usize];
         neighbour.gain += scale * weight * neighbour.spin;
@@ -263,13 +245,13 @@ impl ClusterScratch {
 /// of them mirrored. Nothing here is linear in the graph's size but the cluster. Returns the
 /// cluster's size.
 #[allow(clippy::too_many_arguments)]
-pub fn cluster_move(
+pub fn cluster_move<W: Weight>(
     graph: &Graph,
-    replicas: &mut [Replica],
+    replicas: &mut [Replica<W>],
     (first, second): (usize, usize),
     random: &mut SplitMix64,
     scratch: &mut ClusterScratch,
-    best: &mut Best,
+    best: &mut Best<W>,
 ) -> usize {
     let (a, b) = (&replicas[first].sites, &replicas[second].sites);
     let n = a.len();
@@ -306,7 +288,7 @@ pub fn cluster_move(
     while next < scratch.cluster.len() {
         let node = scratch.cluster[next] as usize;
         next += 1;
-        for &neighbour in graph.row(node).0 {
+        for &neighbour in graph.row::<W>(node).0 {
             let neighbour = neighbour as usize;
             if scratch.mark[neighbour] != round && differ(neighbour) {
                 scratch.mark[neighbour] = round;
@@ -327,21 +309,21 @@ pub fn cluster_move(
 }
 
 /// What a block move needs between calls, so that it allocates nothing.
-pub struct BlockScratch {
+pub struct BlockScratch<W> {
     /// Row `end`'s couplings to earlier nodes, scattered by node; zero elsewhere.
-    couplings: Vec<f64>,
+    couplings: Vec<W>,
     /// `inside[start]`: the couplings within `start..end`, each pair counted twice.
-    inside: Vec<f64>,
+    inside: Vec<W>,
     /// `gains[start]`: the flip gains of the nodes `start..end`, summed.
-    gains: Vec<f64>,
+    gains: Vec<W>,
 }
 
-impl BlockScratch {
-    pub fn new(n: usize) -> BlockScratch {
+impl<W: Weight> BlockScratch<W> {
+    pub fn new(n: usize) -> BlockScratch<W> {
         BlockScratch {
-            couplings: vec![0.0; n],
-            inside: vec![0.0; n],
-            gains: vec![0.0; n],
+            couplings: vec![W::ZERO; n],
+            inside: vec![W::ZERO; n],
+            gains: vec![W::ZERO; n],
         }
     }
 }
@@ -358,11 +340,11 @@ impl BlockScratch {
 /// `O(n²)` additions and no memory beyond three rows. A block that wraps around the end is
 /// the complement of one that does not, and flipping a set or its complement is the same
 /// cut. Returns whether it flipped a block.
-pub fn block_move(
+pub fn block_move<W: Weight>(
     graph: &Graph,
-    replica: &mut Replica,
-    scratch: &mut BlockScratch,
-    best: &mut Best,
+    replica: &mut Replica<W>,
+    scratch: &mut BlockScratch<W>,
+    best: &mut Best<W>,
     index: usize,
 ) -> bool {
     let sites = &replica.sites;
@@ -373,7 +355,7 @@ pub fn block_move(
     } = scratch;
     let mut chosen = (0, 0, best.noise);
     for end in 0..sites.len() {
-        let (targets, weights) = graph.row(end);
+        let (targets, weights) = graph.row::<W>(end);
         for (&neighbour, &weight) in targets.iter().zip(weights) {
             let neighbour = neighbour as usize;
             if neighbour < end {
@@ -381,17 +363,17 @@ pub fn block_move(
             }
         }
         let gain = sites[end].gain;
-        inside[end] = 0.0;
+        inside[end] = W::ZERO;
         gains[end] = gain;
         if gain > chosen.2 {
             chosen = (end, end + 1, gain);
         }
         // Walking `start` down, `to_end` sums the couplings of `start..end` with `end`.
-        let mut to_end = 0.0;
+        let mut to_end = W::ZERO;
         for start in (0..end).rev() {
             to_end += couplings[start];
-            couplings[start] = 0.0;
-            inside[start] += 2.0 * to_end;
+            couplings[start] = W::ZERO;
+            inside[start] += to_end + to_end;
             gains[start] += gain;
             let block_gain = gains[start] - inside[start];
             if block_gain > chosen.2 {
@@ -410,20 +392,20 @@ pub fn block_move(
 }
 
 /// The best cut seen, which replica it was last taken from, and when.
-pub struct Best {
+pub struct Best<W> {
     pub sides: Vec<bool>,
-    pub cut: f64,
+    pub cut: W,
     pub found_at: Duration,
     /// A cut must be larger than this to count as better: float noise is not progress.
-    beaten_above: f64,
-    noise: f64,
+    beaten_above: W,
+    noise: W,
     source: usize,
     clock_started: std::time::Instant,
 }
 
-impl Best {
+impl<W: Weight> Best<W> {
     /// Starts from `replica`; improvements smaller than `noise` do not count.
-    pub fn new(index: usize, replica: &mut Replica, noise: f64, clock: &Clock) -> Best {
+    pub fn new(index: usize, replica: &mut Replica<W>, noise: W, clock: &Clock) -> Best<W> {
         replica.moved_count = 0;
         Best {
             sides: replica.sides(),
@@ -438,14 +420,14 @@ impl Best {
 
     /// Takes the replica's cut. From the replica the best came from last time, only the nodes
     /// it moved since are copied; from another, the whole cut.
-    pub fn take(&mut self, index: usize, replica: &mut Replica) {
+    pub fn take(&mut self, index: usize, replica: &mut Replica<W>) {
         if index == self.source && replica.moved_count <= replica.moved.len() {
             for &node in &replica.moved[..replica.moved_count] {
-                self.sides[node as usize] = replica.sites[node as usize].spin > 0.0;
+                self.sides[node as usize] = replica.sites[node as usize].spin > W::ZERO;
             }
         } else {
             for (side, site) in self.sides.iter_mut().zip(&replica.sites) {
-                *side = site.spin > 0.0;
+                *side = site.spin > W::ZERO;
             }
         }
         replica.moved_count = 0;

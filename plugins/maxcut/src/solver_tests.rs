@@ -6,13 +6,12 @@ use std::time::{Duration, Instant};
 use crate::anneal::{AnnealParameters, simulated_annealing};
 use crate::exhaustive::exhaustive;
 use crate::graph::Graph;
-use crate::metropolis::{
-    Best, BlockScratch, ClusterScratch, LogUniform, Replica, block_move, cluster_move,
-};
+use crate::metropolis::{Best, BlockScratch, ClusterScratch, Replica, block_move, cluster_move};
 use crate::random::SplitMix64;
 use crate::reduce::reduce;
 use crate::solver::{Clock, Solution, SolveLimits, Strategy, solve, solve_kernel};
 use crate::tempering::{TemperingParameters, parallel_tempering};
+use crate::weight::Weight;
 
 /// A random graph on `n` nodes with edge probability `density` and weights that are negative,
 /// fractional or both.
@@ -115,59 +114,83 @@ fn incremental_gains_equal_recomputed_gains() {
 
 #[test]
 fn sweeps_keep_the_cut_and_the_best_in_step() {
-    // Whatever a replica does at whatever temperature, its cut is its sides' cut and the best
-    // is a cut some replica had.
-    let graph = random_graph(50, 0.2, 7);
+    // Fractional weights in floats, whole ones in whole numbers (`crate::weight`).
+    let fractional = random_graph(50, 0.2, 7);
+    assert!(!fractional.has_small_whole_weights());
+    check_sweeps::<f64>(&fractional);
+    let whole = random_graph_integral(50, 0.2, 7);
+    assert!(whole.has_small_whole_weights());
+    check_sweeps::<i32>(&whole);
+}
+
+/// Whatever a replica does at whatever temperature, its gains are its sides' gains, its cut
+/// is its sides' cut, and the best is a cut some replica had.
+fn check_sweeps<W: Weight>(graph: &Graph) {
+    let n = graph.num_nodes();
     let mut random = SplitMix64::new(1);
-    let log_uniform = LogUniform::new();
     let clock = Clock::new(Instant::now() + Duration::from_secs(60));
-    let mut replicas: Vec<Replica> = (0..3)
-        .map(|_| Replica::random(&graph, &mut random))
+    let acceptances: Vec<W::Acceptance> = [0.1, 1.0, 5.0].map(W::acceptance).into();
+    let mut replicas: Vec<Replica<W>> = (0..3)
+        .map(|_| Replica::random(graph, &mut random))
         .collect();
-    let mut best = Best::new(0, &mut replicas[0], 1e-9, &clock);
-    let mut scratch = ClusterScratch::new(50);
+    let mut best = Best::new(0, &mut replicas[0], W::noise(1.0), &clock);
+    let mut scratch = ClusterScratch::new(n);
+    let check = |replica: &Replica<W>, context: &str| {
+        let sides = replica.sides();
+        assert_close(replica.cut.to_f64(), graph.cut_value(&sides), context);
+        for (kept, recomputed) in replica.gains().into_iter().zip(graph.flip_gains(&sides)) {
+            assert_close(kept.to_f64(), recomputed, context);
+        }
+    };
     for round in 0..300 {
-        for (index, temperature) in [0.1, 1.0, 5.0].into_iter().enumerate() {
+        for (index, acceptance) in acceptances.iter().enumerate() {
             // Trade replicas now and then, as tempering does.
             let index = (index + round / 7) % 3;
-            replicas[index].sweep(
-                &graph,
-                temperature,
-                &mut random,
-                &log_uniform,
-                &mut best,
-                index,
-            );
-            assert_close(
-                replicas[index].cut,
-                graph.cut_value(&replicas[index].sides()),
-                "replica cut",
-            );
+            replicas[index].sweep(graph, acceptance, &mut random, &mut best, index);
+            check(&replicas[index], "after a sweep");
         }
         // A cluster move between two replicas changes each cut but not their sum.
-        let before = replicas[1].cut + replicas[2].cut;
+        let before = (replicas[1].cut + replicas[2].cut).to_f64();
         cluster_move(
-            &graph,
+            graph,
             &mut replicas,
             (1, 2),
             &mut random,
             &mut scratch,
             &mut best,
         );
-        assert_close(replicas[1].cut + replicas[2].cut, before, "sum of the pair");
+        let after = (replicas[1].cut + replicas[2].cut).to_f64();
+        assert_close(after, before, "sum of the pair");
         for replica in &replicas {
-            assert_close(
-                replica.cut,
-                graph.cut_value(&replica.sides()),
-                "after a cluster move",
-            );
+            check(replica, "after a cluster move");
         }
-        assert_close(best.cut, graph.cut_value(&best.sides), "best cut");
+        assert_close(best.cut.to_f64(), graph.cut_value(&best.sides), "best cut");
         assert!(
             replicas
                 .iter()
-                .all(|replica| replica.cut <= best.cut + 1e-9)
+                .all(|replica| replica.cut <= best.cut + W::noise(1.0))
         );
+    }
+}
+
+#[test]
+fn whole_number_chances_follow_the_boltzmann_factor() {
+    // The table the whole-number kernel takes losing moves by, and how often it takes them.
+    for temperature in [0.25, 1.5, 7.0] {
+        let thresholds = <i32 as Weight>::acceptance(temperature);
+        let mut random = SplitMix64::new(3);
+        for loss in 1..40 {
+            let expected = (-f64::from(loss) / temperature).exp();
+            let draws = 200_000;
+            let taken = (0..draws)
+                .filter(|_| !i32::refuses(-loss, &thresholds, &mut random))
+                .count() as f64;
+            let tolerance = 5.0 * (expected / f64::from(draws)).sqrt() + 1e-9;
+            assert!(
+                (taken / f64::from(draws) - expected).abs() <= tolerance,
+                "T = {temperature}, loss {loss}: taken {taken} of {draws}, expected {expected}"
+            );
+        }
     }
 }
 
@@ -309,41 +332,49 @@ fn assert_tempering_solves_rings(n: usize, parameters: &TemperingParameters) {
 
 #[test]
 fn block_moves_flip_the_best_block() {
-    // Each move is checked against every block's gain recomputed from scratch, so the gains
-    // the replica keeps through block moves and sweeps must stay right too.
+    check_block_moves::<f64>(&random_graph(14, 0.6, 5), 0);
+    check_block_moves::<f64>(&decaying_ring(14, 6), 1);
+    check_block_moves::<i32>(&random_graph_integral(14, 0.6, 5), 2);
+}
+
+/// Each move is checked against every block's gain recomputed from scratch, so the gains the
+/// replica keeps through block moves and sweeps must stay right too.
+fn check_block_moves<W: Weight>(graph: &Graph, which: u64) {
     let clock = Clock::new(Instant::now() + Duration::from_secs(60));
-    let log_uniform = LogUniform::new();
-    for (which, graph) in [random_graph(14, 0.6, 5), decaying_ring(14, 6)]
-        .iter()
-        .enumerate()
-    {
-        let n = graph.num_nodes();
-        let mut random = SplitMix64::new(which as u64);
-        let mut replica = Replica::random(graph, &mut random);
-        let mut best = Best::new(0, &mut replica, 1e-9, &clock);
-        let mut scratch = BlockScratch::new(n);
-        for round in 0..40 {
-            let sides = replica.sides();
-            let before = graph.cut_value(&sides);
-            let mut best_gain = 0.0f64;
-            for start in 0..n {
-                for end in start + 1..=n {
-                    let mut flipped = sides.clone();
-                    for side in &mut flipped[start..end] {
-                        *side = !*side;
-                    }
-                    best_gain = best_gain.max(graph.cut_value(&flipped) - before);
+    let shaking = W::acceptance(2.0);
+    let n = graph.num_nodes();
+    let mut random = SplitMix64::new(which);
+    let mut replica: Replica<W> = Replica::random(graph, &mut random);
+    let mut best = Best::new(0, &mut replica, W::noise(1.0), &clock);
+    let mut scratch = BlockScratch::new(n);
+    for round in 0..40 {
+        let sides = replica.sides();
+        let before = graph.cut_value(&sides);
+        let mut best_gain = 0.0f64;
+        for start in 0..n {
+            for end in start + 1..=n {
+                let mut flipped = sides.clone();
+                for side in &mut flipped[start..end] {
+                    *side = !*side;
                 }
+                best_gain = best_gain.max(graph.cut_value(&flipped) - before);
             }
-            let moved = block_move(graph, &mut replica, &mut scratch, &mut best, 0);
-            let context = format!("graph {which}, round {round}");
-            assert_eq!(moved, best_gain > 1e-9, "{context}");
-            assert_close(replica.cut, before + best_gain, &context);
-            assert_close(replica.cut, graph.cut_value(&replica.sides()), &context);
-            assert!(best.cut >= replica.cut - 1e-9, "{context}");
-            // Shake the replica so that the next move has work to do.
-            replica.sweep(graph, 2.0, &mut random, &log_uniform, &mut best, 0);
         }
+        let moved = block_move(graph, &mut replica, &mut scratch, &mut best, 0);
+        let context = format!("graph {which}, round {round}");
+        assert_eq!(moved, best_gain > 1e-9, "{context}");
+        assert_close(replica.cut.to_f64(), before + best_gain, &context);
+        assert_close(
+            replica.cut.to_f64(),
+            graph.cut_value(&replica.sides()),
+            &context,
+        );
+        assert!(
+            best.cut.to_f64() >= replica.cut.to_f64() - 1e-9,
+            "{context}"
+        );
+        // Shake the replica so that the next move has work to do.
+        replica.sweep(graph, &shaking, &mut random, &mut best, 0);
     }
 }
 
@@ -487,8 +518,26 @@ fn random_graph_integral(n: usize, density: f64, seed: u64) -> Graph {
 }
 
 #[test]
+fn whole_numbers_only_where_the_weights_fit_them() {
+    let graph = |weight: f64| Graph::from_edges(3, &[(0, 1, 1.0), (1, 2, weight)]);
+    assert!(graph(-64.0).has_small_whole_weights());
+    assert!(!graph(65.0).has_small_whole_weights());
+    assert!(!graph(0.5).has_small_whole_weights());
+    assert!(!graph(1e12).has_small_whole_weights());
+}
+
+#[test]
 fn runs_repeat_exactly_for_a_seed_and_budget() {
-    let graph = random_graph_integral(120, 0.05, 3);
+    // Whole weights run in `i32`, fractional ones in `f64`.
+    for graph in [
+        random_graph_integral(120, 0.05, 3),
+        random_graph(120, 0.05, 3),
+    ] {
+        check_runs_repeat(&graph);
+    }
+}
+
+fn check_runs_repeat(graph: &Graph) {
     let tempering = TemperingParameters::default();
     let strategies = [
         Strategy::Tempering(tempering.clone()),
@@ -505,7 +554,7 @@ fn runs_repeat_exactly_for_a_seed_and_budget() {
     for strategy in &strategies {
         let run = || {
             solve_kernel(
-                &graph,
+                graph,
                 strategy,
                 &limits(9, Some(300_000)),
                 &mut never_cancelled,

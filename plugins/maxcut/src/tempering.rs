@@ -23,11 +23,10 @@
 //! iteration per node visited) repeats exactly for its seed, natively or in the sandbox.
 
 use crate::graph::Graph;
-use crate::metropolis::{
-    Best, BlockScratch, ClusterScratch, LogUniform, Replica, block_move, cluster_move,
-};
+use crate::metropolis::{Best, BlockScratch, ClusterScratch, Replica, block_move, cluster_move};
 use crate::random::SplitMix64;
 use crate::solver::{Clock, Report, Solution, SolveLimits};
+use crate::weight::Weight;
 
 /// The ladder. The coldest temperature is in units of [`Graph::mean_absolute_weight`], the
 /// hottest in units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so
@@ -59,8 +58,22 @@ impl Default for TemperingParameters {
 }
 
 /// Runs the replicas until the budget, the deadline or cancellation, and returns the best cut
-/// seen, taken to a local optimum.
+/// seen, taken to a local optimum. Gains are kept in whole numbers where the weights allow
+/// (see [`crate::weight`]).
 pub fn parallel_tempering(
+    graph: &Graph,
+    limits: &SolveLimits,
+    parameters: &TemperingParameters,
+    report: &mut Report<'_>,
+) -> Solution {
+    if graph.has_small_whole_weights() {
+        tempering_in::<i32>(graph, limits, parameters, report)
+    } else {
+        tempering_in::<f64>(graph, limits, parameters, report)
+    }
+}
+
+fn tempering_in<W: Weight>(
     graph: &Graph,
     limits: &SolveLimits,
     parameters: &TemperingParameters,
@@ -69,7 +82,6 @@ pub fn parallel_tempering(
     let n = graph.num_nodes();
     let mut clock = Clock::new(limits.deadline);
     let mut random = SplitMix64::new(limits.seed);
-    let log_uniform = LogUniform::new();
     let (light, heavy) = (graph.mean_absolute_weight(), graph.heavy_weight_scale());
     let (coldest, hottest) = (parameters.coldest * light, parameters.hottest * heavy);
     // Rungs as the parameters say over their own span, and more, at the same spacing, where
@@ -82,11 +94,15 @@ pub fn parallel_tempering(
             coldest * (hottest / coldest).powf(position)
         })
         .collect();
+    let acceptances: Vec<W::Acceptance> = temperatures
+        .iter()
+        .map(|&temperature| W::acceptance(temperature))
+        .collect();
     let ladders = if parameters.cluster_rungs > 0 { 2 } else { 1 };
-    let mut replicas: Vec<Replica> = (0..rungs * ladders)
+    let mut replicas: Vec<Replica<W>> = (0..rungs * ladders)
         .map(|_| Replica::random(graph, &mut random))
         .collect();
-    let mut best = Best::new(0, &mut replicas[0], 1e-9 * light, &clock);
+    let mut best = Best::new(0, &mut replicas[0], W::noise(light), &clock);
     // `ladder[rung]` is the replica at that rung's temperature; trades swap entries.
     let mut ladder: Vec<Vec<usize>> = (0..ladders)
         .map(|which| (which * rungs..(which + 1) * rungs).collect())
@@ -108,20 +124,13 @@ pub fn parallel_tempering(
         {
             break;
         }
-        if round.is_multiple_of(rounds_per_check) && clock.should_stop(best.cut, report) {
+        if round.is_multiple_of(rounds_per_check) && clock.should_stop(best.cut.to_f64(), report) {
             break;
         }
         for ladder in &ladder {
-            for (rung, &temperature) in temperatures.iter().enumerate() {
+            for (rung, acceptance) in acceptances.iter().enumerate() {
                 let index = ladder[rung];
-                replicas[index].sweep(
-                    graph,
-                    temperature,
-                    &mut random,
-                    &log_uniform,
-                    &mut best,
-                    index,
-                );
+                replicas[index].sweep(graph, acceptance, &mut random, &mut best, index);
                 if parameters.block_moves {
                     block_move(graph, &mut replicas[index], &mut blocks, &mut best, index);
                 }
@@ -145,7 +154,7 @@ pub fn parallel_tempering(
             for low in ((round % 2) as usize..rungs - 1).step_by(2) {
                 let (cold, hot) = (ladder[low], ladder[low + 1]);
                 let exponent = (1.0 / temperatures[low] - 1.0 / temperatures[low + 1])
-                    * (replicas[hot].cut - replicas[cold].cut);
+                    * (replicas[hot].cut - replicas[cold].cut).to_f64();
                 if exponent >= 0.0 || random.unit() < exponent.exp() {
                     ladder.swap(low, low + 1);
                 }
