@@ -1,13 +1,14 @@
 //! The sparse graph the solvers work on: adjacency lists in compressed rows, each undirected
 //! edge stored once per end.
 
-use crate::weight::Weight;
-
-/// Weights of at most this size, all whole, are also kept as `i32`s for the heuristics'
-/// whole-number kernel (see [`crate::weight`]): the G-set's are ±1, Biq Mac's `w` and `pw`
-/// families at most 10. It bounds the hottest temperature, and so the length of the table of
-/// chances by loss, to about 2,100 entries.
+/// Weights of at most this size, all whole, are also kept packed beside their targets for the
+/// heuristics' whole-number kernel (see [`crate::weight`]): the G-set's are ±1, Biq Mac's `w`
+/// and `pw` families at most 10. It bounds the hottest temperature, and so the length of the
+/// table of chances by loss, to about 2,100 entries, and lets a weight fit in a byte.
 pub const MAX_WHOLE_WEIGHT: f64 = 64.0;
+
+/// The whole-number kernel packs a target into the upper 24 bits of a `u32`.
+const MAX_WHOLE_NODES: usize = 1 << 24;
 
 /// The weights' absolute sum, each edge counted from both ends, must stay below this for
 /// the whole-number kernel: every gain, cut and block sum it keeps then fits in an `i32`.
@@ -20,19 +21,26 @@ pub struct Graph {
     offsets: Vec<usize>,
     targets: Vec<u32>,
     weights: Vec<f64>,
-    /// `weights` as whole numbers where they all are and are small; empty otherwise.
-    whole_weights: Vec<i32>,
+    /// Where the weights are all whole and small (see [`MAX_WHOLE_WEIGHT`]), each neighbour
+    /// as `target << 8 | weight as i8 as u8`, parallel to `targets`: one load per neighbour
+    /// and one cursor for the whole-number kernel's inner loop. Empty otherwise.
+    whole_entries: Vec<u32>,
 }
 
 impl Graph {
     fn new(offsets: Vec<usize>, targets: Vec<u32>, weights: Vec<f64>) -> Graph {
         let total: f64 = weights.iter().map(|weight| weight.abs()).sum();
         let whole = total < MAX_WHOLE_TOTAL
+            && offsets.len() <= MAX_WHOLE_NODES
             && weights
                 .iter()
                 .all(|weight| weight.fract() == 0.0 && weight.abs() <= MAX_WHOLE_WEIGHT);
-        let whole_weights = if whole {
-            weights.iter().map(|&weight| weight as i32).collect()
+        let whole_entries = if whole {
+            targets
+                .iter()
+                .zip(&weights)
+                .map(|(&target, &weight)| target << 8 | u32::from(weight as i8 as u8))
+                .collect()
         } else {
             Vec::new()
         };
@@ -40,7 +48,7 @@ impl Graph {
             offsets,
             targets,
             weights,
-            whole_weights,
+            whole_entries,
         }
     }
 
@@ -111,30 +119,26 @@ impl Graph {
             .map(|(&target, &weight)| (target as usize, weight))
     }
 
-    /// `node`'s neighbours and the weights of the edges to them, as two parallel slices, the
-    /// weights in `W` (see [`Weight::weights`]). Always inlined: in the sandbox, a call here
-    /// cost every flip a trip through the shadow stack for the returned slices.
+    /// `node`'s neighbours and the weights of the edges to them, as two parallel slices.
+    /// Always inlined: in the sandbox, a call here cost every flip a trip through the shadow
+    /// stack for the returned slices.
     #[inline(always)]
-    pub fn row<W: Weight>(&self, node: usize) -> (&[u32], &[W]) {
+    pub fn row(&self, node: usize) -> (&[u32], &[f64]) {
         let range = self.offsets[node]..self.offsets[node + 1];
-        (&self.targets[range.clone()], &W::weights(self)[range])
+        (&self.targets[range.clone()], &self.weights[range])
     }
 
-    /// Every edge's weight, parallel to the targets.
-    pub fn weights(&self) -> &[f64] {
-        &self.weights
+    /// `node`'s neighbours packed with their weights, `target << 8 | weight as i8 as u8`, if
+    /// [`Graph::has_small_whole_weights`].
+    #[inline(always)]
+    pub fn whole_row(&self, node: usize) -> &[u32] {
+        &self.whole_entries[self.offsets[node]..self.offsets[node + 1]]
     }
 
-    /// The weights as `i32`s if they are all whole and at most [`MAX_WHOLE_WEIGHT`] in size
-    /// (and their sum is moderate); empty otherwise.
-    pub fn whole_weights(&self) -> &[i32] {
-        &self.whole_weights
-    }
-
-    /// Whether the heuristics can keep this graph's gains in whole numbers: see
-    /// [`Graph::whole_weights`].
+    /// Whether the weights are all whole and at most [`MAX_WHOLE_WEIGHT`] in size (and their
+    /// sum moderate), so that the heuristics can keep gains in whole numbers.
     pub fn has_small_whole_weights(&self) -> bool {
-        self.whole_weights.len() == self.weights.len()
+        self.whole_entries.len() == self.weights.len()
     }
 
     /// The mean absolute weight of the edges, 1 for a graph without edges: the scale of the
@@ -187,7 +191,7 @@ impl Graph {
         let side = !sides[node];
         sides[node] = side;
         gains[node] = -gains[node];
-        let (targets, weights) = self.row::<f64>(node);
+        let (targets, weights) = self.row(node);
         for (&neighbour, &weight) in targets.iter().zip(weights) {
             let neighbour = neighbour as usize;
             // The edge was cut and is not any more, or the other way round: the neighbour's

@@ -58,10 +58,8 @@ impl<W: Weight> Replica<W> {
         let mut cut = W::ZERO;
         let sites = (0..graph.num_nodes())
             .map(|node| {
-                let (targets, weights) = graph.row::<W>(node);
                 let mut gain = W::ZERO;
-                for (&neighbour, &weight) in targets.iter().zip(weights) {
-                    let neighbour = neighbour as usize;
+                W::for_each_neighbour(graph, node, |neighbour, weight| {
                     if sides[node] == sides[neighbour] {
                         gain += weight;
                     } else {
@@ -70,7 +68,7 @@ impl<W: Weight> Replica<W> {
                             cut += weight;
                         }
                     }
-                }
+                });
                 Site {
                     gain,
                     spin: spin(sides[node]),
@@ -198,11 +196,10 @@ fn flip_site<W: Weight>(sites: &mut [Site<W>], graph: &Graph, node: usize) -> W 
     // flipping the neighbour would now gain its weight where it lost it: `+2w`. An edge
     // to the other side, the reverse. Both are `2 w s_node s_neighbour`.
     let scale = site.spin + site.spin;
-    let (targets, weights) = graph.row::<W>(node);
-    for (&neighbour, &weight) in targets.iter().zip(weights) {
-        let neighbour = &mut sites[neighbour as usize];
+    W::for_each_neighbour(graph, node, |neighbour, weight| {
+        let neighbour = &mut sites[neighbour];
         neighbour.gain += scale * weight * neighbour.spin;
-    }
+    });
     gain
 }
 
@@ -288,7 +285,7 @@ pub fn cluster_move<W: Weight>(
     while next < scratch.cluster.len() {
         let node = scratch.cluster[next] as usize;
         next += 1;
-        for &neighbour in graph.row::<W>(node).0 {
+        for &neighbour in graph.row(node).0 {
             let neighbour = neighbour as usize;
             if scratch.mark[neighbour] != round && differ(neighbour) {
                 scratch.mark[neighbour] = round;
@@ -355,13 +352,11 @@ pub fn block_move<W: Weight>(
     } = scratch;
     let mut chosen = (0, 0, best.noise);
     for end in 0..sites.len() {
-        let (targets, weights) = graph.row::<W>(end);
-        for (&neighbour, &weight) in targets.iter().zip(weights) {
-            let neighbour = neighbour as usize;
+        W::for_each_neighbour(graph, end, |neighbour, weight| {
             if neighbour < end {
                 couplings[neighbour] = weight * sites[neighbour].spin * sites[end].spin;
             }
-        }
+        });
         let gain = sites[end].gain;
         inside[end] = W::ZERO;
         gains[end] = gain;

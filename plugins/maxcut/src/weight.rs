@@ -41,8 +41,8 @@ pub trait Weight:
     /// the move stands a chance.
     fn refuses(gain: Self, acceptance: &Self::Acceptance, random: &mut SplitMix64) -> bool;
 
-    /// The graph's weights in this type, parallel to its targets.
-    fn weights(graph: &Graph) -> &[Self];
+    /// Calls `visit` with each neighbour of `node` and the weight of the edge to it.
+    fn for_each_neighbour(graph: &Graph, node: usize, visit: impl FnMut(usize, Self));
 
     /// Improvements of at most this much are float noise, not progress, for a graph whose
     /// light edges weigh about `light`.
@@ -71,8 +71,11 @@ impl Weight for f64 {
     }
 
     #[inline(always)]
-    fn weights(graph: &Graph) -> &[f64] {
-        graph.weights()
+    fn for_each_neighbour(graph: &Graph, node: usize, mut visit: impl FnMut(usize, f64)) {
+        let (targets, weights) = graph.row(node);
+        for (&neighbour, &weight) in targets.iter().zip(weights) {
+            visit(neighbour as usize, weight);
+        }
     }
 
     fn noise(light: f64) -> f64 {
@@ -102,8 +105,10 @@ impl Weight for i32 {
     }
 
     #[inline(always)]
-    fn weights(graph: &Graph) -> &[i32] {
-        graph.whole_weights()
+    fn for_each_neighbour(graph: &Graph, node: usize, mut visit: impl FnMut(usize, i32)) {
+        for &entry in graph.whole_row(node) {
+            visit((entry >> 8) as usize, i32::from(entry as u8 as i8));
+        }
     }
 
     fn noise(_light: f64) -> i32 {
@@ -171,7 +176,7 @@ pub struct ThresholdsByLoss {
 
 impl ThresholdsByLoss {
     /// A loss of `32 ln 2 · T` has a chance of 2^-32, so the table has about `22 T` entries:
-    /// 34 at the G-set's hottest rung. [`Graph::whole_weights`] bounds the weights, and so
+    /// 34 at the G-set's hottest rung. [`Graph::has_small_whole_weights`] bounds the weights, and so
     /// the temperatures, for which whole numbers are used; past `MAX_LOSSES` entries (a
     /// temperature near 3,000) the table is cut off, which no such graph's ladder reaches.
     pub fn new(temperature: f64) -> ThresholdsByLoss {
