@@ -5,10 +5,10 @@
 //! `w`, `pw` and `pm1` families). In whole numbers a losing move loses a whole amount, so the
 //! probability of taking it, `exp(-loss / T)`, comes from a short table by loss, exact to
 //! 2^-32, with no logarithm, no multiplication by the temperature and no float in the
-//! inner loop at all. That matters most in the sandbox: a float cannot stay in a register
-//! across the call on the slow path of wasmtime's epoch check at each loop header, so every
-//! float the loop keeps is reloaded from the stack, where whole numbers have callee-saved
-//! registers to live in. Sites of two `i32`s are also half the size of two `f64`s.
+//! inner loop at all (in the sandbox, no float stays in a register across the call on the
+//! slow path of wasmtime's epoch check at each loop header). Sites of two `i32`s are also
+//! half the size of two `f64`s. On 10^8 visits of G39 this took about a third off the time,
+//! natively and in the sandbox alike.
 
 use std::fmt::Debug;
 use std::ops::{Add, AddAssign, Mul, Neg, Sub};
