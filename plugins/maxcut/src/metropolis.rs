@@ -30,6 +30,7 @@ const MOVED_PER_NODE: usize = 8;
 
 /// One cut with its flip gains, in `f64` or, for small whole weights, `i32` (see
 /// [`crate::weight`]).
+#[derive(Clone)]
 pub struct Replica<W> {
     sites: Vec<Site<W>>,
     pub cut: W,
@@ -410,6 +411,14 @@ impl<W: Weight> Best<W> {
             noise,
             source: index,
             clock_started: clock.started,
+        }
+    }
+
+    /// Says that the replica at `index` was overwritten by a copy of another: the next cut
+    /// taken from it is copied whole.
+    pub fn replaced(&mut self, index: usize) {
+        if index == self.source {
+            self.source = usize::MAX;
         }
     }
 

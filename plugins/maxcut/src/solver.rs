@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::anneal::{AnnealParameters, simulated_annealing};
+use crate::anneal::{AnnealParameters, population_annealing};
 use crate::exhaustive::{EXHAUSTIVE_MAX_NODES, exhaustive};
 use crate::graph::Graph;
 use crate::reduce::reduce;
@@ -83,7 +83,7 @@ pub enum Strategy {
     Exhaustive,
     /// Parallel tempering, with block moves where they help.
     Tempering(TemperingParameters),
-    /// Simulated annealing.
+    /// Population annealing (simulated annealing for a population of one).
     Annealing(AnnealParameters),
 }
 
@@ -174,7 +174,7 @@ pub fn solve_kernel(
 ) -> Solution {
     match strategy {
         Strategy::Exhaustive => exhaustive(graph, limits, report),
-        Strategy::Annealing(parameters) => simulated_annealing(graph, limits, parameters, report),
+        Strategy::Annealing(parameters) => population_annealing(graph, limits, parameters, report),
         Strategy::Tempering(parameters) => parallel_tempering(graph, limits, parameters, report),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::anneal::{AnnealParameters, simulated_annealing};
+use crate::anneal::{AnnealParameters, population_annealing};
 use crate::exhaustive::exhaustive;
 use crate::graph::Graph;
 use crate::metropolis::{Best, BlockScratch, ClusterScratch, Replica, block_move, cluster_move};
@@ -392,11 +392,11 @@ fn block_moves_solve_decaying_chains() {
 #[test]
 fn annealing_finds_small_optima() {
     let parameters = AnnealParameters {
-        anneals: 4,
+        population: 4,
         ..AnnealParameters::default()
     };
     check_heuristic(
-        |graph, limits| simulated_annealing(graph, limits, &parameters, &mut never_cancelled),
+        |graph, limits| population_annealing(graph, limits, &parameters, &mut never_cancelled),
         "annealing",
     );
 }
