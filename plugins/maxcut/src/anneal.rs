@@ -8,7 +8,7 @@
 //! same. Annealing alone settles in whichever valley the early cooling picked, and on the
 //! G-set's heavy-tailed ±1 graphs (G59, G64) the valley is chosen by high-degree nodes that
 //! freeze early; a population holds many such choices and resampling moves the effort to the
-//! better ones as they separate. On G64 at 20 s natively, 24 replicas gave a median of 8,724
+//! better ones as they separate. On G64 at 20 s natively, 24 replicas gave a median of 8,730
 //! over 12 seeds where one anneal gave 8,701 over 22 (best known 8,751); G55, G59 and G70
 //! came out the same or better over 4 seeds. A population of one is simulated annealing
 //! (Kirkpatrick, Gelatt & Vecchi 1983).
@@ -106,11 +106,9 @@ fn annealing_in<W: Weight>(
         parameters.hot * graph.heavy_weight_scale(),
         parameters.cold * unit,
     );
-    // A replica's sites (a gain and a spin per node) and its buffer of moved nodes.
-    let replica_bytes = n.max(1) * 2 * size_of::<W>() + n.div_ceil(8) * size_of::<u32>();
     let population = parameters
         .population
-        .min(POPULATION_MAX_BYTES / replica_bytes)
+        .min(POPULATION_MAX_BYTES / Replica::<W>::bytes(n.max(1)))
         .max(1);
     let pace = match limits.max_iterations {
         Some(budget) => Pace::Iterations { budget },

@@ -86,6 +86,11 @@ impl<W: Weight> Replica<W> {
         }
     }
 
+    /// The bytes a replica of `n` nodes holds: its sites and its buffer of moved nodes.
+    pub fn bytes(n: usize) -> usize {
+        n * size_of::<Site<W>>() + n.div_ceil(MOVED_PER_NODE) * size_of::<u32>()
+    }
+
     /// The gain of flipping each node, as the replica keeps it.
     #[cfg(test)]
     pub fn gains(&self) -> Vec<W> {
