@@ -30,7 +30,6 @@ const MOVED_PER_NODE: usize = 8;
 
 /// One cut with its flip gains, in `f64` or, for small whole weights, `i32` (see
 /// [`crate::weight`]).
-#[derive(Clone)]
 pub struct Replica<W> {
     sites: Vec<Site<W>>,
     pub cut: W,
@@ -40,6 +39,27 @@ pub struct Replica<W> {
     /// has not been copied from yet.
     moved: Vec<u32>,
     moved_count: usize,
+}
+
+/// By hand, for `clone_from`: `#[derive(Clone)]` leaves it as `*self = source.clone()`, which
+/// allocates a new replica and frees the old one. Population annealing copies replicas over
+/// each other hundreds of times a run; this reuses their buffers.
+impl<W: Copy> Clone for Replica<W> {
+    fn clone(&self) -> Replica<W> {
+        Replica {
+            sites: self.sites.clone(),
+            cut: self.cut,
+            moved: self.moved.clone(),
+            moved_count: self.moved_count,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Replica<W>) {
+        self.sites.clone_from(&source.sites);
+        self.cut = source.cut;
+        self.moved.clone_from(&source.moved);
+        self.moved_count = source.moved_count;
+    }
 }
 
 impl<W: Weight> Replica<W> {
