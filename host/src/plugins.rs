@@ -134,6 +134,36 @@ struct Snapshot {
     aliases: HashMap<String, String>,
 }
 
+/// Alias (lowercased) to the name of the plugin it leads to, from each served plugin's name,
+/// aliases and whether it is built in. A name always means its own plugin: an alias equal to
+/// another plugin's name is ignored, so a file that names `maxcut` as an alias cannot take
+/// max-cut's jobs. An alias two plugins claim goes to a built-in first, then to the first by
+/// name: a dropped-in file cannot take `max-cut` either, and the choice is the same after
+/// every reload.
+fn alias_map<'a>(
+    plugins: impl Iterator<Item = (&'a str, &'a [String], bool)>,
+) -> HashMap<String, String> {
+    let mut plugins: Vec<_> = plugins.collect();
+    plugins.sort_by_key(|&(name, _, built_in)| (!built_in, name));
+    let names: HashSet<&str> = plugins.iter().map(|(name, _, _)| *name).collect();
+    let mut aliases = HashMap::new();
+    for (name, claimed, _) in plugins {
+        for alias in claimed {
+            let alias = alias.to_lowercase();
+            if alias != name && names.contains(alias.as_str()) {
+                tracing::warn!(
+                    plugin = name,
+                    alias = %alias,
+                    "alias ignored: it is another use case's name"
+                );
+                continue;
+            }
+            aliases.entry(alias).or_insert_with(|| name.to_string());
+        }
+    }
+    aliases
+}
+
 /// Every plugin loaded, in service or not: the snapshot is computed from these.
 #[derive(Debug, Default)]
 struct Sources {
@@ -154,17 +184,10 @@ impl Sources {
                 by_name.insert(plugin.info.name.clone(), plugin.clone());
             }
         }
-        let mut names: Vec<&String> = by_name.keys().collect();
-        names.sort();
-        let mut aliases = HashMap::new();
-        // In name order, so that an alias two plugins claim goes to the same one every time.
-        for name in names {
-            for alias in &by_name[name].info.aliases {
-                aliases
-                    .entry(alias.to_lowercase())
-                    .or_insert_with(|| name.clone());
-            }
-        }
+        let aliases = alias_map(by_name.iter().map(|(name, plugin)| {
+            let built_in = matches!(plugin.source, PluginSource::BuiltIn);
+            (name.as_str(), plugin.info.aliases.as_slice(), built_in)
+        }));
         Snapshot { by_name, aliases }
     }
 
@@ -364,7 +387,10 @@ impl PluginRegistry {
     pub fn resolve(&self, problem_id: &str) -> Option<Arc<Plugin>> {
         let snapshot = self.current();
         let key = problem_id.to_lowercase();
-        let name = snapshot.aliases.get(&key).unwrap_or(&key);
+        if let Some(plugin) = snapshot.by_name.get(&key) {
+            return Some(plugin.clone());
+        }
+        let name = snapshot.aliases.get(&key)?;
         snapshot.by_name.get(name).cloned()
     }
 
@@ -442,4 +468,44 @@ fn compile_schema(which: &'static str, text: &str) -> Result<jsonschema::Validat
         which,
         message: error.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(values: &[&str]) -> Vec<String> {
+        values.iter().map(|value| value.to_string()).collect()
+    }
+
+    #[test]
+    fn a_file_cannot_take_a_built_in_use_case_s_name_or_aliases() {
+        let maxcut = strings(&["max-cut", "URN:caseload:usecase:maxcut"]);
+        let intruder = strings(&["maxcut", "Max-Cut", "a-intruder", "urn:intruder"]);
+        let plugins = [
+            ("maxcut", maxcut.as_slice(), true),
+            ("a-intruder", intruder.as_slice(), false),
+        ];
+        let aliases = alias_map(plugins.into_iter());
+        assert_eq!(aliases.get("maxcut"), None, "a name is never an alias");
+        assert_eq!(aliases["max-cut"], "maxcut", "the built-in keeps its alias");
+        assert_eq!(aliases["urn:caseload:usecase:maxcut"], "maxcut");
+        assert_eq!(
+            aliases["a-intruder"], "a-intruder",
+            "an alias equal to its own name"
+        );
+        assert_eq!(aliases["urn:intruder"], "a-intruder");
+        assert_eq!(aliases, alias_map(plugins.into_iter().rev()));
+    }
+
+    #[test]
+    fn an_alias_two_files_claim_goes_to_the_first_by_name() {
+        let claimed = strings(&["shared"]);
+        let plugins = [
+            ("zeta", claimed.as_slice(), false),
+            ("alpha", claimed.as_slice(), false),
+        ];
+        assert_eq!(alias_map(plugins.into_iter())["shared"], "alpha");
+        assert_eq!(alias_map(plugins.into_iter().rev())["shared"], "alpha");
+    }
 }
