@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::support::{
     Contract, PATIENCE, ServerOptions, TestServer, assert_contract, brute_force_max_cut,
-    expect_problem, matrix,
+    complete_graph, expect_problem, matrix,
 };
 
 const G1: &[u8] = include_bytes!("fixtures/G1.txt");
@@ -512,4 +512,82 @@ async fn uploads_over_the_cap_or_cut_off_leave_nothing() {
         .await
         .unwrap();
     assert_eq!(health.status(), StatusCode::OK);
+}
+
+/// A dataset job whose bytes cannot be read is not at fault: it goes back to the queue, as
+/// when its worker dies, and fails once it has had its attempts instead of going round for
+/// ever.
+#[tokio::test]
+async fn a_job_whose_dataset_cannot_be_read_fails_after_its_attempts() {
+    // One worker, kept busy: the dataset job waits while its blob is damaged under it.
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "1"],
+        ..ServerOptions::default()
+    });
+    let token = server.admin_token().await;
+    let busy = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({
+                "num_nodes": 30,
+                "adj_matrix": complete_graph(30),
+                "options": { "time_limit_s": 60 },
+            }),
+        )
+        .await;
+    let file = created(
+        upload_raw(&server, &token, "", "text/plain", G05_60.to_vec()).await,
+        G05_60,
+    )
+    .await;
+    let job = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({ "data_file_identifier": file["data_file_identifier"] }),
+        )
+        .await;
+    assert_eq!(server.job(&token, &job).await["status"], "PENDING");
+    // The blob now claims a byte more than its chunks hold, so the store refuses to read it.
+    let options =
+        sqlx::sqlite::SqliteConnectOptions::new().filename(server.data_dir().join("caseload.db"));
+    let database = sqlx::SqlitePool::connect_with(options)
+        .await
+        .expect("the database file opens");
+    let damaged = sqlx::query("UPDATE blobs SET size = size + 1")
+        .execute(&database)
+        .await
+        .expect("the blob is damaged");
+    assert_eq!(damaged.rows_affected(), 1);
+    database.close().await;
+    let cancelled = server
+        .client
+        .delete(server.url(&format!("/job/{busy}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("the server answers");
+    assert!(cancelled.status().is_success(), "{}", cancelled.status());
+
+    let view = server.wait_until_ended(&token, &job).await;
+    assert_eq!(view["status"], "FAILED", "{view}");
+    let executions = view["executions"].as_object().expect("executions by id");
+    assert_eq!(executions.len(), 3, "one per attempt, no more: {view}");
+    let mut attempts: Vec<&Value> = executions.values().collect();
+    attempts.sort_by_key(|execution| execution["attempt"].as_u64());
+    for (index, execution) in attempts.iter().enumerate() {
+        assert_eq!(execution["attempt"], index + 1);
+        assert_eq!(execution["status"], "ABANDONED");
+        assert_eq!(execution["error"]["code"], "worker_lost");
+        let message = execution["error"]["message"].as_str().expect("a message");
+        assert!(message.contains("cannot read data file"), "{message}");
+        let last = index + 1 == attempts.len();
+        assert_eq!(message.contains("last attempt"), last, "{message}");
+        assert_eq!(
+            message.contains("went back to the queue"),
+            !last,
+            "{message}"
+        );
+    }
 }

@@ -827,11 +827,18 @@ fn execute(
             log: LogTail::default(),
             peak_memory_bytes: 0,
         },
-        // Not the job's fault: it goes back to the queue, like a job whose worker died.
+        // Not the job's fault: it goes back to the queue, like a job whose worker died, and
+        // like that job it fails once it has had its attempts, so that a blob that cannot
+        // be read does not keep it going round for ever.
         Err(DatasetFailure::Unreadable(message)) => {
+            let job_status = requeue_or_fail(claim.attempt, context.limits.max_attempts);
+            let message = match job_status {
+                JobStatus::Pending => format!("{message}; the job went back to the queue"),
+                _ => format!("{message}; that was the job's last attempt"),
+            };
             return ExecutionEnd {
                 status: ExecutionStatus::Abandoned,
-                job_status: JobStatus::Pending,
+                job_status,
                 ..failed(execution_id, ErrorCode::WorkerLost, message)
             };
         }
@@ -913,6 +920,16 @@ fn execute(
     }
 }
 
+/// Where a job goes when its attempt was lost through no fault of its own: back to the queue,
+/// or, after its last attempt, to `FAILED`, as the reaper decides for a dead worker's job.
+fn requeue_or_fail(attempt: u32, max_attempts: u32) -> JobStatus {
+    if attempt >= max_attempts {
+        JobStatus::Failed
+    } else {
+        JobStatus::Pending
+    }
+}
+
 /// Why a dataset job's input could not be made.
 enum DatasetFailure {
     /// The input is wrong for the plugin: the execution fails with this.
@@ -946,7 +963,7 @@ fn dataset_input(
         }
         Err(error) => {
             return Err(DatasetFailure::Unreadable(format!(
-                "cannot read data file {}: {error}; the job went back to the queue",
+                "cannot read data file {}: {error}",
                 dataset.data_file_id
             )));
         }
