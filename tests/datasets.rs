@@ -591,3 +591,59 @@ async fn a_job_whose_dataset_cannot_be_read_fails_after_its_attempts() {
         );
     }
 }
+
+/// A data file deleted while a launch on it is being checked takes its bytes with it: the
+/// launch gets the 404 a launch sent after the delete gets, not a 500, and stores no job.
+#[tokio::test]
+async fn a_data_file_deleted_during_its_launch_is_a_404() {
+    let server = TestServer::start_with(ServerOptions {
+        plugins: &[("caseload_guest_versioned_v1", "versioned.wasm")],
+        ..ServerOptions::default()
+    });
+    let token = server.admin_token().await;
+    // The test guest's `validate` holds the launch open for 1.5 s.
+    let bytes = br#"{"validate_sleep_ms": 1500}"#;
+    let file = created(
+        upload_raw(&server, &token, "", "application/json", bytes.to_vec()).await,
+        bytes,
+    )
+    .await;
+    let id = file["data_file_identifier"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let body = json!({ "data_file_identifier": id });
+    let launch = server.post_json(&token, "/problem/versioned", &body);
+    let delete = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        server
+            .client
+            .delete(server.url(&format!("/data_file/{id}")))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("the server answers")
+    };
+    let (launched, deleted) = tokio::join!(launch, delete);
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let problem = expect_problem(launched, StatusCode::NOT_FOUND).await;
+    assert!(
+        problem["detail"].as_str().expect("a detail").contains(&id),
+        "{problem}"
+    );
+    let jobs: i64 = {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(server.data_dir().join("caseload.db"))
+            .read_only(true);
+        let database = sqlx::SqlitePool::connect_with(options)
+            .await
+            .expect("the database file opens");
+        let count = sqlx::query_scalar("SELECT COUNT(*) FROM jobs")
+            .fetch_one(&database)
+            .await
+            .expect("jobs counted");
+        database.close().await;
+        count
+    };
+    assert_eq!(jobs, 0);
+}

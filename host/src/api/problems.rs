@@ -16,7 +16,7 @@ use crate::auth::AuthUser;
 use crate::jobs::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::CallError;
-use crate::store::{DataFile, Idempotency, Inserted, JobDataset, NewJob, now_millis};
+use crate::store::{DataFile, Idempotency, Inserted, JobDataset, NewJob, StoreError, now_millis};
 
 /// At most this many schema violations are listed; the rest are counted.
 const MAX_LISTED_ERRORS: usize = 100;
@@ -157,7 +157,11 @@ async fn run_job(
         dataset,
     };
     // The job is committed before the client hears of it.
-    match state.store.insert_job(&job).await? {
+    let inserted = match state.store.insert_job(&job).await {
+        Ok(inserted) => inserted,
+        Err(error) => return Err(insert_failed(&state, &user, &job, error).await),
+    };
+    match inserted {
         Inserted::Created => {}
         // The same key, sent twice at once: the other request stored its job first.
         Inserted::Existing {
@@ -346,6 +350,23 @@ async fn dataset_file(
         .data_file(&user.id, identifier)
         .await?
         .ok_or_else(|| super::data_files::not_found(identifier))
+}
+
+/// Why a job could not be stored. A data file deleted while its launch was being checked
+/// takes its bytes with it, and the job's reference to them then fails: that launch gets the
+/// 404 a launch sent after the delete gets, not a 500.
+async fn insert_failed(
+    state: &AppState,
+    user: &AuthUser,
+    job: &NewJob,
+    error: StoreError,
+) -> ApiError {
+    if let Some(dataset) = &job.dataset
+        && let Ok(None) = state.store.data_file(&user.id, &dataset.data_file_id).await
+    {
+        return super::data_files::not_found(&dataset.data_file_id);
+    }
+    error.into()
 }
 
 /// The dataset as the plugin's JSON input: JSON files as they are, other media types the

@@ -1,12 +1,13 @@
 //! A test guest for hot reload: the use case `versioned`, which sleeps `sleep_ms` (in WASI)
-//! and answers with its own version, so that a test can tell which build ran a job. Cargo
+//! and answers with its own version, so that a test can tell which build ran a job. Its
+//! `validate` sleeps `validate_sleep_ms`, which holds a submission open for as long. Cargo
 //! features make the variants: `v2` declares 2.0.0 instead of 1.0.0; `describe-panics` and
 //! `bad-schema` are plugins the host must refuse to load. Built by the host's build script
 //! for the end-to-end tests; never shipped.
 
 use std::time::Duration;
 
-use caseload_sdk::{Describe, RunContext, RunError, UseCase};
+use caseload_sdk::{Describe, RunContext, RunError, UseCase, Violation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -21,7 +22,10 @@ const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
 } else {
     r#"{
         "type": "object",
-        "properties": {"sleep_ms": {"type": "integer", "minimum": 0}},
+        "properties": {
+            "sleep_ms": {"type": "integer", "minimum": 0},
+            "validate_sleep_ms": {"type": "integer", "minimum": 0}
+        },
         "additionalProperties": false
     }"#
 };
@@ -30,6 +34,8 @@ const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
 pub struct Input {
     #[serde(default)]
     pub sleep_ms: u64,
+    #[serde(default)]
+    pub validate_sleep_ms: u64,
 }
 
 pub struct Versioned;
@@ -51,6 +57,11 @@ impl UseCase for Versioned {
             output_schema: r#"{"type": "object", "required": ["version"]}"#,
             media_types: &["application/json"],
         }
+    }
+
+    fn validate(input: &Input) -> Result<(), Vec<Violation>> {
+        std::thread::sleep(Duration::from_millis(input.validate_sleep_ms));
+        Ok(())
     }
 
     fn run(input: Input, _context: &RunContext) -> Result<Value, RunError> {
