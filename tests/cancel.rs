@@ -8,7 +8,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::support::{
-    ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, complete_graph, expect_problem,
+    ADMIN_PASSWORD, Contract, PATIENCE, ServerOptions, TestServer, assert_contract, complete_graph,
+    expect_problem,
 };
 
 const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
@@ -48,7 +49,9 @@ async fn cancel_running(server: &TestServer, token: &str, job: &str) -> Duration
     // 200 means the run stopped within the request's wait (2 s); 202 that it had not.
     assert_eq!(response.status(), StatusCode::OK);
     let body: Value = response.json().await.unwrap();
+    assert_contract(Contract::Cancel, &body);
     assert_eq!(body["status"], "CANCELLED", "{body}");
+    assert_eq!(body["job"], job);
     let view = server.job(token, job).await;
     assert_eq!(view["status"], "CANCELLED", "{view}");
     assert_ne!(view["end_at"], "");
@@ -91,6 +94,9 @@ async fn pending_and_running_jobs_are_cancelled_and_ended_ones_are_not() {
         .await;
     let response = delete(&server, &token, &waiting).await;
     assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    assert_contract(Contract::Cancel, &body);
+    assert_eq!(body["status"], "CANCELLED", "{body}");
     let view = server.job(&token, &waiting).await;
     assert_eq!(view["status"], "CANCELLED");
     assert_ne!(view["end_at"], "");

@@ -292,9 +292,22 @@ async fn openapi_metrics_and_unknown_routes() {
             "{path} is not in /openapi.json"
         );
     }
+    for (path, method) in [
+        ("/job/{job_id}", "delete"),
+        ("/data_file/{data_file_identifier}", "delete"),
+    ] {
+        assert!(
+            document["paths"][path][method].is_object(),
+            "{method} {path} is not in /openapi.json"
+        );
+    }
     assert_eq!(
         document["components"]["schemas"]["JobStatus"]["$id"],
         "urn:caseload:api:job-status"
+    );
+    assert_eq!(
+        document["components"]["schemas"]["Cancel"]["$id"],
+        "urn:caseload:api:cancel"
     );
 
     let metrics = server

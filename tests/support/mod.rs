@@ -22,6 +22,7 @@ pub enum Contract {
     JobStatus,
     Problem,
     DataFile,
+    Cancel,
 }
 
 pub fn assert_contract(contract: Contract, body: &Value) {
@@ -42,6 +43,10 @@ pub fn assert_contract(contract: Contract, body: &Value) {
         Contract::DataFile => (
             "data-file",
             include_str!("../../schemas/api/data-file.schema.json"),
+        ),
+        Contract::Cancel => (
+            "cancel",
+            include_str!("../../schemas/api/cancel.schema.json"),
         ),
     };
     let schema: Value = serde_json::from_str(text).expect("the schema is JSON");

@@ -151,6 +151,7 @@ async fn openapi() -> impl IntoResponse {
             "JobStatus": parse(include_str!("../../../schemas/api/job-status.schema.json")),
             "Problem": parse(include_str!("../../../schemas/api/problem.schema.json")),
             "DataFile": parse(include_str!("../../../schemas/api/data-file.schema.json")),
+            "Cancel": parse(include_str!("../../../schemas/api/cancel.schema.json")),
         });
         document
     });
