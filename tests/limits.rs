@@ -120,3 +120,29 @@ async fn limits_per_use_case_obeyed_and_violated() {
         "{execution}"
     );
 }
+
+/// A use case may be given more memory than the server's default, and its runs get it: the
+/// instance pool's memory slots are sized for the largest limit, not the default.
+#[tokio::test]
+async fn a_use_case_may_have_more_memory_than_the_server_s_default() {
+    let limits = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(limits.path(), "[runaway]\nmemory_limit_mib = 96\n").expect("written");
+    let path = limits.path().to_str().expect("a UTF-8 path");
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--plugin-limits", path, "--memory-limit-mib", "32"],
+        plugins: RUNAWAY,
+    });
+    let token = server.admin_token().await;
+    let detail: Value = server
+        .get(&token, "/problem/runaway")
+        .await
+        .json()
+        .await
+        .expect("a JSON body");
+    assert_eq!(detail["limits"]["memory_limit_mib"], 96);
+    let grow = |mib: u32| json!({"mode": "grow", "grow_mib": mib});
+    let execution = run(&server, &token, "runaway", &grow(64)).await;
+    assert_eq!(execution["status"], "COMPLETED", "{execution}");
+    let execution = run(&server, &token, "runaway", &grow(128)).await;
+    assert_eq!(execution["error"]["code"], "memory_limit", "{execution}");
+}

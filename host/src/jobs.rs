@@ -75,6 +75,16 @@ pub struct UseCaseLimits {
 }
 
 impl JobLimits {
+    /// The most memory any one call may have: the server's limit, or a use case's above it.
+    /// The instance pool's memory slots are sized for it, or a use case given more than the
+    /// server's limit would stop at the server's.
+    pub fn largest_memory_bytes(&self) -> usize {
+        self.per_use_case
+            .values()
+            .filter_map(|overrides| overrides.memory_bytes)
+            .fold(self.sandbox.memory_bytes, usize::max)
+    }
+
     /// The limits of the named use case.
     pub fn of(&self, use_case: &str) -> UseCaseLimits {
         let overrides = self.per_use_case.get(use_case).cloned().unwrap_or_default();

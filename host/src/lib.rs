@@ -176,7 +176,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get()));
     let runtime_config = RuntimeConfig::default()
         .with_pooling(
-            job_limits.sandbox.memory_bytes,
+            job_limits.largest_memory_bytes(),
             concurrent_instances(workers),
         )
         .with_compile_cache(

@@ -78,6 +78,16 @@ impl AppState {
 }
 
 impl AppState {
+    /// Limits of the calls a submission makes into `use_case` (`decode`, `validate`): the
+    /// short deadline, and the use case's own memory cap, since decoding a dataset needs
+    /// about what running on it does.
+    pub fn submission_limits(&self, use_case: &str) -> Limits {
+        Limits {
+            memory_bytes: self.job_limits.of(use_case).sandbox.memory_bytes,
+            ..self.validate_limits
+        }
+    }
+
     /// Runs CPU- or memory-heavy work (argon2, calls into a plugin) on a blocking thread,
     /// at most one per CPU at a time.
     pub async fn run_blocking<T: Send + 'static>(

@@ -383,7 +383,7 @@ async fn dataset_text(
         .ok_or_else(|| super::data_files::not_found(&file.id))?;
     let plugin = plugin.clone();
     let media_type = file.media_type.clone();
-    let limits = state.validate_limits;
+    let limits = state.submission_limits(&plugin.info.name);
     let result = state
         .run_blocking(move || plugin.dataset_input(&media_type, bytes, &limits))
         .await?;
@@ -439,7 +439,7 @@ async fn validate_with_plugin(
     input: String,
 ) -> Result<String, ApiError> {
     let plugin = plugin.clone();
-    let limits = state.validate_limits;
+    let limits = state.submission_limits(&plugin.info.name);
     let (input, result) = state
         .run_blocking(move || {
             let result = plugin.component.validate(&input, &limits);
