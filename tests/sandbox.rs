@@ -141,3 +141,38 @@ async fn memory_limit_violated() {
             .contains("67108864")
     );
 }
+
+/// Clients that hang up while their submission's `validate` runs cannot pile up sandbox
+/// instances: each call keeps its submission permit until it returns, so no more run at once
+/// than the instance pool was sized for, and jobs still find an instance to run in.
+#[tokio::test]
+async fn hung_up_submissions_cannot_exhaust_the_instance_pool() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "1"],
+        plugins: &[("caseload_guest_versioned_v1", "versioned.wasm")],
+    });
+    let token = server.admin_token().await;
+    // Twelve submissions whose `validate` takes a second, each given up after 100 ms: more
+    // than the pool's instances (one worker, one submission call per CPU, five more) on a
+    // machine of up to six CPUs.
+    let impatient = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(100))
+        .build()
+        .expect("a client");
+    for _ in 0..12 {
+        let sent = impatient
+            .post(server.url("/problem/versioned"))
+            .bearer_auth(&token)
+            .json(&json!({"validate_sleep_ms": 1000}))
+            .send()
+            .await;
+        if let Ok(response) = sent {
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            panic!("a submission answered within 100 ms, {status}: {body}");
+        }
+    }
+    let job = server.launch(&token, "versioned", &json!({})).await;
+    let view = server.wait_until_ended(&token, &job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+}

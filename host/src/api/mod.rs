@@ -89,17 +89,26 @@ impl AppState {
     }
 
     /// Runs CPU- or memory-heavy work (argon2, calls into a plugin) on a blocking thread,
-    /// at most one per CPU at a time.
+    /// at most one per CPU at a time. The work holds its permit until it is done, even when
+    /// the request is dropped first (the client hung up): a blocking thread cannot be
+    /// stopped, and its sandbox instance holds a slot of the instance pool, which is sized
+    /// for one submission call per permit.
     pub async fn run_blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
-        let _permit = self
+        let permit = self
             .blocking_work
-            .acquire()
+            .clone()
+            .acquire_owned()
             .await
             .map_err(|error| ApiError::Internal(error.to_string()))?;
-        Ok(tokio::task::spawn_blocking(work).await?)
+        Ok(tokio::task::spawn_blocking(move || {
+            let result = work();
+            drop(permit);
+            result
+        })
+        .await?)
     }
 }
 
