@@ -287,12 +287,35 @@ pub struct WorkSignal {
     generation: Mutex<u64>,
     condvar: Condvar,
     held: HeldLeases,
+    /// Jobs claimed but not started yet, oldest first, with their interrupt flags; any
+    /// worker of this process takes the next one.
+    claimed: Mutex<VecDeque<(ClaimedJob, Arc<AtomicBool>)>>,
+    /// Claimed jobs cancelled before they started, for [`release_cancelled`] to end.
+    cancelled_unstarted: Mutex<Vec<Lease>>,
+    cancelled_wake: tokio::sync::Notify,
 }
 
 impl WorkSignal {
-    /// Interrupts this process's run of the job, if it holds one (running, or claimed and
-    /// waiting to start). True if it did.
+    /// Stops this process's run of the job, if it holds one. A job claimed but waiting for a
+    /// worker (behind a long run, say) leaves the queue and ends `CANCELLED` at once, instead
+    /// of when a worker reaches it; a running one is interrupted. True if either happened.
     pub fn cancel(&self, job_id: &str) -> bool {
+        let unstarted = {
+            let mut claimed = self.claimed.lock().unwrap_or_else(PoisonError::into_inner);
+            claimed
+                .iter()
+                .position(|(claim, _)| claim.lease.job_id == job_id)
+                .and_then(|index| claimed.remove(index))
+        };
+        if let Some((claim, _)) = unstarted {
+            tracing::info!(job = %job_id, "cancellation asked for; the job had not started");
+            self.cancelled_unstarted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(claim.lease);
+            self.cancelled_wake.notify_one();
+            return true;
+        }
         let interrupted = self.held.interrupt_job(job_id);
         if interrupted {
             tracing::info!(job = %job_id, "cancellation asked for; interrupting the run");
@@ -346,9 +369,6 @@ struct WorkerContext {
     shutdown: AtomicBool,
     /// Set when the shutdown grace ran out: interrupt running jobs and give them back.
     releasing: AtomicBool,
-    /// Jobs claimed but not started yet, oldest first, with their interrupt flags; any
-    /// worker of this process takes the next one.
-    claimed: Mutex<VecDeque<(ClaimedJob, Arc<AtomicBool>)>>,
     /// How many jobs the next claim takes: doubles while jobs are short, back to one after a
     /// long one.
     claim_size: AtomicU32,
@@ -357,7 +377,8 @@ struct WorkerContext {
 
 impl WorkerContext {
     fn next_claimed(&self) -> Option<(ClaimedJob, Arc<AtomicBool>)> {
-        self.claimed
+        self.signal
+            .claimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front()
@@ -475,11 +496,13 @@ impl WorkerPool {
             metrics,
             shutdown: AtomicBool::new(false),
             releasing: AtomicBool::new(false),
-            claimed: Mutex::new(VecDeque::new()),
             claim_size: AtomicU32::new(1),
             runtime,
         });
         context.runtime.spawn(heartbeat(Arc::downgrade(&context)));
+        context
+            .runtime
+            .spawn(release_cancelled(Arc::downgrade(&context)));
         let threads = (0..count.max(1))
             .map(|index| {
                 let context = context.clone();
@@ -517,6 +540,7 @@ impl WorkerPool {
         // Claimed jobs nobody started go straight back, their attempt uncounted.
         let unstarted: Vec<_> = self
             .context
+            .signal
             .claimed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -537,6 +561,36 @@ impl WorkerPool {
 
 /// Renews the held leases every third of a lease, and interrupts executions whose lease was
 /// lost: their results would be discarded, so computing them is wasted.
+/// Ends the claimed jobs cancelled before they started: each goes back with its attempt
+/// uncounted, which for a job whose cancellation was asked for means `CANCELLED`, with no
+/// execution. Runs until the worker pool is gone.
+async fn release_cancelled(context: std::sync::Weak<WorkerContext>) {
+    const RECHECK: Duration = Duration::from_secs(1);
+    loop {
+        let Some(signal) = context.upgrade().map(|context| context.signal.clone()) else {
+            return;
+        };
+        let _ = tokio::time::timeout(RECHECK, signal.cancelled_wake.notified()).await;
+        let Some(context) = context.upgrade() else {
+            return;
+        };
+        let leases = std::mem::take(
+            &mut *context
+                .signal
+                .cancelled_unstarted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for lease in leases {
+            let released = context.store.release_unstarted(&lease);
+            if let Err(error) = released.lease_held().await {
+                tracing::warn!(job = %lease.job_id, %error, "cannot end a cancelled job");
+            }
+            context.signal.held.release(&lease);
+        }
+    }
+}
+
 async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
     let Some(interval) = context.upgrade().map(|context| context.limits.lease / 3) else {
         return;
@@ -588,6 +642,7 @@ fn work(context: &WorkerContext) {
         let claimed = claimed.map(|claimed| {
             let count = claimed.len();
             let mut queue = context
+                .signal
                 .claimed
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
@@ -636,14 +691,15 @@ fn run_guarded(
 ) -> Option<Ending> {
     let lease = claim.lease.clone();
     if interrupt.load(Ordering::SeqCst) {
-        if context.releasing.load(Ordering::SeqCst) {
-            // The server stops: the job goes back, its attempt uncounted.
-            let released = context.store.release_unstarted(&lease);
-            if let Err(error) = context.runtime.block_on(released.lease_held()) {
-                tracing::warn!(job = %lease.job_id, %error, "cannot give back an unstarted job");
-            }
-        } else {
-            tracing::warn!(job = %lease.job_id, "lease lost before the job started");
+        // The server stops, the job was cancelled, or its lease was lost: it goes back with
+        // its attempt uncounted, which ends a cancelled job `CANCELLED`; a lease lost to
+        // another worker makes the write a no-op.
+        if !context.releasing.load(Ordering::SeqCst) {
+            tracing::info!(job = %lease.job_id, "interrupted before it started");
+        }
+        let released = context.store.release_unstarted(&lease);
+        if let Err(error) = context.runtime.block_on(released.lease_held()) {
+            tracing::warn!(job = %lease.job_id, %error, "cannot give back an unstarted job");
         }
         context.signal.held.release(&lease);
         return None;
@@ -1085,6 +1141,53 @@ impl ExecutionObserver for ProgressWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn claimed(signal: &WorkSignal, job_id: &str) -> Arc<AtomicBool> {
+        let claim = ClaimedJob {
+            lease: Lease {
+                job_id: job_id.into(),
+                token: 1,
+            },
+            problem: "maxcut".into(),
+            input: "{}".into(),
+            options: "{}".into(),
+            attempt: 1,
+            created_at: 0,
+            dataset: None,
+        };
+        let interrupt = signal.held.hold(&claim.lease);
+        signal
+            .claimed
+            .lock()
+            .expect("the queue")
+            .push_back((claim, interrupt.clone()));
+        interrupt
+    }
+
+    #[test]
+    fn a_cancelled_job_leaves_the_queue_of_claimed_jobs_at_once() {
+        let signal = WorkSignal::default();
+        let first = claimed(&signal, "first");
+        let second = claimed(&signal, "second");
+        assert!(signal.cancel("second"));
+        // Not interrupted: it never reaches a worker, and is handed on to be ended.
+        assert!(!second.load(Ordering::SeqCst));
+        let queue: Vec<String> = signal
+            .claimed
+            .lock()
+            .expect("the queue")
+            .iter()
+            .map(|(claim, _)| claim.lease.job_id.clone())
+            .collect();
+        assert_eq!(queue, ["first"]);
+        let handed_on = signal.cancelled_unstarted.lock().expect("the list");
+        assert_eq!(handed_on.len(), 1);
+        assert_eq!(handed_on[0].job_id, "second");
+        drop(handed_on);
+        // A job no worker of this process holds is not ours to cancel.
+        assert!(!signal.cancel("elsewhere"));
+        assert!(!first.load(Ordering::SeqCst));
+    }
 
     fn limits_from(text: &str) -> Result<HashMap<String, LimitOverrides>, String> {
         let file = tempfile::NamedTempFile::new().map_err(|error| error.to_string())?;

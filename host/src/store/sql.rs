@@ -27,7 +27,12 @@ pub(super) const EXECUTIONS: &str = "SELECT * FROM executions WHERE job_id = $1 
 pub(super) const PENDING_COUNT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'PENDING'";
 
 /// Ids are UUIDv7, so their order is their creation order: keyset pagination on the id.
-pub(super) const JOBS_PAGE: &str = "SELECT id, problem, status, created_at, ended_at FROM jobs
+/// A job claimed but not started yet is listed `PENDING`, as `GET /job/<id>` shows it.
+pub(super) const JOBS_PAGE: &str = "SELECT id, problem,
+            CASE WHEN status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
+                 WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
+            THEN 'PENDING' ELSE status END AS status,
+            created_at, ended_at FROM jobs
      WHERE owner_id = $1 AND ($2 IS NULL OR id < $2)
      ORDER BY id DESC LIMIT $3";
 

@@ -3,7 +3,7 @@
 //! gets a database of its own, dropped afterwards. Without the variable the PostgreSQL tests
 //! say they were skipped; with it, an unreachable server fails them.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,6 +82,7 @@ for_each_backend!(
     a_job_keeps_its_dataset_after_the_file_is_deleted,
     the_sweep_takes_stale_uploads_and_unreferenced_bytes,
     a_cancelled_job_never_runs_again,
+    a_claimed_job_is_listed_pending_until_it_starts,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -966,4 +967,38 @@ async fn a_cancelled_job_never_runs_again(backend: Backend) {
         assert!(record.ended_at.is_some());
     }
     assert!(store.claim_jobs(LONG, 10).await.expect("claim").is_empty());
+}
+
+/// A worker may claim several jobs at once and run them one after another: the ones it has
+/// not started are still waiting, and the list says `PENDING` for them (the store keeps
+/// `RUNNING`, the claim's state, which `GET /job/<id>` also shows as `PENDING`).
+async fn a_claimed_job_is_listed_pending_until_it_starts(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let (first, second) = (new_job(&alice), new_job(&alice));
+    for job in [&first, &second] {
+        store.insert_job(job).await.expect("insert");
+    }
+    let claims = store.claim_jobs(LONG, 2).await.expect("claim");
+    assert_eq!(claims.len(), 2);
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let started = store.start_execution(
+        &claims[0].lease,
+        &execution_id,
+        claims[0].attempt,
+        &plugin(),
+        now_millis(),
+    );
+    assert!(started.lease_held().await.expect("start"));
+    let listed: HashMap<String, JobStatus> = store
+        .jobs(&alice.id, None, 10)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|summary| (summary.id, summary.status))
+        .collect();
+    let waiting = &claims[1].lease.job_id;
+    assert_eq!(listed[&claims[0].lease.job_id], JobStatus::Running);
+    assert_eq!(listed[waiting], JobStatus::Pending);
+    assert_eq!(job(store, &alice, waiting).await.status, JobStatus::Running);
 }
