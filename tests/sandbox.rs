@@ -152,24 +152,28 @@ async fn hung_up_submissions_cannot_exhaust_the_instance_pool() {
         plugins: &[("caseload_guest_versioned_v1", "versioned.wasm")],
     });
     let token = server.admin_token().await;
-    // Twelve submissions whose `validate` takes a second, each given up after 100 ms: more
-    // than the pool's instances (one worker, one submission call per CPU, five more) on a
-    // machine of up to six CPUs.
+    // The pool holds an instance for the worker, one per CPU for submissions, and five more.
+    // One submission more than that is sent every 20 ms and given up at once; each one's
+    // `validate` lasts longer than all of them take to send, so without the permit held to
+    // the end every one of them would hold an instance at the same moment.
+    let cpus = std::thread::available_parallelism().map_or(2, |count| count.get());
+    let submissions = cpus + 7;
+    let validate_ms = 25 * submissions as u64;
     let impatient = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_millis(100))
+        .timeout(std::time::Duration::from_millis(20))
         .build()
         .expect("a client");
-    for _ in 0..12 {
+    for _ in 0..submissions {
         let sent = impatient
             .post(server.url("/problem/versioned"))
             .bearer_auth(&token)
-            .json(&json!({"validate_sleep_ms": 1000}))
+            .json(&json!({"validate_sleep_ms": validate_ms}))
             .send()
             .await;
         if let Ok(response) = sent {
             let status = response.status();
             let body = response.text().await.unwrap_or_default();
-            panic!("a submission answered within 100 ms, {status}: {body}");
+            panic!("a submission answered within 20 ms, {status}: {body}");
         }
     }
     let job = server.launch(&token, "versioned", &json!({})).await;

@@ -92,8 +92,8 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_TOKEN_TTL", default_value = "1h", value_parser = parse_duration)]
     pub token_ttl: Duration,
 
-    /// How many times a job is tried when its worker dies under it, or its dataset cannot be
-    /// read from the store.
+    /// How many times a job is tried when its worker dies under it, or the store finds its
+    /// dataset's bytes corrupt.
     #[arg(long, env = "CASELOAD_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: u32,
 

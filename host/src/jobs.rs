@@ -21,7 +21,7 @@ use crate::runtime::{
 };
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, JobStore,
-    Lease, LiveUpdate, PluginRef, Progress, QueuedWrite, now_millis,
+    Lease, LiveUpdate, PluginRef, Progress, QueuedWrite, StoreError, now_millis,
 };
 
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
@@ -307,6 +307,7 @@ impl WorkSignal {
                 .position(|(claim, _)| claim.lease.job_id == job_id)
                 .and_then(|index| claimed.remove(index))
         };
+        let was_queued = unstarted.is_some();
         if let Some((claim, _)) = unstarted {
             tracing::info!(job = %job_id, "cancellation asked for; the job had not started");
             self.cancelled_unstarted
@@ -314,13 +315,14 @@ impl WorkSignal {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(claim.lease);
             self.cancelled_wake.notify_one();
-            return true;
         }
+        // Every other lease this process holds on the job too: after a lost heartbeat and a
+        // reap, it may hold a stale one and run or queue a newer one.
         let interrupted = self.held.interrupt_job(job_id);
-        if interrupted {
+        if interrupted && !was_queued {
             tracing::info!(job = %job_id, "cancellation asked for; interrupting the run");
         }
-        interrupted
+        was_queued || interrupted
     }
 
     pub fn notify(&self) {
@@ -537,7 +539,8 @@ impl WorkerPool {
         for thread in self.threads {
             let _ = thread.join();
         }
-        // Claimed jobs nobody started go straight back, their attempt uncounted.
+        // Claimed jobs nobody started go straight back, their attempt uncounted (those
+        // cancelled meanwhile end `CANCELLED`).
         let unstarted: Vec<_> = self
             .context
             .signal
@@ -546,6 +549,14 @@ impl WorkerPool {
             .unwrap_or_else(PoisonError::into_inner)
             .drain(..)
             .map(|(claim, _)| claim.lease)
+            .chain(std::mem::take(
+                &mut *self
+                    .context
+                    .signal
+                    .cancelled_unstarted
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            ))
             .collect();
         let released: Vec<_> = unstarted
             .iter()
@@ -559,8 +570,6 @@ impl WorkerPool {
     }
 }
 
-/// Renews the held leases every third of a lease, and interrupts executions whose lease was
-/// lost: their results would be discarded, so computing them is wasted.
 /// Ends the claimed jobs cancelled before they started: each goes back with its attempt
 /// uncounted, which for a job whose cancellation was asked for means `CANCELLED`, with no
 /// execution. Runs until the worker pool is gone.
@@ -591,6 +600,8 @@ async fn release_cancelled(context: std::sync::Weak<WorkerContext>) {
     }
 }
 
+/// Renews the held leases every third of a lease, and interrupts executions whose lease was
+/// lost: their results would be discarded, so computing them is wasted.
 async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
     let Some(interval) = context.upgrade().map(|context| context.limits.lease / 3) else {
         return;
@@ -893,11 +904,16 @@ fn execute(
             log: LogTail::default(),
             peak_memory_bytes: 0,
         },
-        // Not the job's fault: it goes back to the queue, like a job whose worker died, and
-        // like that job it fails once it has had its attempts, so that a blob that cannot
-        // be read does not keep it going round for ever.
-        Err(DatasetFailure::Unreadable(message)) => {
-            let job_status = requeue_or_fail(claim.attempt, context.limits.max_attempts);
+        // Not the job's fault: it goes back to the queue, like a job whose worker died. Bytes
+        // the store found corrupt will not mend, so like that job it fails once it has had
+        // its attempts instead of going round for ever; a store it could not reach may
+        // recover, and the job keeps its place.
+        Err(DatasetFailure::Unreadable { message, permanent }) => {
+            let job_status = if permanent {
+                requeue_or_fail(claim.attempt, context.limits.max_attempts)
+            } else {
+                JobStatus::Pending
+            };
             let message = match job_status {
                 JobStatus::Pending => format!("{message}; the job went back to the queue"),
                 _ => format!("{message}; that was the job's last attempt"),
@@ -1000,8 +1016,9 @@ fn requeue_or_fail(attempt: u32, max_attempts: u32) -> JobStatus {
 enum DatasetFailure {
     /// The input is wrong for the plugin: the execution fails with this.
     Call(CallError),
-    /// The bytes could not be read from the store.
-    Unreadable(String),
+    /// The bytes could not be read from the store: `permanent` when the store found them
+    /// corrupt, not when it could not be reached.
+    Unreadable { message: String, permanent: bool },
 }
 
 /// A dataset job's input, made as at submission; `None` for an inline job.
@@ -1028,10 +1045,10 @@ fn dataset_input(
             ])));
         }
         Err(error) => {
-            return Err(DatasetFailure::Unreadable(format!(
-                "cannot read data file {}: {error}",
-                dataset.data_file_id
-            )));
+            return Err(DatasetFailure::Unreadable {
+                message: format!("cannot read data file {}: {error}", dataset.data_file_id),
+                permanent: matches!(error, StoreError::Corrupt(_)),
+            });
         }
     };
     match plugin.dataset_input(&dataset.media_type, bytes, limits) {
@@ -1170,8 +1187,8 @@ mod tests {
         let first = claimed(&signal, "first");
         let second = claimed(&signal, "second");
         assert!(signal.cancel("second"));
-        // Not interrupted: it never reaches a worker, and is handed on to be ended.
-        assert!(!second.load(Ordering::SeqCst));
+        // Its flag is set too, though no worker will see it: it is handed on to be ended.
+        assert!(second.load(Ordering::SeqCst));
         let queue: Vec<String> = signal
             .claimed
             .lock()

@@ -138,8 +138,9 @@ struct Snapshot {
 /// aliases and whether it is built in. A name always means its own plugin: an alias equal to
 /// another plugin's name is ignored, so a file that names `maxcut` as an alias cannot take
 /// max-cut's jobs. An alias two plugins claim goes to a built-in first, then to the first by
-/// name: a dropped-in file cannot take `max-cut` either, and the choice is the same after
-/// every reload.
+/// name: a dropped-in file cannot take `max-cut` by declaring it as an alias either (a file
+/// *named* `max-cut` can, since names come first), and the choice is the same after every
+/// reload.
 fn alias_map<'a>(
     plugins: impl Iterator<Item = (&'a str, &'a [String], bool)>,
 ) -> HashMap<String, String> {

@@ -8,9 +8,7 @@ use serde_json::Value;
 
 use crate::jobs::UseCaseLimits;
 use crate::plugins::{Plugin, PluginSource};
-use crate::store::{
-    DataFile, ExecutionRecord, ExecutionStatus, JobRecord, JobStatus, JobSummary, Millis,
-};
+use crate::store::{DataFile, ExecutionRecord, JobRecord, JobSummary, Millis};
 
 /// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
 pub fn format_timestamp(millis: Millis) -> String {
@@ -127,19 +125,8 @@ pub struct LogsView {
 
 impl JobStatusResponse {
     pub fn new(job: JobRecord, now: Millis) -> JobStatusResponse {
-        // A job claimed by a worker that has not started it yet (queued behind another run
-        // of that worker) is still waiting: `PENDING`, as the spec means it. `RUNNING` is
-        // shown once its execution runs.
-        let started = job
-            .executions
-            .iter()
-            .any(|execution| execution.status == ExecutionStatus::Running);
-        let status = match job.status {
-            JobStatus::Running if !started => JobStatus::Pending,
-            status => status,
-        };
         let view = JobView {
-            status: status.as_str(),
+            status: job.status.as_str(),
             started_at: format_timestamp(job.created_at),
             end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
             executions: job
@@ -296,54 +283,6 @@ impl ProblemDetail {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn status_shown(status: JobStatus, executions: &[ExecutionStatus]) -> String {
-        let job = JobRecord {
-            id: "job".into(),
-            problem: "maxcut".into(),
-            status,
-            created_at: 0,
-            ended_at: None,
-            executions: executions
-                .iter()
-                .enumerate()
-                .map(|(index, &status)| ExecutionRecord {
-                    id: format!("execution-{index}"),
-                    attempt: index as u32 + 1,
-                    status,
-                    plugin: crate::store::PluginRef {
-                        name: "maxcut".into(),
-                        version: "1.0.0".into(),
-                        digest: "sha256:00".into(),
-                    },
-                    started_at: 0,
-                    ended_at: None,
-                    progress: None,
-                    error: None,
-                    log_tail: String::new(),
-                    log_truncated: false,
-                })
-                .collect(),
-        };
-        let shown = serde_json::to_value(JobStatusResponse::new(job, 0)).expect("JSON");
-        shown["job"]["job"]["status"]
-            .as_str()
-            .expect("a status")
-            .to_owned()
-    }
-
-    #[test]
-    fn a_claimed_job_not_started_yet_is_shown_pending() {
-        assert_eq!(status_shown(JobStatus::Running, &[]), "PENDING");
-        // A retry waiting for its worker, after an attempt whose worker died.
-        let abandoned = [ExecutionStatus::Abandoned];
-        assert_eq!(status_shown(JobStatus::Running, &abandoned), "PENDING");
-        let running = [ExecutionStatus::Abandoned, ExecutionStatus::Running];
-        assert_eq!(status_shown(JobStatus::Running, &running), "RUNNING");
-        assert_eq!(status_shown(JobStatus::Pending, &[]), "PENDING");
-        let completed = [ExecutionStatus::Completed];
-        assert_eq!(status_shown(JobStatus::Completed, &completed), "COMPLETED");
-    }
 
     #[test]
     fn timestamps_use_the_spec_form_in_utc() {

@@ -252,7 +252,9 @@ macro_rules! store_impl {
             }
 
             async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError> {
-                // One read transaction, so the job and its executions are one consistent snapshot.
+                // One read transaction: on SQLite one snapshot of the job and its executions; on
+                // PostgreSQL (read committed) each statement has its own, so a read that crosses
+                // an execution's end may show the job `RUNNING` and the execution ended.
                 let mut transaction = self.readers.begin().await?;
                 let Some(row) = sqlx::query(sql::JOB)
                     .bind(job_id)

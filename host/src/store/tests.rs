@@ -970,8 +970,8 @@ async fn a_cancelled_job_never_runs_again(backend: Backend) {
 }
 
 /// A worker may claim several jobs at once and run them one after another: the ones it has
-/// not started are still waiting, and the list says `PENDING` for them (the store keeps
-/// `RUNNING`, the claim's state, which `GET /job/<id>` also shows as `PENDING`).
+/// not started are still waiting, and clients see `PENDING` for them in the job, the list and
+/// the output's answer (the table keeps `RUNNING`, the claim's state).
 async fn a_claimed_job_is_listed_pending_until_it_starts(backend: Backend) {
     let store = backend.store.as_ref();
     let alice = user(store, "alice").await;
@@ -1000,5 +1000,11 @@ async fn a_claimed_job_is_listed_pending_until_it_starts(backend: Backend) {
     let waiting = &claims[1].lease.job_id;
     assert_eq!(listed[&claims[0].lease.job_id], JobStatus::Running);
     assert_eq!(listed[waiting], JobStatus::Pending);
-    assert_eq!(job(store, &alice, waiting).await.status, JobStatus::Running);
+    assert_eq!(job(store, &alice, waiting).await.status, JobStatus::Pending);
+    let running = job(store, &alice, &claims[0].lease.job_id).await;
+    assert_eq!(running.status, JobStatus::Running);
+    assert!(matches!(
+        store.job_output(&alice.id, waiting).await.expect("read"),
+        Some(JobOutput::NotCompleted(JobStatus::Pending))
+    ));
 }
