@@ -15,13 +15,7 @@ use crate::support::{
 const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
 
 async fn delete(server: &TestServer, token: &str, job: &str) -> reqwest::Response {
-    server
-        .client
-        .delete(server.url(&format!("/job/{job}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
+    server.delete(token, &format!("/job/{job}")).await
 }
 
 /// Polls until the job is `RUNNING` with its execution started.

@@ -171,13 +171,7 @@ async fn max_cut_runs_on_an_uploaded_gset_file() {
         )
         .await;
     // The job holds its own reference: deleting the file does not take its input away.
-    let deleted = server
-        .client
-        .delete(server.url(&format!("/data_file/{id}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let deleted = server.delete(&token, &format!("/data_file/{id}")).await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     expect_problem(
         server.get(&token, &format!("/data_file/{id}")).await,
@@ -333,13 +327,7 @@ async fn bad_datasets_and_bad_launches_are_refused_clearly() {
     for (token, id) in [(&token, json!("no-such-file")), (&mallory, id.clone())] {
         let path = format!("/data_file/{}", id.as_str().unwrap());
         expect_problem(server.get(token, &path).await, StatusCode::NOT_FOUND).await;
-        let deleted = server
-            .client
-            .delete(server.url(&path))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
+        let deleted = server.delete(token, &path).await;
         expect_problem(deleted, StatusCode::NOT_FOUND).await;
         let launched = server
             .post_json(
@@ -385,10 +373,7 @@ async fn bad_datasets_and_bad_launches_are_refused_clearly() {
 
 /// Counts the rows uploads write, straight from the database file.
 async fn upload_rows(server: &TestServer) -> (i64, i64, i64) {
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(server.data_dir().join("caseload.db"))
-        .read_only(true);
-    let database = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let database = server.database(true).await;
     let mut counts = [0i64; 3];
     let statements = [
         "SELECT COUNT(*) FROM data_files",
@@ -550,24 +535,14 @@ async fn a_job_whose_dataset_cannot_be_read_fails_after_its_attempts() {
         .await;
     assert_eq!(server.job(&token, &job).await["status"], "PENDING");
     // The blob now claims a byte more than its chunks hold, so the store refuses to read it.
-    let options =
-        sqlx::sqlite::SqliteConnectOptions::new().filename(server.data_dir().join("caseload.db"));
-    let database = sqlx::SqlitePool::connect_with(options)
-        .await
-        .expect("the database file opens");
+    let database = server.database(false).await;
     let damaged = sqlx::query("UPDATE blobs SET size = size + 1")
         .execute(&database)
         .await
         .expect("the blob is damaged");
     assert_eq!(damaged.rows_affected(), 1);
     database.close().await;
-    let cancelled = server
-        .client
-        .delete(server.url(&format!("/job/{busy}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .expect("the server answers");
+    let cancelled = server.delete(&token, &format!("/job/{busy}")).await;
     assert!(cancelled.status().is_success(), "{}", cancelled.status());
 
     let view = server.wait_until_ended(&token, &job).await;
@@ -616,13 +591,7 @@ async fn a_data_file_deleted_during_its_launch_is_a_404() {
     let launch = server.post_json(&token, "/problem/versioned", &body);
     let delete = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        server
-            .client
-            .delete(server.url(&format!("/data_file/{id}")))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .expect("the server answers")
+        server.delete(&token, &format!("/data_file/{id}")).await
     };
     let (launched, deleted) = tokio::join!(launch, delete);
     assert!(deleted.status().is_success(), "{}", deleted.status());
@@ -632,12 +601,7 @@ async fn a_data_file_deleted_during_its_launch_is_a_404() {
         "{problem}"
     );
     let jobs: i64 = {
-        let options = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(server.data_dir().join("caseload.db"))
-            .read_only(true);
-        let database = sqlx::SqlitePool::connect_with(options)
-            .await
-            .expect("the database file opens");
+        let database = server.database(true).await;
         let count = sqlx::query_scalar("SELECT COUNT(*) FROM jobs")
             .fetch_one(&database)
             .await

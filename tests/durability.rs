@@ -84,10 +84,7 @@ async fn a_killed_server_loses_no_acknowledged_job() {
     }
 
     // Straight from the database file: one output per job, no more.
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(server.data_dir().join("caseload.db"))
-        .read_only(true);
-    let database = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let database = server.database(true).await;
     let outputs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM job_outputs")
         .fetch_one(&database)
         .await

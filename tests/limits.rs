@@ -30,37 +30,47 @@ async fn run(server: &TestServer, token: &str, problem: &str, body: &Value) -> V
         .clone()
 }
 
-#[tokio::test]
-async fn limits_per_use_case_obeyed_and_violated() {
-    let limits = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(limits.path(), LIMITS).unwrap();
-    let path = limits.path().to_str().unwrap();
+/// A server with the runaway guest and these `--plugin-limits`, and more arguments; the
+/// limits file lives as long as the server.
+fn start_with_limits(limits: &str, args: &[&str]) -> (TestServer, tempfile::NamedTempFile) {
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(file.path(), limits).expect("the limits are written");
+    let path = file.path().to_str().expect("a UTF-8 path");
+    let args: Vec<&str> = ["--plugin-limits", path]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
     let server = TestServer::start_with(ServerOptions {
-        args: &["--plugin-limits", path],
+        args: &args,
         plugins: RUNAWAY,
     });
+    (server, file)
+}
+
+async fn detail(server: &TestServer, token: &str, problem: &str) -> Value {
+    server
+        .get(token, &format!("/problem/{problem}"))
+        .await
+        .json()
+        .await
+        .expect("a JSON body")
+}
+
+#[tokio::test]
+async fn limits_per_use_case_obeyed_and_violated() {
+    let (server, _limits) = start_with_limits(LIMITS, &[]);
     let token = server.admin_token().await;
 
-    let detail: Value = server
-        .get(&token, "/problem/runaway")
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(detail["limits"]["max_time_limit_s"], 2.0);
-    assert_eq!(detail["limits"]["default_time_limit_s"], 2.0);
-    assert_eq!(detail["limits"]["memory_limit_mib"], 32);
-    let detail: Value = server
-        .get(&token, "/problem/maxcut")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let runaway = detail(&server, &token, "runaway").await;
+    assert_eq!(runaway["limits"]["max_time_limit_s"], 2.0);
+    assert_eq!(runaway["limits"]["default_time_limit_s"], 2.0);
+    assert_eq!(runaway["limits"]["memory_limit_mib"], 32);
+    let maxcut = detail(&server, &token, "maxcut").await;
     assert_eq!(
-        detail["limits"]["memory_limit_mib"], 512,
+        maxcut["limits"]["memory_limit_mib"], 512,
         "the server's default"
     );
-    assert_eq!(detail["limits"]["max_output_bytes"], 100);
+    assert_eq!(maxcut["limits"]["max_output_bytes"], 100);
 
     // Memory: 16 MiB fits runaway's 32; 64 would fit the server's 512 but not runaway's.
     let execution = run(
@@ -125,21 +135,11 @@ async fn limits_per_use_case_obeyed_and_violated() {
 /// instance pool's memory slots are sized for the largest limit, not the default.
 #[tokio::test]
 async fn a_use_case_may_have_more_memory_than_the_server_s_default() {
-    let limits = tempfile::NamedTempFile::new().expect("a temporary file");
-    std::fs::write(limits.path(), "[runaway]\nmemory_limit_mib = 96\n").expect("written");
-    let path = limits.path().to_str().expect("a UTF-8 path");
-    let server = TestServer::start_with(ServerOptions {
-        args: &["--plugin-limits", path, "--memory-limit-mib", "32"],
-        plugins: RUNAWAY,
-    });
+    let limits = "[runaway]\nmemory_limit_mib = 96\n";
+    let (server, _limits) = start_with_limits(limits, &["--memory-limit-mib", "32"]);
     let token = server.admin_token().await;
-    let detail: Value = server
-        .get(&token, "/problem/runaway")
-        .await
-        .json()
-        .await
-        .expect("a JSON body");
-    assert_eq!(detail["limits"]["memory_limit_mib"], 96);
+    let runaway = detail(&server, &token, "runaway").await;
+    assert_eq!(runaway["limits"]["memory_limit_mib"], 96);
     let grow = |mib: u32| json!({"mode": "grow", "grow_mib": mib});
     let execution = run(&server, &token, "runaway", &grow(64)).await;
     assert_eq!(execution["status"], "COMPLETED", "{execution}");

@@ -152,6 +152,17 @@ impl TestServer {
         self.data_dir.path()
     }
 
+    /// The server's SQLite database, opened beside it: read-only to check what was written,
+    /// writable to damage it on purpose.
+    pub async fn database(&self, read_only: bool) -> sqlx::SqlitePool {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(self.data_dir().join("caseload.db"))
+            .read_only(read_only);
+        sqlx::SqlitePool::connect_with(options)
+            .await
+            .expect("the database file opens")
+    }
+
     /// Kills the server (SIGKILL) and hands back its data directory.
     pub fn kill(mut self) -> tempfile::TempDir {
         let _ = self.child.kill();
@@ -233,6 +244,15 @@ impl TestServer {
     pub async fn get(&self, token: &str, path: &str) -> Response {
         self.client
             .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("the server answers")
+    }
+
+    pub async fn delete(&self, token: &str, path: &str) -> Response {
+        self.client
+            .delete(self.url(path))
             .bearer_auth(token)
             .send()
             .await
