@@ -325,6 +325,16 @@ impl WorkSignal {
         was_queued || interrupted
     }
 
+    /// The claimed jobs cancelled before they started, for whoever ends them now.
+    fn take_cancelled_unstarted(&self) -> Vec<Lease> {
+        std::mem::take(
+            &mut *self
+                .cancelled_unstarted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
     pub fn notify(&self) {
         *self
             .generation
@@ -549,14 +559,7 @@ impl WorkerPool {
             .unwrap_or_else(PoisonError::into_inner)
             .drain(..)
             .map(|(claim, _)| claim.lease)
-            .chain(std::mem::take(
-                &mut *self
-                    .context
-                    .signal
-                    .cancelled_unstarted
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
-            ))
+            .chain(self.context.signal.take_cancelled_unstarted())
             .collect();
         let released: Vec<_> = unstarted
             .iter()
@@ -583,14 +586,7 @@ async fn release_cancelled(context: std::sync::Weak<WorkerContext>) {
         let Some(context) = context.upgrade() else {
             return;
         };
-        let leases = std::mem::take(
-            &mut *context
-                .signal
-                .cancelled_unstarted
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for lease in leases {
+        for lease in context.signal.take_cancelled_unstarted() {
             let released = context.store.release_unstarted(&lease);
             if let Err(error) = released.lease_held().await {
                 tracing::warn!(job = %lease.job_id, %error, "cannot end a cancelled job");
@@ -909,14 +905,13 @@ fn execute(
         // its attempts instead of going round for ever; a store it could not reach may
         // recover, and the job keeps its place.
         Err(DatasetFailure::Unreadable { message, permanent }) => {
-            let job_status = if permanent {
-                requeue_or_fail(claim.attempt, context.limits.max_attempts)
+            let (job_status, message) = if permanent && claim.attempt >= context.limits.max_attempts
+            {
+                let message = format!("{message}; that was the job's last attempt");
+                (JobStatus::Failed, message)
             } else {
-                JobStatus::Pending
-            };
-            let message = match job_status {
-                JobStatus::Pending => format!("{message}; the job went back to the queue"),
-                _ => format!("{message}; that was the job's last attempt"),
+                let message = format!("{message}; the job went back to the queue");
+                (JobStatus::Pending, message)
             };
             return ExecutionEnd {
                 status: ExecutionStatus::Abandoned,
@@ -999,16 +994,6 @@ fn execute(
         log_tail: report.log.text,
         log_truncated: report.log.truncated,
         ended_at: now_millis(),
-    }
-}
-
-/// Where a job goes when its attempt was lost through no fault of its own: back to the queue,
-/// or, after its last attempt, to `FAILED`, as the reaper decides for a dead worker's job.
-fn requeue_or_fail(attempt: u32, max_attempts: u32) -> JobStatus {
-    if attempt >= max_attempts {
-        JobStatus::Failed
-    } else {
-        JobStatus::Pending
     }
 }
 
@@ -1197,10 +1182,9 @@ mod tests {
             .map(|(claim, _)| claim.lease.job_id.clone())
             .collect();
         assert_eq!(queue, ["first"]);
-        let handed_on = signal.cancelled_unstarted.lock().expect("the list");
+        let handed_on = signal.take_cancelled_unstarted();
         assert_eq!(handed_on.len(), 1);
         assert_eq!(handed_on[0].job_id, "second");
-        drop(handed_on);
         // A job no worker of this process holds is not ours to cancel.
         assert!(!signal.cancel("elsewhere"));
         assert!(!first.load(Ordering::SeqCst));

@@ -975,21 +975,12 @@ async fn a_cancelled_job_never_runs_again(backend: Backend) {
 async fn a_claimed_job_is_listed_pending_until_it_starts(backend: Backend) {
     let store = backend.store.as_ref();
     let alice = user(store, "alice").await;
-    let (first, second) = (new_job(&alice), new_job(&alice));
-    for job in [&first, &second] {
-        store.insert_job(job).await.expect("insert");
-    }
-    let claims = store.claim_jobs(LONG, 2).await.expect("claim");
-    assert_eq!(claims.len(), 2);
-    let execution_id = uuid::Uuid::now_v7().to_string();
-    let started = store.start_execution(
-        &claims[0].lease,
-        &execution_id,
-        claims[0].attempt,
-        &plugin(),
-        now_millis(),
-    );
-    assert!(started.lease_held().await.expect("start"));
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    let (running, _) = claim_and_start(store, LONG).await;
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    let waiting = store.claim_jobs(LONG, 1).await.expect("claim");
+    assert_eq!(waiting.len(), 1, "claimed, not started");
+    let (running, waiting) = (&running.lease.job_id, &waiting[0].lease.job_id);
     let listed: HashMap<String, JobStatus> = store
         .jobs(&alice.id, None, 10)
         .await
@@ -997,12 +988,10 @@ async fn a_claimed_job_is_listed_pending_until_it_starts(backend: Backend) {
         .into_iter()
         .map(|summary| (summary.id, summary.status))
         .collect();
-    let waiting = &claims[1].lease.job_id;
-    assert_eq!(listed[&claims[0].lease.job_id], JobStatus::Running);
+    assert_eq!(listed[running], JobStatus::Running);
     assert_eq!(listed[waiting], JobStatus::Pending);
     assert_eq!(job(store, &alice, waiting).await.status, JobStatus::Pending);
-    let running = job(store, &alice, &claims[0].lease.job_id).await;
-    assert_eq!(running.status, JobStatus::Running);
+    assert_eq!(job(store, &alice, running).await.status, JobStatus::Running);
     assert!(matches!(
         store.job_output(&alice.id, waiting).await.expect("read"),
         Some(JobOutput::NotCompleted(JobStatus::Pending))
