@@ -20,8 +20,8 @@ use crate::runtime::{
     BoundedLog, CallError, ExecutionObserver, Limits, LogTail, RunOptions, RunReport, Violation,
 };
 use crate::store::{
-    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, JobStore,
-    Lease, LiveUpdate, PluginRef, Progress, QueuedWrite, StoreError, now_millis,
+    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobEvents, JobStatus,
+    JobStore, Lease, LiveUpdate, PluginRef, Progress, QueuedWrite, StoreError, now_millis,
 };
 
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
@@ -367,6 +367,16 @@ impl WorkSignal {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) += 1;
         self.condvar.notify_all();
+    }
+}
+
+impl JobEvents for WorkSignal {
+    fn jobs_pending(&self) {
+        self.notify_all();
+    }
+
+    fn cancel_requested(&self, job_id: &str) {
+        self.cancel(job_id);
     }
 }
 

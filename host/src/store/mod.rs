@@ -377,7 +377,7 @@ pub trait JobStore: Send + Sync + 'static {
     ) -> Result<Option<JobOutput>, StoreError>;
 
     /// Cancels the owner's job: a pending one at once, a running one by marking it so that
-    /// its worker (told through [`WorkSignal::cancel`](crate::jobs::WorkSignal::cancel), on
+    /// its worker (told through [`JobEvents::cancel_requested`], on
     /// every replica) stops it. `None` if the owner has no such job.
     async fn cancel_job(
         &self,
@@ -469,9 +469,18 @@ pub trait JobStore: Send + Sync + 'static {
     /// before `ended_before`. Returns how many were deleted.
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError>;
 
-    /// Wakes `signal` whenever another process makes a job pending. A no-op where no other
-    /// process can.
-    async fn watch_new_jobs(&self, signal: std::sync::Arc<crate::jobs::WorkSignal>);
+    /// Tells `events` whenever another process makes a job pending or asks to cancel one.
+    /// A no-op where no other process can.
+    async fn watch_new_jobs(&self, events: std::sync::Arc<dyn JobEvents>);
+}
+
+/// What the store reports to this process about jobs other processes changed. The workers
+/// implement it, so the store needs nothing of the layers above it.
+pub trait JobEvents: Send + Sync {
+    /// Jobs became pending: idle workers should look for them.
+    fn jobs_pending(&self);
+    /// A client asked to cancel the job: this process's run of it, if any, should stop.
+    fn cancel_requested(&self, job_id: &str);
 }
 
 /// Reads an execution from a row of either backend (the columns of `executions`).

@@ -11,12 +11,11 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
-    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus,
-    JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite, StoreError,
-    User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
+    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
+    JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
+    StoreError, User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
     summary_from_row, user_conflict,
 };
-use crate::jobs::WorkSignal;
 
 /// The schema, one script per version, applied in order at start.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -224,11 +223,11 @@ super::shared::store_impl!(PostgresStore {
         self.reap(max_attempts, false).await
     }
 
-    async fn watch_new_jobs(&self, signal: Arc<WorkSignal>) {
+    async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>) {
         let pool = self.writer.clone();
         tokio::spawn(async move {
             loop {
-                if let Err(error) = listen(&pool, &signal).await {
+                if let Err(error) = listen(&pool, events.as_ref()).await {
                     tracing::warn!(%error, "lost the job notifications; listening again in 1 s");
                     // Workers still poll, slowly, in the meantime.
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -255,15 +254,15 @@ impl PostgresStore {
 
 /// Wakes the local workers on every new-job notification and interrupts the local run of a
 /// cancelled job, until the connection fails.
-async fn listen(pool: &PgPool, signal: &WorkSignal) -> Result<(), sqlx::Error> {
+async fn listen(pool: &PgPool, events: &dyn JobEvents) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
     listener.listen_all([CHANNEL, CANCEL_CHANNEL]).await?;
     loop {
         let notification = listener.recv().await?;
         if notification.channel() == CANCEL_CHANNEL {
-            signal.cancel(notification.payload());
+            events.cancel_requested(notification.payload());
         } else {
-            signal.notify_all();
+            events.jobs_pending();
         }
     }
 }

@@ -15,12 +15,11 @@ use sqlx::{Row, SqliteConnection};
 
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
 use super::{
-    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobOutput, JobRecord, JobStatus,
-    JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite, StoreError,
-    User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
+    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
+    JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
+    StoreError, User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
     summary_from_row, user_conflict,
 };
-use crate::jobs::WorkSignal;
 
 /// The schema, one script per version, applied in order at start.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -214,5 +213,5 @@ super::shared::store_impl!(SqliteStore {
         self.reap(max_attempts, true).await
     }
 
-    async fn watch_new_jobs(&self, _signal: Arc<WorkSignal>) {}
+    async fn watch_new_jobs(&self, _events: Arc<dyn JobEvents>) {}
 });
