@@ -395,7 +395,7 @@ fn link_deadline_aware_clock(linker: &mut Linker<SandboxState>) -> wasmtime::Res
     use wasmtime_wasi::clocks::WasiClocksView;
     use wasmtime_wasi::p2::bindings::clocks::monotonic_clock::Host as MonotonicClock;
 
-    /// The interface as `add_to_linker_sync` names it (wasmtime-wasi 48).
+    /// The interface as `add_to_linker_sync` names it (wasmtime-wasi 50).
     const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
 
     linker.allow_shadowing(true);
