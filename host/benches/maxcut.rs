@@ -27,7 +27,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use caseload::jobs::{JobOptions, UseCaseLimits};
+use caseload::config::UseCaseLimits;
+use caseload::options::JobOptions;
 use caseload::plugins::MAXCUT_WASM;
 use caseload::runtime::{
     BoundedLog, CompiledPlugin, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,

@@ -1,5 +1,5 @@
-//! Authentication: argon2id password hashes, Ed25519-signed JWT access tokens, and the
-//! [`AuthUser`] extractor every protected handler takes.
+//! Authentication: argon2id password hashes and Ed25519-signed JWT access tokens. The
+//! extractor that checks a request's token is the API's (`api/bearer.rs`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -9,16 +9,12 @@ use std::time::Duration;
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, EncodePublicKey};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-
-use crate::api::{ApiError, AppState};
 
 /// The signing key's file in the data directory, unless `--jwt-key-file` names another.
 pub const SIGNING_KEY_FILE: &str = "jwt-ed25519.pem";
@@ -191,7 +187,7 @@ impl TokenKeys {
     }
 
     /// Verifies a token and returns the user it was issued to.
-    fn verify(&self, token: &str) -> Option<AuthUser> {
+    pub fn verify(&self, token: &str) -> Option<AuthUser> {
         let now = chrono::Utc::now().timestamp() as u64;
         if let Some((user, expires)) = self
             .verified
@@ -240,31 +236,6 @@ pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 pub struct AuthUser {
     pub id: String,
     pub username: String,
-}
-
-impl FromRequestParts<AppState> for AuthUser {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or(ApiError::MissingToken)?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|value| {
-                let (scheme, token) = value.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            })
-            .ok_or(ApiError::InvalidToken(
-                "the Authorization header is not 'Bearer <token>'",
-            ))?;
-        state
-            .tokens
-            .verify(token)
-            .ok_or(ApiError::InvalidToken("the token is invalid or expired"))
-    }
 }
 
 #[cfg(test)]

@@ -8,12 +8,14 @@
 pub mod api;
 pub mod auth;
 pub mod config;
-pub mod jobs;
 pub mod metrics;
+pub mod options;
 pub mod plugins;
 pub mod runtime;
 pub mod store;
 pub mod upkeep;
+pub mod violation;
+pub mod worker;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -23,13 +25,13 @@ use anyhow::{Context, bail};
 
 pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
-use crate::config::{ServeArgs, StorageArgs};
-use crate::jobs::{JobLimits, WorkSignal, WorkerPool};
+use crate::config::{JobLimits, ServeArgs, StorageArgs};
 use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
 use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError};
+use crate::worker::{LocalJobs, WorkerPool};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
 pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStore>> {
@@ -128,7 +130,7 @@ async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<(
 pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()> {
     let store = open_store(storage).await?;
     let per_use_case = match &args.plugin_limits {
-        Some(path) => jobs::read_limit_overrides(path)
+        Some(path) => config::read_limit_overrides(path)
             .map_err(|error| anyhow::anyhow!("--plugin-limits {}: {error}", path.display()))?,
         None => Default::default(),
     };
@@ -214,21 +216,28 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     })
     .await?;
 
-    let work = Arc::new(WorkSignal::default());
-    store.watch_new_jobs(work.clone()).await;
-    upkeep::start(store.clone(), work.clone(), args);
+    let local_jobs = Arc::new(LocalJobs::default());
+    store.watch_new_jobs(local_jobs.clone()).await;
+    upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
     let workers = WorkerPool::start(
         workers,
         store.clone(),
         registry.clone(),
         job_limits.clone(),
-        work.clone(),
+        local_jobs.clone(),
         metrics.clone(),
         tokio::runtime::Handle::current(),
     );
 
-    let mut state = AppState::new(store, registry, Arc::new(tokens), work, metrics, job_limits);
+    let mut state = AppState::new(
+        store,
+        registry,
+        Arc::new(tokens),
+        local_jobs,
+        metrics,
+        job_limits,
+    );
     state.max_dataset_bytes = args.max_dataset_bytes;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

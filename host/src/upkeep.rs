@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::ServeArgs;
-use crate::jobs::WorkSignal;
-use crate::store::{JobStore, Millis, now_millis};
+use crate::store::{JobEvents, JobStore, Millis, now_millis};
 
 /// Retention deletes this many jobs per transaction, so it never holds the database for long.
 const PURGE_BATCH: u32 = 1000;
@@ -24,10 +23,10 @@ const STALE_UPLOAD: Duration = Duration::from_secs(3600);
 const SWEEP_BATCH: u32 = 100;
 
 /// Starts the reaper and retention on the current tokio runtime.
-pub fn start(store: Arc<dyn JobStore>, work: Arc<WorkSignal>, args: &ServeArgs) {
+pub fn start(store: Arc<dyn JobStore>, events: Arc<dyn JobEvents>, args: &ServeArgs) {
     tokio::spawn(reap(
         store.clone(),
-        work,
+        events,
         args.reaper_interval,
         args.max_attempts,
     ));
@@ -37,7 +36,7 @@ pub fn start(store: Arc<dyn JobStore>, work: Arc<WorkSignal>, args: &ServeArgs) 
 /// Returns jobs whose lease expired to the queue (or fails them after their last attempt).
 async fn reap(
     store: Arc<dyn JobStore>,
-    work: Arc<WorkSignal>,
+    events: Arc<dyn JobEvents>,
     interval: Duration,
     max_attempts: u32,
 ) {
@@ -49,7 +48,7 @@ async fn reap(
             Ok(0) => {}
             Ok(reaped) => {
                 tracing::warn!(jobs = reaped, "requeued jobs whose worker lost its lease");
-                work.notify_all();
+                events.jobs_pending();
             }
             Err(error) => tracing::warn!(%error, "cannot reap expired leases"),
         }

@@ -5,13 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::store::StoreError;
-
-/// One problem with a request body, located by a JSON pointer into it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    pub pointer: String,
-    pub message: String,
-}
+use crate::violation::Violation;
 
 /// Everything a handler can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +46,7 @@ pub enum ApiError {
     #[error("{detail}")]
     Validation {
         detail: String,
-        errors: Vec<FieldError>,
+        errors: Vec<Violation>,
     },
     /// An `Idempotency-Key` the caller used before for a different request.
     #[error("{0}")]
@@ -89,7 +83,14 @@ struct Problem<'a> {
     status: u16,
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    errors: Option<&'a [FieldError]>,
+    errors: Option<Vec<ProblemError<'a>>>,
+}
+
+/// One entry of a problem document's `errors`: a [`Violation`] as clients see it.
+#[derive(Debug, Serialize)]
+struct ProblemError<'a> {
+    pointer: &'a str,
+    message: &'a str,
 }
 
 impl ApiError {
@@ -133,7 +134,15 @@ impl IntoResponse for ApiError {
             other => other.to_string(),
         };
         let errors = match &self {
-            ApiError::Validation { errors, .. } => Some(errors.as_slice()),
+            ApiError::Validation { errors, .. } => Some(
+                errors
+                    .iter()
+                    .map(|violation| ProblemError {
+                        pointer: &violation.pointer,
+                        message: &violation.message,
+                    })
+                    .collect(),
+            ),
             _ => None,
         };
         let problem = Problem {

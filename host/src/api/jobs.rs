@@ -65,7 +65,7 @@ async fn cancel(
             )));
         }
         CancelOutcome::Requested => {
-            state.work.cancel(&job_id);
+            state.local_jobs.cancel(&job_id);
             wait_until_ended(&state, &user, &job_id).await?
         }
     };

@@ -1,9 +1,11 @@
 //! The HTTP API: the router, its shared state and middleware, one module per route group.
 
+mod bearer;
 mod data_files;
 mod error;
 mod jobs;
 mod login;
+mod options;
 mod problems;
 mod wire;
 
@@ -18,14 +20,15 @@ use axum::response::IntoResponse;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
-pub use self::error::{ApiError, FieldError};
+pub use self::error::ApiError;
 pub use self::wire::format_timestamp;
 use crate::auth::TokenKeys;
-use crate::jobs::{JobLimits, WorkSignal};
+use crate::config::JobLimits;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::runtime::Limits;
 use crate::store::JobStore;
+use crate::worker::LocalJobs;
 
 /// Inline job bodies must be smaller than this (the spec: "less than 4 MB").
 pub const INLINE_BODY_LIMIT: usize = 4_000_000;
@@ -36,7 +39,7 @@ pub struct AppState {
     pub store: Arc<dyn JobStore>,
     pub registry: Arc<PluginRegistry>,
     pub tokens: Arc<TokenKeys>,
-    pub work: Arc<WorkSignal>,
+    pub local_jobs: Arc<LocalJobs>,
     pub metrics: Arc<Metrics>,
     pub job_limits: JobLimits,
     /// Limits of the `validate` call made while a submission waits.
@@ -54,7 +57,7 @@ impl AppState {
         store: Arc<dyn JobStore>,
         registry: Arc<PluginRegistry>,
         tokens: Arc<TokenKeys>,
-        work: Arc<WorkSignal>,
+        local_jobs: Arc<LocalJobs>,
         metrics: Arc<Metrics>,
         job_limits: JobLimits,
     ) -> AppState {
@@ -62,7 +65,7 @@ impl AppState {
             store,
             registry,
             tokens,
-            work,
+            local_jobs,
             metrics,
             validate_limits: Limits {
                 wall_time: Duration::from_secs(5),

@@ -10,13 +10,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Map, Value};
 
+use super::options::parse_options;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
-use super::{ApiError, AppState, FieldError, INLINE_BODY_LIMIT, Json};
+use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json};
 use crate::auth::AuthUser;
-use crate::jobs::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::CallError;
 use crate::store::{DataFile, Idempotency, Inserted, JobDataset, NewJob, StoreError, now_millis};
+use crate::violation::Violation;
 
 /// At most this many schema violations are listed; the rest are counted.
 const MAX_LISTED_ERRORS: usize = 100;
@@ -87,16 +88,13 @@ async fn run_job(
     let Value::Object(mut fields) = body else {
         return Err(invalid(
             "the body must be a JSON object",
-            vec![FieldError {
-                pointer: String::new(),
-                message: "must be an object".into(),
-            }],
+            vec![Violation::new("", "must be an object")],
         ));
     };
 
     let mut errors = Vec::new();
     let limits = state.job_limits.of(&plugin.info.name);
-    let options = JobOptions::from_request(fields.remove("options").as_ref(), &limits)
+    let options = parse_options(fields.remove("options").as_ref(), &limits)
         .map_err(|option_errors| errors.extend(option_errors))
         .ok();
 
@@ -109,10 +107,7 @@ async fn run_job(
             let value: Value = serde_json::from_str(&text).map_err(|error| {
                 invalid(
                     "the dataset is not valid JSON",
-                    vec![FieldError {
-                        pointer: String::new(),
-                        message: error.to_string(),
-                    }],
+                    vec![Violation::new("", error.to_string())],
                 )
             })?;
             let dataset = JobDataset {
@@ -174,7 +169,7 @@ async fn run_job(
             return replay(&user, &plugin, idempotency, job_id, &request_hash);
         }
     }
-    state.work.notify();
+    state.local_jobs.job_added();
     state.metrics.job_accepted();
     tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
 
@@ -306,7 +301,7 @@ async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Byt
     Ok(bytes.into())
 }
 
-fn invalid(detail: &str, errors: Vec<FieldError>) -> ApiError {
+fn invalid(detail: &str, errors: Vec<Violation>) -> ApiError {
     ApiError::Validation {
         detail: detail.to_owned(),
         errors,
@@ -329,9 +324,11 @@ async fn dataset_file(
              inline input; send one or the other",
             inline
                 .iter()
-                .map(|key| FieldError {
-                    pointer: format!("/{key}"),
-                    message: "inline input field not allowed beside data_file_identifier".into(),
+                .map(|key| {
+                    Violation::new(
+                        format!("/{key}"),
+                        "inline input field not allowed beside data_file_identifier",
+                    )
                 })
                 .collect(),
         ));
@@ -339,10 +336,7 @@ async fn dataset_file(
     let Some(identifier) = identifier.as_str() else {
         return Err(invalid(
             "data_file_identifier must be a string",
-            vec![FieldError {
-                pointer: "/data_file_identifier".into(),
-                message: "must be a string".into(),
-            }],
+            vec![Violation::new("/data_file_identifier", "must be a string")],
         ));
     };
     state
@@ -396,16 +390,13 @@ async fn dataset_text(
         )),
         Err(other) => Err(invalid(
             "the dataset cannot be this use case's input",
-            vec![FieldError {
-                pointer: "/data_file_identifier".into(),
-                message: other.to_string(),
-            }],
+            vec![Violation::new("/data_file_identifier", other.to_string())],
         )),
     }
 }
 
 /// Every violation of the plugin's input schema, each at its JSON pointer.
-fn schema_errors(plugin: &Plugin, input: &Value) -> Vec<FieldError> {
+fn schema_errors(plugin: &Plugin, input: &Value) -> Vec<Violation> {
     let mut errors = Vec::new();
     let mut unlisted = 0usize;
     for error in plugin.input_schema.iter_errors(input) {
@@ -417,16 +408,13 @@ fn schema_errors(plugin: &Plugin, input: &Value) -> Vec<FieldError> {
         if message.len() > MAX_MESSAGE_LENGTH {
             message = error.masked().to_string();
         }
-        errors.push(FieldError {
-            pointer: error.instance_path().as_str().to_owned(),
-            message,
-        });
+        errors.push(Violation::new(error.instance_path().as_str(), message));
     }
     if unlisted > 0 {
-        errors.push(FieldError {
-            pointer: String::new(),
-            message: format!("{unlisted} more violations not listed"),
-        });
+        errors.push(Violation::new(
+            "",
+            format!("{unlisted} more violations not listed"),
+        ));
     }
     errors
 }
@@ -461,16 +449,7 @@ async fn validate_with_plugin(
 /// too; anything else is ours.
 fn call_error(rejected: &str, doing: &str, error: CallError) -> ApiError {
     match error {
-        CallError::InvalidInput(violations) => invalid(
-            rejected,
-            violations
-                .into_iter()
-                .map(|violation| FieldError {
-                    pointer: violation.pointer,
-                    message: violation.message,
-                })
-                .collect(),
-        ),
+        CallError::InvalidInput(violations) => invalid(rejected, violations),
         CallError::Timeout(limit) => {
             invalid(&format!("{doing} took longer than {limit:?}"), Vec::new())
         }

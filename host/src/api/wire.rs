@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::jobs::UseCaseLimits;
+use crate::config::UseCaseLimits;
 use crate::plugins::{Plugin, PluginSource};
 use crate::store::{DataFile, ExecutionRecord, JobRecord, JobSummary, Millis};
 

@@ -20,6 +20,7 @@ use wasmtime::{
 use self::cache::CompileCache;
 pub use self::log::{BoundedLog, LogTail};
 use self::sandbox::{MemoryLimitExceeded, SandboxState};
+use crate::violation::Violation;
 
 /// Host-side bindings generated from the SDK's WIT world, the one contract.
 pub(crate) mod bindings {
@@ -83,13 +84,6 @@ pub struct PluginInfo {
     pub input_schema: String,
     pub output_schema: String,
     pub media_types: Vec<String>,
-}
-
-/// One problem with an input, at a JSON pointer into it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    pub pointer: String,
-    pub message: String,
 }
 
 /// The options of one run, as the plugin receives them.
@@ -619,13 +613,11 @@ impl Call {
     }
 }
 
+/// The WIT boundary: a plugin's violations become the host's.
 fn convert_violations(violations: Vec<wit::Violation>) -> Vec<Violation> {
     violations
         .into_iter()
-        .map(|violation| Violation {
-            pointer: violation.pointer,
-            message: violation.message,
-        })
+        .map(|violation| Violation::new(violation.pointer, violation.message))
         .collect()
 }
 

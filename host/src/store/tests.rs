@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::jobs::WorkSignal;
 use crate::store::scratch::ScratchDatabase;
 
 /// A store under test, with what keeps its database alive (dropped with it).
@@ -603,13 +602,21 @@ async fn on_postgres_a_new_job_wakes_other_replicas() {
     };
     let listening = PostgresStore::open(&database.url).await.expect("open");
     let inserting = PostgresStore::open(&database.url).await.expect("open");
-    let signal = Arc::new(WorkSignal::default());
-    listening.watch_new_jobs(signal.clone()).await;
+    /// Counts the new-job events the store reports.
+    #[derive(Default)]
+    struct CountedEvents(std::sync::atomic::AtomicU64);
+    impl JobEvents for CountedEvents {
+        fn jobs_pending(&self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        fn cancel_requested(&self, _job_id: &str) {}
+    }
+    let events = Arc::new(CountedEvents::default());
+    listening.watch_new_jobs(events.clone()).await;
     let alice = user(&inserting, "alice").await;
     // The listener subscribes in the background; keep inserting until it hears one.
-    let seen = signal.generation();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while signal.generation() == seen {
+    while events.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "no notification reached the other store"

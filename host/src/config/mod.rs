@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+mod limits;
+
+pub use self::limits::{JobLimits, LimitOverrides, UseCaseLimits, read_limit_overrides};
+
 /// caseload: run optimization jobs over HTTP, each use case a WebAssembly plugin.
 #[derive(Debug, Parser)]
 #[command(name = "caseload", version, args_conflicts_with_subcommands = true)]

@@ -1,0 +1,33 @@
+//! The bearer token on a request, checked: handlers that take an [`AuthUser`] run only for a
+//! valid token, and every other request gets the same 401.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use super::{ApiError, AppState};
+use crate::auth::AuthUser;
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .ok_or(ApiError::MissingToken)?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|value| {
+                let (scheme, token) = value.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            })
+            .ok_or(ApiError::InvalidToken(
+                "the Authorization header is not 'Bearer <token>'",
+            ))?;
+        state
+            .tokens
+            .verify(token)
+            .ok_or(ApiError::InvalidToken("the token is invalid or expired"))
+    }
+}

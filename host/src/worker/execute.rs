@@ -1,0 +1,254 @@
+//! One execution: a claimed job's input made (from its dataset if it has one), the plugin
+//! run in the sandbox, its output checked, and whatever happened turned into the
+//! execution's end.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::context::WorkerContext;
+use super::progress::ProgressWriter;
+use crate::options::JobOptions;
+use crate::plugins::{DatasetError, Plugin};
+use crate::runtime::{CallError, Limits, LogTail, RunOptions, RunReport};
+use crate::store::{
+    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, StoreError,
+    now_millis,
+};
+use crate::violation::Violation;
+
+pub(super) fn failed(execution_id: &str, code: ErrorCode, message: String) -> ExecutionEnd {
+    ExecutionEnd {
+        execution_id: execution_id.to_owned(),
+        status: ExecutionStatus::Failed,
+        job_status: JobStatus::Failed,
+        error: Some(ExecutionError { code, message }),
+        output: None,
+        log_tail: String::new(),
+        log_truncated: false,
+        ended_at: now_millis(),
+    }
+}
+
+/// Runs the plugin and turns whatever happened into the execution's end.
+pub(super) fn execute(
+    context: &WorkerContext,
+    claim: &ClaimedJob,
+    execution_id: &str,
+    plugin: &Plugin,
+    interrupt: Arc<AtomicBool>,
+) -> ExecutionEnd {
+    let options: JobOptions = match serde_json::from_str(&claim.options) {
+        Ok(options) => options,
+        Err(error) => {
+            return failed(
+                execution_id,
+                ErrorCode::InvalidInput,
+                format!("the job's stored options are unreadable: {error}"),
+            );
+        }
+    };
+    let limits = context.limits.of(&plugin.info.name).for_run(&options);
+    let observer = Arc::new(ProgressWriter::new(
+        context.store.clone(),
+        context.runtime.clone(),
+        claim.lease.clone(),
+        execution_id.to_owned(),
+    ));
+    let run_options = RunOptions {
+        time_limit: options.time_limit(),
+        seed: options.seed,
+        max_iterations: options.max_iterations,
+    };
+    let report = match dataset_input(context, claim, plugin, &limits) {
+        Ok(None) => plugin
+            .component
+            .run(&claim.input, &run_options, &limits, interrupt, observer),
+        Ok(Some(input)) => plugin
+            .component
+            .run(&input, &run_options, &limits, interrupt, observer),
+        Err(DatasetFailure::Call(error)) => RunReport {
+            result: Err(error),
+            log: LogTail::default(),
+            peak_memory_bytes: 0,
+        },
+        // Not the job's fault: it goes back to the queue, like a job whose worker died. Bytes
+        // the store found corrupt will not mend, so like that job it fails once it has had
+        // its attempts instead of going round for ever; a store it could not reach may
+        // recover, and the job keeps its place.
+        Err(DatasetFailure::Unreadable { message, permanent }) => {
+            let (job_status, message) = if permanent && claim.attempt >= context.limits.max_attempts
+            {
+                let message = format!("{message}; that was the job's last attempt");
+                (JobStatus::Failed, message)
+            } else {
+                let message = format!("{message}; the job went back to the queue");
+                (JobStatus::Pending, message)
+            };
+            return ExecutionEnd {
+                status: ExecutionStatus::Abandoned,
+                job_status,
+                ..failed(execution_id, ErrorCode::WorkerLost, message)
+            };
+        }
+    };
+    let (status, job_status, error, output) = match report.result {
+        Ok(output) => match check_output(plugin, &output) {
+            Ok(()) => (
+                ExecutionStatus::Completed,
+                JobStatus::Completed,
+                None,
+                Some(output),
+            ),
+            Err(message) => (
+                ExecutionStatus::Failed,
+                JobStatus::Failed,
+                Some(ExecutionError {
+                    code: ErrorCode::InvalidOutput,
+                    message,
+                }),
+                None,
+            ),
+        },
+        Err(error) => {
+            let releasing = context.releasing.load(Ordering::SeqCst);
+            let (status, job_status, error) = call_failed(error, options.time_limit(), releasing);
+            (status, job_status, error, None)
+        }
+    };
+    ExecutionEnd {
+        execution_id: execution_id.to_owned(),
+        status,
+        job_status,
+        error,
+        output,
+        log_tail: report.log.text,
+        log_truncated: report.log.truncated,
+        ended_at: now_millis(),
+    }
+}
+
+/// How a call that returned no output ends its execution and its job: every case with its
+/// status, error code and message together. `releasing` is set when the server stops and
+/// interrupted the call to give the job back.
+fn call_failed(
+    error: CallError,
+    time_limit: Duration,
+    releasing: bool,
+) -> (ExecutionStatus, JobStatus, Option<ExecutionError>) {
+    let failed = |code, message| {
+        (
+            ExecutionStatus::Failed,
+            JobStatus::Failed,
+            Some(ExecutionError { code, message }),
+        )
+    };
+    let described = error.to_string();
+    match error {
+        // Interrupted because the server stops: the job goes back to the queue.
+        CallError::Cancelled if releasing => (
+            ExecutionStatus::Abandoned,
+            JobStatus::Pending,
+            Some(ExecutionError {
+                code: ErrorCode::WorkerLost,
+                message: "the server shut down before this execution ended; \
+                          the job went back to the queue"
+                    .into(),
+            }),
+        ),
+        CallError::Cancelled => (ExecutionStatus::Cancelled, JobStatus::Cancelled, None),
+        CallError::Timeout(stopped_after) => (
+            ExecutionStatus::TimedOut,
+            JobStatus::Failed,
+            Some(ExecutionError {
+                code: ErrorCode::Timeout,
+                message: format!(
+                    "the run exceeded its time limit of {time_limit:?} and was stopped after \
+                     {stopped_after:?} (the limit plus a grace period)"
+                ),
+            }),
+        ),
+        CallError::MemoryLimit(_) => failed(ErrorCode::MemoryLimit, described),
+        CallError::Trap(_) => failed(ErrorCode::Trap, described),
+        CallError::InvalidInput(violations) => failed(
+            ErrorCode::InvalidInput,
+            violations
+                .iter()
+                .map(|violation| format!("{}: {}", violation.pointer, violation.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        CallError::PluginFailed(_) => failed(ErrorCode::PluginError, described),
+        CallError::OutputTooLarge { .. } => failed(ErrorCode::InvalidOutput, described),
+    }
+}
+
+/// Why a dataset job's input could not be made.
+enum DatasetFailure {
+    /// The input is wrong for the plugin: the execution fails with this.
+    Call(CallError),
+    /// The bytes could not be read from the store: `permanent` when the store found them
+    /// corrupt, not when it could not be reached.
+    Unreadable { message: String, permanent: bool },
+}
+
+/// A dataset job's input, made as at submission; `None` for an inline job.
+fn dataset_input(
+    context: &WorkerContext,
+    claim: &ClaimedJob,
+    plugin: &Plugin,
+    limits: &Limits,
+) -> Result<Option<String>, DatasetFailure> {
+    let Some(dataset) = &claim.dataset else {
+        return Ok(None);
+    };
+    let bytes = match context
+        .runtime
+        .block_on(context.store.blob(&dataset.blob_id))
+    {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(DatasetFailure::Call(CallError::InvalidInput(vec![
+                Violation::new(
+                    "",
+                    format!("the bytes of data file {} are gone", dataset.data_file_id),
+                ),
+            ])));
+        }
+        Err(error) => {
+            return Err(DatasetFailure::Unreadable {
+                message: format!("cannot read data file {}: {error}", dataset.data_file_id),
+                permanent: matches!(error, StoreError::Corrupt(_)),
+            });
+        }
+    };
+    match plugin.dataset_input(&dataset.media_type, bytes, limits) {
+        Ok(input) => Ok(Some(input)),
+        Err(DatasetError::Decode(error)) => Err(DatasetFailure::Call(error)),
+        Err(other) => Err(DatasetFailure::Call(CallError::InvalidInput(vec![
+            Violation::new("", other.to_string()),
+        ]))),
+    }
+}
+
+/// The output must be JSON that the plugin's own output schema accepts.
+fn check_output(plugin: &Plugin, output: &str) -> Result<(), String> {
+    let value: Value =
+        serde_json::from_str(output).map_err(|error| format!("the output is not JSON: {error}"))?;
+    let problems: Vec<String> = plugin
+        .output_schema
+        .iter_errors(&value)
+        .take(10)
+        .map(|error| format!("{}: {}", error.instance_path().as_str(), error.masked()))
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the output does not match the output schema: {}",
+            problems.join("; ")
+        ))
+    }
+}

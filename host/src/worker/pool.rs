@@ -1,0 +1,381 @@
+//! The worker threads: each claims jobs from the store (several at a time while they are
+//! short), runs them one by one, and confirms their ends; beside them, the heartbeat that
+//! renews the held leases and the task that ends claimed jobs cancelled before they started.
+//!
+//! Workers are dedicated OS threads, not tokio tasks: a guest is CPU-bound and may not yield
+//! for as long as its deadline allows, which would starve the async runtime serving HTTP.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::context::{MAX_CLAIM, WorkerContext};
+use super::execute::{execute, failed};
+use super::leases::HeldLeases;
+use super::local_jobs::LocalJobs;
+use crate::config::JobLimits;
+use crate::metrics::Metrics;
+use crate::plugins::PluginRegistry;
+use crate::store::{
+    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef, QueuedWrite,
+    now_millis,
+};
+
+/// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
+/// jobs wake workers (and, on PostgreSQL, notify other replicas' workers).
+const IDLE_POLL: Duration = Duration::from_secs(2);
+
+/// The worker threads.
+pub struct WorkerPool {
+    context: Arc<WorkerContext>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("WorkerPool")
+            .field("workers", &self.threads.len())
+            .finish()
+    }
+}
+
+impl WorkerPool {
+    /// Starts `count` workers. `runtime` is the tokio runtime the store's futures run on.
+    pub fn start(
+        count: usize,
+        store: Arc<dyn JobStore>,
+        registry: Arc<PluginRegistry>,
+        limits: JobLimits,
+        local: Arc<LocalJobs>,
+        metrics: Arc<Metrics>,
+        runtime: tokio::runtime::Handle,
+    ) -> WorkerPool {
+        let context = Arc::new(WorkerContext {
+            store,
+            registry,
+            limits,
+            local,
+            metrics,
+            shutdown: AtomicBool::new(false),
+            releasing: AtomicBool::new(false),
+            claim_size: AtomicU32::new(1),
+            runtime,
+        });
+        context.runtime.spawn(heartbeat(Arc::downgrade(&context)));
+        context
+            .runtime
+            .spawn(release_cancelled(Arc::downgrade(&context)));
+        let threads = (0..count.max(1))
+            .map(|index| {
+                let context = context.clone();
+                std::thread::Builder::new()
+                    .name(format!("worker-{index}"))
+                    .spawn(move || work(&context))
+                    .expect("a worker thread starts")
+            })
+            .collect();
+        WorkerPool { context, threads }
+    }
+
+    /// Stops claiming new jobs and lets the running ones end within `grace`. Jobs still
+    /// running then are interrupted and given back to the queue (their execution `ABANDONED`),
+    /// so that another replica takes them at once instead of waiting for the lease to expire.
+    pub fn shutdown(self, grace: Duration) {
+        self.context.shutdown.store(true, Ordering::SeqCst);
+        self.context.local.jobs_added();
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && self.threads.iter().any(|thread| !thread.is_finished()) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let running = self.context.local.held.leases().len();
+        if running > 0 {
+            tracing::warn!(
+                jobs = running,
+                "the shutdown grace ran out; giving the running jobs back to the queue"
+            );
+            self.context.releasing.store(true, Ordering::SeqCst);
+            let _ = self.context.local.held.interrupt(None);
+        }
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+        // Claimed jobs nobody started go straight back, their attempt uncounted (those
+        // cancelled meanwhile end `CANCELLED`).
+        let mut unstarted = self.context.local.drain_claimed();
+        unstarted.extend(self.context.local.take_cancelled_unstarted());
+        let released: Vec<_> = unstarted
+            .iter()
+            .map(|lease| self.context.store.release_unstarted(lease))
+            .collect();
+        for (lease, released) in unstarted.iter().zip(released) {
+            if let Err(error) = self.context.runtime.block_on(released.lease_held()) {
+                tracing::warn!(job = %lease.job_id, %error, "cannot give back an unstarted job");
+            }
+        }
+    }
+}
+
+/// Ends the claimed jobs cancelled before they started: each goes back with its attempt
+/// uncounted, which for a job whose cancellation was asked for means `CANCELLED`, with no
+/// execution. Runs until the worker pool is gone.
+async fn release_cancelled(context: std::sync::Weak<WorkerContext>) {
+    const RECHECK: Duration = Duration::from_secs(1);
+    loop {
+        let Some(local) = context.upgrade().map(|context| context.local.clone()) else {
+            return;
+        };
+        let _ = tokio::time::timeout(RECHECK, local.cancelled_wake.notified()).await;
+        let Some(context) = context.upgrade() else {
+            return;
+        };
+        for lease in context.local.take_cancelled_unstarted() {
+            let released = context.store.release_unstarted(&lease);
+            if let Err(error) = released.lease_held().await {
+                tracing::warn!(job = %lease.job_id, %error, "cannot end a cancelled job");
+            }
+            context.local.held.release(&lease);
+        }
+    }
+}
+
+/// Renews the held leases every third of a lease, and interrupts executions whose lease was
+/// lost: their results would be discarded, so computing them is wasted.
+async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
+    let Some(interval) = context.upgrade().map(|context| context.limits.lease / 3) else {
+        return;
+    };
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(context) = context.upgrade() else {
+            return;
+        };
+        let leases = context.local.held.leases();
+        if leases.is_empty() {
+            continue;
+        }
+        match context.store.heartbeat(&leases, context.limits.lease).await {
+            Ok(lost) if lost.is_empty() => {}
+            Ok(lost) => {
+                // Some of these may simply have ended since they were listed (their end is
+                // written, not yet confirmed); a result really lost is logged when its end
+                // is refused.
+                for job in context.local.held.interrupt(Some(&lost)) {
+                    tracing::debug!(%job, "lease not renewed; interrupting the execution");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot renew the leases"),
+        }
+    }
+}
+
+fn work(context: &WorkerContext) {
+    let mut endings = Vec::new();
+    while !context.shutdown.load(Ordering::SeqCst) {
+        if let Some((claim, interrupt)) = context.local.next_claimed() {
+            endings.extend(run_guarded(context, claim, interrupt));
+            if endings.len() >= MAX_CLAIM as usize {
+                confirm_all(context, &mut endings);
+            }
+            continue;
+        }
+        let seen = context.local.wakeup.generation();
+        // The claim rides in the same group commit as the ends queued just before it, so a
+        // worker waits for one commit per claim, not one per write.
+        let claimed = context.runtime.block_on(context.store.claim_jobs(
+            context.limits.lease,
+            context.claim_size.load(Ordering::Relaxed),
+        ));
+        // Held (renewed by the heartbeat) before anything else can take time.
+        let claimed = claimed.map(|claimed| {
+            let count = claimed.len();
+            context.local.queue_claimed(claimed);
+            count
+        });
+        confirm_all(context, &mut endings);
+        match claimed {
+            Ok(0) => context.local.wakeup.wait(seen, IDLE_POLL),
+            // Idle workers of this process share the batch.
+            Ok(count) if count > 1 => context.local.jobs_added(),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::error!(%error, "cannot claim a job");
+                std::thread::sleep(IDLE_POLL);
+            }
+        }
+    }
+    confirm_all(context, &mut endings);
+}
+
+fn confirm_all(context: &WorkerContext, endings: &mut Vec<Ending>) {
+    for ending in endings.drain(..) {
+        confirm(context, ending);
+    }
+}
+
+/// An execution whose start and end are queued, not yet known to be committed.
+struct Ending {
+    lease: Lease,
+    end: ExecutionEnd,
+    /// None if the host failed before it queued the start.
+    started: Option<QueuedWrite>,
+    finished: QueuedWrite,
+}
+
+/// Runs a claimed job; a panic in the host fails the job instead of leaving it `RUNNING`.
+/// Nothing runs, and nothing is written, for a job whose lease was lost while it waited.
+fn run_guarded(
+    context: &WorkerContext,
+    claim: ClaimedJob,
+    interrupt: Arc<AtomicBool>,
+) -> Option<Ending> {
+    let lease = claim.lease.clone();
+    if interrupt.load(Ordering::SeqCst) {
+        // The server stops, the job was cancelled, or its lease was lost: it goes back with
+        // its attempt uncounted, which ends a cancelled job `CANCELLED`; a lease lost to
+        // another worker makes the write a no-op.
+        if !context.releasing.load(Ordering::SeqCst) {
+            tracing::info!(job = %lease.job_id, "interrupted before it started");
+        }
+        let released = context.store.release_unstarted(&lease);
+        if let Err(error) = context.runtime.block_on(released.lease_held()) {
+            tracing::warn!(job = %lease.job_id, %error, "cannot give back an unstarted job");
+        }
+        context.local.held.release(&lease);
+        return None;
+    }
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let run =
+        std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id, interrupt));
+    Some(std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        // A bug in the host, not in the plugin: this worker keeps serving.
+        tracing::error!(job = %lease.job_id, "the worker panicked running this job");
+        let mut end = failed(
+            &execution_id,
+            ErrorCode::WorkerLost,
+            "the worker failed while running this job".into(),
+        );
+        end.status = ExecutionStatus::Abandoned;
+        Ending {
+            started: None,
+            finished: context.store.finish_execution(&lease, &end),
+            lease,
+            end,
+        }
+    }))
+}
+
+fn run_claimed(
+    context: &WorkerContext,
+    claim: ClaimedJob,
+    execution_id: &str,
+    interrupt: Arc<AtomicBool>,
+) -> Ending {
+    let job_id = claim.lease.job_id.clone();
+    let span = tracing::info_span!("job", job = %job_id, attempt = claim.attempt);
+    let _entered = span.enter();
+    let plugin = context.registry.resolve(&claim.problem);
+    let plugin_ref = match &plugin {
+        Some(plugin) => PluginRef {
+            name: plugin.info.name.clone(),
+            version: plugin.info.version.clone(),
+            digest: plugin.digest.clone(),
+        },
+        None => PluginRef {
+            name: claim.problem.clone(),
+            version: String::new(),
+            digest: String::new(),
+        },
+    };
+    // Queued, not awaited: the run needs nothing from it, and the end is queued behind it.
+    let started = context.store.start_execution(
+        &claim.lease,
+        execution_id,
+        claim.attempt,
+        &plugin_ref,
+        now_millis(),
+    );
+
+    let run_started = Instant::now();
+    context.metrics.execution_started();
+    let end = match plugin {
+        Some(plugin) => execute(context, &claim, execution_id, &plugin, interrupt),
+        None => failed(
+            execution_id,
+            ErrorCode::PluginError,
+            format!("the use case {:?} is no longer loaded", claim.problem),
+        ),
+    };
+    context.metrics.execution_ended(
+        end.status.as_str(),
+        end.error.as_ref().map(|error| error.code.as_str()),
+        run_started.elapsed(),
+    );
+    context.adapt_claim_size(run_started.elapsed());
+    tracing::info!(
+        status = end.status.as_str(),
+        error = end.error.as_ref().map(|error| error.code.as_str()),
+        "execution ended"
+    );
+    let finished = context.store.finish_execution(&claim.lease, &end);
+    Ending {
+        lease: claim.lease,
+        end,
+        started: Some(started),
+        finished,
+    }
+}
+
+/// Stops renewing a lease when dropped.
+struct ReleaseOnDrop<'a>(&'a HeldLeases, &'a Lease);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.release(self.1);
+    }
+}
+
+/// Waits for an execution's start and end to be committed, retrying the end a few times if
+/// the database failed: a result that was computed is worth a short wait.
+fn confirm(context: &WorkerContext, ending: Ending) {
+    let Ending {
+        lease,
+        end,
+        started,
+        finished,
+    } = ending;
+    let job = &lease.job_id;
+    // Renewed until the end is written: a retried end must still hold the lease.
+    let _release = ReleaseOnDrop(&context.local.held, &lease);
+    if let Some(started) = started
+        && let Err(error) = context.runtime.block_on(started.lease_held())
+    {
+        tracing::error!(%job, %error, "cannot record the execution's start");
+    }
+    let mut outcome = context.runtime.block_on(finished.lease_held());
+    let mut backoff = Duration::from_millis(100);
+    for attempt in 1.. {
+        match outcome {
+            Ok(true) => return,
+            Ok(false) => {
+                tracing::warn!(%job, "lease lost: the result of this execution was discarded");
+                return;
+            }
+            Err(error) if attempt < 5 => {
+                tracing::warn!(%job, %error, attempt, "cannot record the execution's end; retrying");
+                std::thread::sleep(backoff);
+                backoff *= 2;
+                outcome = context
+                    .runtime
+                    .block_on(context.store.finish_execution(&lease, &end).lease_held());
+            }
+            Err(error) => {
+                tracing::error!(%job, %error, "cannot record the execution's end");
+                return;
+            }
+        }
+    }
+}
