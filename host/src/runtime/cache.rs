@@ -140,3 +140,59 @@ impl Hasher for Sha256Hasher {
         u64::from_le_bytes(first)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use wasmtime::ModuleVersionStrategy;
+
+    use super::*;
+    use crate::plugins::MAXCUT_WASM;
+
+    /// An engine like the server's, but stamping its code as another wasmtime release's.
+    fn engine_of_release(version: &str) -> Engine {
+        let mut config = super::super::base_config();
+        config
+            .module_version(ModuleVersionStrategy::Custom(version.into()))
+            .expect("a version string");
+        Engine::new(&config).expect("an engine")
+    }
+
+    /// Code compiled by an older wasmtime is never run by this one: its entry has another
+    /// name, so it is not even read, and an entry of the old engine's code under this
+    /// engine's name is refused by wasmtime's own check; either way the plugin is compiled
+    /// again.
+    #[test]
+    fn entries_of_another_wasmtime_release_are_recompiled_not_run() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let wasm_sha256 = hex::encode(Sha256::digest(MAXCUT_WASM));
+        let old_engine = engine_of_release("48.0.8");
+        let old_cache = CompileCache::open(dir.path(), &old_engine).expect("the old cache");
+        let component = Component::new(&old_engine, MAXCUT_WASM).expect("compiles");
+        old_cache.store(&wasm_sha256, &component);
+        assert!(matches!(
+            old_cache.load(&old_engine, &wasm_sha256),
+            Ok(Some(_))
+        ));
+
+        let engine = Engine::new(&super::super::base_config()).expect("an engine");
+        let cache = CompileCache::open(dir.path(), &engine).expect("the cache");
+        assert_ne!(
+            cache.entry_path(&wasm_sha256),
+            old_cache.entry_path(&wasm_sha256)
+        );
+        assert!(matches!(cache.load(&engine, &wasm_sha256), Ok(None)));
+
+        std::fs::rename(
+            old_cache.entry_path(&wasm_sha256),
+            cache.entry_path(&wasm_sha256),
+        )
+        .expect("renamed");
+        match cache.load(&engine, &wasm_sha256) {
+            Err(EntryRejected::Refused(error)) => {
+                assert!(format!("{error:#}").contains("48.0.8"), "{error:#}")
+            }
+            Err(other) => panic!("refused for the wrong reason: {other}"),
+            Ok(found) => panic!("an old release's code was accepted: {}", found.is_some()),
+        }
+    }
+}

@@ -325,15 +325,8 @@ impl Runtime {
 
 /// The engine: pooled instances if asked and possible, on-demand otherwise.
 fn engine(runtime_config: &RuntimeConfig) -> Result<(Engine, InstanceAllocation), RuntimeError> {
-    let base = || {
-        let mut config = Config::new();
-        // Never off: it is what stops a guest that loops without calling the host.
-        config.epoch_interruption(true);
-        config.wasm_component_model(true);
-        config
-    };
     if let Some(size) = runtime_config.pooling {
-        let mut config = base();
+        let mut config = base_config();
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool_config(size)));
         match Engine::new(&config) {
             Ok(engine) => {
@@ -350,8 +343,17 @@ fn engine(runtime_config: &RuntimeConfig) -> Result<(Engine, InstanceAllocation)
             ),
         }
     }
-    let engine = Engine::new(&base()).map_err(RuntimeError::Engine)?;
+    let engine = Engine::new(&base_config()).map_err(RuntimeError::Engine)?;
     Ok((engine, InstanceAllocation::OnDemand))
+}
+
+/// The engine's settings before the choice of instance allocation.
+fn base_config() -> Config {
+    let mut config = Config::new();
+    // Never off: it is what stops a guest that loops without calling the host.
+    config.epoch_interruption(true);
+    config.wasm_component_model(true);
+    config
 }
 
 /// The pool's limits. Each call instantiates one component and drops it when it returns, so
