@@ -611,3 +611,76 @@ async fn a_data_file_deleted_during_its_launch_is_a_404() {
     };
     assert_eq!(jobs, 0);
 }
+
+/// A use case's parameters stand beside a data file: they are set in the dataset's input for
+/// the checks and for the run, and any other field beside the file is a 422 that names the
+/// parameters.
+#[tokio::test]
+async fn parameters_stand_beside_a_data_file_and_nothing_else_does() {
+    let server = TestServer::start_with(ServerOptions {
+        plugins: &[("caseload_guest_versioned_v1", "versioned.wasm")],
+        ..ServerOptions::default()
+    });
+    let token = server.admin_token().await;
+    let bytes = br#"{"sleep_ms": 1}"#;
+    let file = created(
+        upload_raw(&server, &token, "", "application/json", bytes.to_vec()).await,
+        bytes,
+    )
+    .await;
+    let id = file["data_file_identifier"].as_str().expect("an id");
+
+    let job = server
+        .launch(
+            &token,
+            "versioned",
+            &json!({"data_file_identifier": id, "sleep_ms": 7}),
+        )
+        .await;
+    let view = server.wait_until_ended(&token, &job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    let logs: Vec<&str> = view["executions"]
+        .as_object()
+        .expect("executions")
+        .values()
+        .filter_map(|execution| execution["logs"]["tail"].as_str())
+        .collect();
+    assert!(
+        logs.iter().any(|tail| tail.contains("sleeping 7 ms")),
+        "the run did not see the parameter: {logs:?}"
+    );
+
+    let problem = expect_problem(
+        server
+            .post_json(
+                &token,
+                "/problem/versioned",
+                &json!({"data_file_identifier": id, "validate_sleep_ms": 1}),
+            )
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(problem["errors"][0]["pointer"], "/validate_sleep_ms");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .expect("a detail")
+            .contains("sleep_ms"),
+        "{problem}"
+    );
+
+    // A parameter is checked by the schema like any input field.
+    let problem = expect_problem(
+        server
+            .post_json(
+                &token,
+                "/problem/versioned",
+                &json!({"data_file_identifier": id, "sleep_ms": -1}),
+            )
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert_eq!(problem["errors"][0]["pointer"], "/sleep_ms", "{problem}");
+}

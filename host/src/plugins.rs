@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::runtime::{CallError, CompiledPlugin, Limits, LoadError, PluginInfo, Runtime};
@@ -47,7 +47,15 @@ pub struct Plugin {
     pub component: CompiledPlugin,
     pub input_schema: jsonschema::Validator,
     pub output_schema: jsonschema::Validator,
+    /// The input fields a launch may give beside a `data_file_identifier`, from the input
+    /// schema's [`DATASET_PARAMETERS_KEYWORD`].
+    pub dataset_parameters: Vec<String>,
 }
+
+/// The input schema keyword that lists the use case's parameters: input fields a data file
+/// does not carry (an objective's sense, say), which a dataset launch may give beside the
+/// `data_file_identifier`. Each must be one of the schema's `properties`.
+pub const DATASET_PARAMETERS_KEYWORD: &str = "x-caseload-dataset-parameters";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
@@ -89,6 +97,9 @@ pub enum DatasetError {
     /// `decode` failed or rejected the file.
     #[error(transparent)]
     Decode(CallError),
+    /// Parameters were given beside a dataset whose input is not a JSON object.
+    #[error("the dataset's input is not a JSON object, so parameters cannot stand beside it")]
+    NotAnObject,
 }
 
 /// True for `application/json` and `…+json`: a JSON dataset is the input itself.
@@ -97,9 +108,31 @@ pub fn is_json(media_type: &str) -> bool {
 }
 
 impl Plugin {
-    /// The JSON input a dataset file stands for: JSON as it is, another media type the plugin
-    /// declares through its `decode`, under `limits`. The same at submission and at run time.
+    /// The JSON input a dataset file stands for, with the launch's `parameters` set in it
+    /// (they replace what the file says of them): JSON as it is, another media type the
+    /// plugin declares through its `decode`, under `limits`. The same at submission and at
+    /// run time.
     pub fn dataset_input(
+        &self,
+        media_type: &str,
+        bytes: Vec<u8>,
+        parameters: &Map<String, Value>,
+        limits: &Limits,
+    ) -> Result<String, DatasetError> {
+        let input = self.decoded_dataset(media_type, bytes, limits)?;
+        if parameters.is_empty() {
+            return Ok(input);
+        }
+        let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(&input) else {
+            return Err(DatasetError::NotAnObject);
+        };
+        for (name, value) in parameters {
+            fields.insert(name.clone(), value.clone());
+        }
+        Ok(Value::Object(fields).to_string())
+    }
+
+    fn decoded_dataset(
         &self,
         media_type: &str,
         bytes: Vec<u8>,
@@ -371,8 +404,11 @@ impl PluginRegistry {
         if !valid_name {
             return Err(PluginError::Name(info.name));
         }
-        let input_schema = compile_schema("input", &info.input_schema)?;
-        let output_schema = compile_schema("output", &info.output_schema)?;
+        let input_schema_value = parse_schema("input", &info.input_schema)?;
+        let input_schema = compile_schema("input", &input_schema_value)?;
+        let dataset_parameters = dataset_parameters(&input_schema_value)?;
+        let output_schema =
+            compile_schema("output", &parse_schema("output", &info.output_schema)?)?;
         Ok(Plugin {
             digest: digest(wasm),
             info,
@@ -381,6 +417,7 @@ impl PluginRegistry {
             component,
             input_schema,
             output_schema,
+            dataset_parameters,
         })
     }
 
@@ -460,20 +497,87 @@ pub fn log_rejected(path: &Path, error: &PluginError) {
     );
 }
 
-fn compile_schema(which: &'static str, text: &str) -> Result<jsonschema::Validator, PluginError> {
-    let schema: Value = serde_json::from_str(text).map_err(|error| PluginError::Schema {
-        which,
-        message: error.to_string(),
-    })?;
-    jsonschema::validator_for(&schema).map_err(|error| PluginError::Schema {
+fn parse_schema(which: &'static str, text: &str) -> Result<Value, PluginError> {
+    serde_json::from_str(text).map_err(|error| PluginError::Schema {
         which,
         message: error.to_string(),
     })
 }
 
+fn compile_schema(
+    which: &'static str,
+    schema: &Value,
+) -> Result<jsonschema::Validator, PluginError> {
+    jsonschema::validator_for(schema).map_err(|error| PluginError::Schema {
+        which,
+        message: error.to_string(),
+    })
+}
+
+/// The names the input schema lists under [`DATASET_PARAMETERS_KEYWORD`]: each must be a
+/// string naming one of its top-level `properties`.
+fn dataset_parameters(schema: &Value) -> Result<Vec<String>, PluginError> {
+    let Some(listed) = schema.get(DATASET_PARAMETERS_KEYWORD) else {
+        return Ok(Vec::new());
+    };
+    let invalid = |message: String| PluginError::Schema {
+        which: "input",
+        message: format!("{DATASET_PARAMETERS_KEYWORD}: {message}"),
+    };
+    let Some(listed) = listed.as_array() else {
+        return Err(invalid("must be an array of property names".into()));
+    };
+    let properties = schema.get("properties").and_then(Value::as_object);
+    listed
+        .iter()
+        .map(|name| {
+            let name = name
+                .as_str()
+                .ok_or_else(|| invalid("must be an array of property names".into()))?;
+            if properties.is_some_and(|properties| properties.contains_key(name)) {
+                Ok(name.to_owned())
+            } else {
+                Err(invalid(format!(
+                    "{name:?} is not one of the schema's properties"
+                )))
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dataset_parameters_must_be_properties_of_the_input_schema() {
+        let schema = |extra: &str| -> Value {
+            serde_json::from_str(&format!(
+                r#"{{"type": "object", "properties": {{"sense": {{}}, "data": {{}}}}{extra}}}"#
+            ))
+            .expect("JSON")
+        };
+        assert_eq!(
+            dataset_parameters(&schema("")).expect("none declared"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            dataset_parameters(&schema(r#", "x-caseload-dataset-parameters": ["sense"]"#))
+                .expect("a property"),
+            ["sense"]
+        );
+        for (extra, expected) in [
+            (
+                r#", "x-caseload-dataset-parameters": ["seed"]"#,
+                "\"seed\" is not one",
+            ),
+            (r#", "x-caseload-dataset-parameters": "sense""#, "an array"),
+            (r#", "x-caseload-dataset-parameters": [1]"#, "an array"),
+        ] {
+            let error = dataset_parameters(&schema(extra)).expect_err(extra);
+            assert!(error.to_string().contains(expected), "{extra}: {error}");
+        }
+    }
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|value| value.to_string()).collect()

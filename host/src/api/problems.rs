@@ -102,8 +102,9 @@ async fn run_job(
     // through the same checks as inline input.
     let (input, dataset) = match fields.remove("data_file_identifier") {
         Some(identifier) => {
-            let file = dataset_file(&state, &user, &identifier, &fields).await?;
-            let text = dataset_text(&state, &plugin, &file).await?;
+            let parameters = dataset_parameters(&plugin, fields)?;
+            let file = dataset_file(&state, &user, &identifier).await?;
+            let text = dataset_text(&state, &plugin, &file, &parameters).await?;
             let value: Value = serde_json::from_str(&text).map_err(|error| {
                 invalid(
                     "the dataset is not valid JSON",
@@ -115,7 +116,7 @@ async fn run_job(
                 blob_id: file.blob_id,
                 media_type: file.media_type,
             };
-            (value, Some(dataset))
+            (value, Some((dataset, parameters)))
         }
         None => (Value::Object(fields), None),
     };
@@ -133,11 +134,12 @@ async fn run_job(
     };
 
     let input = validate_with_plugin(&state, &plugin, input.to_string()).await?;
-    // A dataset job reads its input from its own reference to the dataset's bytes.
-    let input = if dataset.is_some() {
-        String::new()
-    } else {
-        input
+    // A dataset job reads its input from its own reference to the dataset's bytes; it stores
+    // only the parameters given beside it, if any.
+    let (input, dataset) = match dataset {
+        None => (input, None),
+        Some((dataset, parameters)) if parameters.is_empty() => (String::new(), Some(dataset)),
+        Some((dataset, parameters)) => (Value::Object(parameters).to_string(), Some(dataset)),
     };
 
     let job = NewJob {
@@ -308,31 +310,48 @@ fn invalid(detail: &str, errors: Vec<Violation>) -> ApiError {
     }
 }
 
-/// The caller's data file a dataset-form body names. The form may hold nothing else but
-/// `options` (already taken out of `fields`). An identifier that names no file of the caller's
-/// is 404, like any other id of someone else's.
+/// The fields a dataset-form body holds beside `data_file_identifier` (and `options`, already
+/// taken out): the use case's parameters only, which stand beside the data; any other input
+/// field is refused, since the data file is the input.
+fn dataset_parameters(
+    plugin: &Plugin,
+    fields: Map<String, Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    let inline: Vec<Violation> = fields
+        .keys()
+        .filter(|key| !plugin.dataset_parameters.contains(key))
+        .map(|key| {
+            Violation::new(
+                format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+                "inline input field not allowed beside data_file_identifier",
+            )
+        })
+        .collect();
+    if inline.is_empty() {
+        return Ok(fields);
+    }
+    let detail = if plugin.dataset_parameters.is_empty() {
+        "a body with data_file_identifier selects the dataset form and cannot also hold \
+         inline input; send one or the other"
+            .to_owned()
+    } else {
+        format!(
+            "a body with data_file_identifier selects the dataset form; beside it, {} takes \
+             only its parameters ({})",
+            plugin.info.name,
+            plugin.dataset_parameters.join(", ")
+        )
+    };
+    Err(invalid(&detail, inline))
+}
+
+/// The caller's data file a dataset-form body names. An identifier that names no file of the
+/// caller's is 404, like any other id of someone else's.
 async fn dataset_file(
     state: &AppState,
     user: &AuthUser,
     identifier: &Value,
-    fields: &Map<String, Value>,
 ) -> Result<DataFile, ApiError> {
-    let inline: Vec<&str> = fields.keys().map(String::as_str).collect();
-    if !inline.is_empty() {
-        return Err(invalid(
-            "a body with data_file_identifier selects the dataset form and cannot also hold \
-             inline input; send one or the other",
-            inline
-                .iter()
-                .map(|key| {
-                    Violation::new(
-                        format!("/{key}"),
-                        "inline input field not allowed beside data_file_identifier",
-                    )
-                })
-                .collect(),
-        ));
-    }
     let Some(identifier) = identifier.as_str() else {
         return Err(invalid(
             "data_file_identifier must be a string",
@@ -369,6 +388,7 @@ async fn dataset_text(
     state: &AppState,
     plugin: &Arc<Plugin>,
     file: &DataFile,
+    parameters: &Map<String, Value>,
 ) -> Result<String, ApiError> {
     let bytes = state
         .store
@@ -378,8 +398,9 @@ async fn dataset_text(
     let plugin = plugin.clone();
     let media_type = file.media_type.clone();
     let limits = state.submission_limits(&plugin.info.name);
+    let parameters = parameters.clone();
     let result = state
-        .run_blocking(move || plugin.dataset_input(&media_type, bytes, &limits))
+        .run_blocking(move || plugin.dataset_input(&media_type, bytes, &parameters, &limits))
         .await?;
     match result {
         Ok(text) => Ok(text),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::context::WorkerContext;
 use super::progress::ProgressWriter;
@@ -224,7 +224,12 @@ fn dataset_input(
             });
         }
     };
-    match plugin.dataset_input(&dataset.media_type, bytes, limits) {
+    // What the job stores beside its dataset reference: the parameters given with it.
+    let parameters = match serde_json::from_str::<Value>(&claim.input) {
+        Ok(Value::Object(parameters)) => parameters,
+        _ => Map::new(),
+    };
+    match plugin.dataset_input(&dataset.media_type, bytes, &parameters, limits) {
         Ok(input) => Ok(Some(input)),
         Err(DatasetError::Decode(error)) => Err(DatasetFailure::Call(error)),
         Err(other) => Err(DatasetFailure::Call(CallError::InvalidInput(vec![

@@ -1,6 +1,7 @@
 //! A test guest for hot reload: the use case `versioned`, which sleeps `sleep_ms` (in WASI)
 //! and answers with its own version, so that a test can tell which build ran a job. Its
-//! `validate` sleeps `validate_sleep_ms`, which holds a submission open for as long. Cargo
+//! `validate` sleeps `validate_sleep_ms`, which holds a submission open for as long;
+//! `sleep_ms` is a parameter that may stand beside a data file. Cargo
 //! features make the variants: `v2` declares 2.0.0 instead of 1.0.0; `describe-panics` and
 //! `bad-schema` are plugins the host must refuse to load. Built by the host's build script
 //! for the end-to-end tests; never shipped.
@@ -26,7 +27,8 @@ const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
             "sleep_ms": {"type": "integer", "minimum": 0},
             "validate_sleep_ms": {"type": "integer", "minimum": 0}
         },
-        "additionalProperties": false
+        "additionalProperties": false,
+        "x-caseload-dataset-parameters": ["sleep_ms"]
     }"#
 };
 
