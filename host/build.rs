@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Packages compiled to components: the built-in use cases, then the guests the tests use.
-const BUILT_IN: &[(&str, &str)] = &[("caseload-maxcut", "caseload_maxcut")];
+const BUILT_IN: &[(&str, &str)] = &[
+    ("caseload-maxcut", "caseload_maxcut"),
+    ("caseload-qubo", "caseload_qubo"),
+];
 const TEST_GUESTS: &[&str] = &["caseload-guest-runaway"];
 /// The hot-reload guest's builds: (cargo features, suffix of the copied artifact).
 const VERSIONED_VARIANTS: &[(&str, &str)] = &[

@@ -319,15 +319,25 @@ async fn openapi_metrics_and_unknown_routes() {
         .text()
         .await
         .unwrap();
-    assert!(
-        metrics.contains("caseload_jobs_accepted_total 1"),
+    // Each sample's whole line, so that `..._total 1` cannot match `..._total 12`.
+    let sample = |series: &str| -> Option<f64> {
+        metrics.lines().find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == series).then(|| value.parse().ok())?
+        })
+    };
+    assert_eq!(
+        sample("caseload_jobs_accepted_total"),
+        Some(1.0),
         "{metrics}"
     );
-    assert!(
-        metrics.contains("caseload_executions_ended_total{status=\"COMPLETED\",error_code=\"\"} 1"),
+    assert_eq!(
+        sample("caseload_executions_ended_total{status=\"COMPLETED\",error_code=\"\"}"),
+        Some(1.0),
         "{metrics}"
     );
-    assert!(metrics.contains("caseload_plugins_loaded 1"), "{metrics}");
+    // The built-in use cases: max-cut and QUBO.
+    assert_eq!(sample("caseload_plugins_loaded"), Some(2.0), "{metrics}");
 
     let response = server
         .client

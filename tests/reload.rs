@@ -281,17 +281,17 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     });
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
-    // Built-in max-cut and the versioned file, each compiled once and cached.
-    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 2).await;
+    // Built-in max-cut and QUBO and the versioned file, each compiled once and cached.
+    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 3).await;
     let cache_dir = server.data_dir().join("compile-cache");
 
     let server = TestServer::start_in(server.kill(), &[]);
-    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 2).await;
+    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 3).await;
     assert!(!server_log(&server).contains("code=compiled"));
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
 
-    // Damage every entry: one byte flipped in the middle of one, the other cut short.
+    // Damage every entry: one byte flipped in the middle of two, the other cut short.
     let data_dir = server.kill();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&cache_dir)
         .unwrap()
@@ -302,11 +302,13 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
         })
         .collect();
     entries.sort();
-    assert_eq!(entries.len(), 2, "{entries:?}");
-    let mut flipped = std::fs::read(&entries[0]).unwrap();
-    let middle = flipped.len() / 2;
-    flipped[middle] ^= 0x40;
-    std::fs::write(&entries[0], flipped).unwrap();
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    for entry in [&entries[0], &entries[2]] {
+        let mut flipped = std::fs::read(entry).unwrap();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x40;
+        std::fs::write(entry, flipped).unwrap();
+    }
     let cut = std::fs::read(&entries[1]).unwrap();
     std::fs::write(&entries[1], &cut[..cut.len() / 3]).unwrap();
 
@@ -314,10 +316,10 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     wait_for_log_lines(
         &server,
         &["compile cache entry rejected", "truncated or corrupted"],
-        2,
+        3,
     )
     .await;
-    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 2).await;
+    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 3).await;
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
     let job = server
@@ -334,5 +336,5 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
 
     // The recompiled code replaced the bad entries.
     let server = TestServer::start_in(server.kill(), &[]);
-    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 2).await;
+    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 3).await;
 }

@@ -19,6 +19,8 @@ use crate::runtime::{CallError, CompiledPlugin, Limits, LoadError, PluginInfo, R
 
 /// The max-cut component, built from `plugins/maxcut` by `build.rs`.
 pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm"));
+/// The QUBO / Ising component, built from `plugins/qubo` by `build.rs`.
+pub const QUBO_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_qubo.wasm"));
 
 /// Where a plugin came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -276,13 +278,15 @@ impl PluginRegistry {
 
     /// Loads the plugins embedded in the binary.
     pub fn load_built_ins(&self) -> Result<(), PluginError> {
-        let plugin = Arc::new(self.load(MAXCUT_WASM, PluginSource::BuiltIn)?);
-        let mut sources = self.lock_sources();
-        sources
-            .built_in
-            .insert(plugin.info.name.clone(), plugin.clone());
-        self.publish(&sources);
-        log_loaded(&plugin, None);
+        for wasm in [MAXCUT_WASM, QUBO_WASM] {
+            let plugin = Arc::new(self.load(wasm, PluginSource::BuiltIn)?);
+            let mut sources = self.lock_sources();
+            sources
+                .built_in
+                .insert(plugin.info.name.clone(), plugin.clone());
+            self.publish(&sources);
+            log_loaded(&plugin, None);
+        }
         Ok(())
     }
 
