@@ -179,10 +179,9 @@ async fn a_long_max_cut_search_is_cancelled() {
 /// On PostgreSQL the request may reach a replica that does not run the job: the cancellation
 /// travels by NOTIFY to the one that does.
 #[tokio::test]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
 async fn a_cancellation_reaches_the_replica_that_runs_the_job() {
-    let Some(database) = ScratchDatabase::create().await else {
-        return;
-    };
+    let database = ScratchDatabase::create().await;
     let shared = tempfile::tempdir().unwrap();
     let key_file = shared.path().join("jwt-ed25519.pem");
     let args = [

@@ -27,15 +27,15 @@ async fn sqlite() -> Backend {
     }
 }
 
-async fn postgres() -> Option<Backend> {
-    let database = ScratchDatabase::create().await?;
+async fn postgres() -> Backend {
+    let database = ScratchDatabase::create().await;
     let store = PostgresStore::open(&database.url)
         .await
         .expect("the scratch database opens");
-    Some(Backend {
+    Backend {
         store: Arc::new(store),
         _database: Box::new(database),
-    })
+    }
 }
 
 /// Each test, once per backend.
@@ -52,10 +52,9 @@ macro_rules! for_each_backend {
         mod on_postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
                 async fn $test() {
-                    if let Some(backend) = super::postgres().await {
-                        super::$test(backend).await;
-                    }
+                    super::$test(super::postgres().await).await;
                 }
             )*
         }
@@ -596,10 +595,9 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
 
 /// Replicas wake each other: a job inserted through one store wakes the workers of another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
 async fn on_postgres_a_new_job_wakes_other_replicas() {
-    let Some(database) = ScratchDatabase::create().await else {
-        return;
-    };
+    let database = ScratchDatabase::create().await;
     let listening = PostgresStore::open(&database.url).await.expect("open");
     let inserting = PostgresStore::open(&database.url).await.expect("open");
     /// Counts the new-job events the store reports.
@@ -632,10 +630,9 @@ async fn on_postgres_a_new_job_wakes_other_replicas() {
 /// Replicas starting together on an empty database: one migrates, the others wait and find
 /// the schema in place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
 async fn on_postgres_replicas_may_start_together() {
-    let Some(database) = ScratchDatabase::create().await else {
-        return;
-    };
+    let database = ScratchDatabase::create().await;
     let starts: Vec<_> = (0..4)
         .map(|_| {
             let url = database.url.clone();
@@ -669,13 +666,12 @@ async fn on_sqlite_a_restart_requeues_running_jobs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
 async fn on_postgres_a_starting_replica_leaves_running_jobs_alone() {
-    if let Some(backend) = postgres().await {
-        assert_eq!(
-            recover_with_a_live_lease(backend).await,
-            (0, JobStatus::Running)
-        );
-    }
+    assert_eq!(
+        recover_with_a_live_lease(postgres().await).await,
+        (0, JobStatus::Running)
+    );
 }
 
 /// Uploads `parts` as one blob, chunk by chunk, and completes it as `owner`'s file.
