@@ -40,13 +40,20 @@ async fn cancel_running(server: &TestServer, token: &str, job: &str) -> Duration
     let asked = Instant::now();
     let response = delete(server, token, job).await;
     let took = asked.elapsed();
-    // 200 means the run stopped within the request's wait (2 s); 202 that it had not.
-    assert_eq!(response.status(), StatusCode::OK);
+    // 200 means the run stopped within the request's wait (2 s); 202 that it had not yet,
+    // which a slow machine may see: both are the API's answers to a running job.
+    let status = response.status();
+    assert!(
+        status == StatusCode::OK || status == StatusCode::ACCEPTED,
+        "{status}"
+    );
     let body: Value = response.json().await.unwrap();
     assert_contract(Contract::Cancel, &body);
-    assert_eq!(body["status"], "CANCELLED", "{body}");
     assert_eq!(body["job"], job);
-    let view = server.job(token, job).await;
+    if status == StatusCode::OK {
+        assert_eq!(body["status"], "CANCELLED", "{body}");
+    }
+    let view = server.wait_until_ended(token, job).await;
     assert_eq!(view["status"], "CANCELLED", "{view}");
     assert_ne!(view["end_at"], "");
     let execution = view["executions"]

@@ -10,8 +10,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Row;
 
+use crate::support::expect_problem;
 use crate::support::{ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, complete_graph};
-use crate::support::{expect_problem, guest_wasm};
 
 /// A max-cut job that runs for its whole time limit: K30 is past exhaustive search (and
 /// reductions: every node has degree 29), so the heuristic goes on until its deadline.
@@ -100,7 +100,6 @@ async fn a_stopping_server_gives_its_running_job_back() {
         args: &args,
         plugins: &plugins,
     });
-    assert!(guest_wasm("caseload_guest_runaway").exists());
     let token = server.admin_token().await;
     let job = server
         .launch(

@@ -255,7 +255,6 @@ fn check_heuristic(run: impl Fn(&Graph, &SolveLimits) -> Solution, name: &str) {
     for seed in 0..6 {
         let graph = random_graph(16, 0.5, 200 + seed);
         let solution = run(&graph, &limits(seed, Some(400_000)));
-        assert!(!solution.optimal, "{name} never claims optimality");
         assert!(
             (390_000..=400_000).contains(&solution.iterations),
             "{name} spends its budget, not more: {}",
