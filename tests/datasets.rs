@@ -696,3 +696,37 @@ async fn parameters_stand_beside_a_data_file_and_nothing_else_does() {
     .await;
     assert_eq!(problem["errors"][0]["pointer"], "/sleep_ms", "{problem}");
 }
+
+/// A multipart upload must hold exactly one file part: two are a 400 that says so, and
+/// nothing is stored.
+#[tokio::test]
+async fn a_multipart_upload_with_two_files_is_refused() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let boundary = "caseload-test-boundary-two-files";
+    let part = |name: &str, bytes: &str| {
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; \
+             filename=\"{name}\"\r\nContent-Type: application/json\r\n\r\n{bytes}\r\n"
+        )
+    };
+    let body = format!(
+        "{}{}--{boundary}--\r\n",
+        part("a.json", r#"{"num_nodes": 1, "edges": []}"#),
+        part("b.json", r#"{"num_nodes": 2, "edges": []}"#)
+    );
+    let response = upload_raw(
+        &server,
+        &token,
+        "",
+        &format!("multipart/form-data; boundary={boundary}"),
+        body.into_bytes(),
+    )
+    .await;
+    let problem = expect_problem(response, StatusCode::BAD_REQUEST).await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("one file"),
+        "{problem}"
+    );
+    expect_nothing_stored(&server, "two file parts").await;
+}

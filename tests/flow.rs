@@ -252,6 +252,27 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
         json!(["application/json", "text/plain"])
     );
 
+    // Every use case in the list, each with what a client picks it by.
+    let problems: Value = server.get(&bob, "/problems").await.json().await.unwrap();
+    let names: Vec<&str> = problems
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|problem| problem["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["maxcut", "qubo"], "{problems}");
+    for problem in problems.as_array().unwrap() {
+        for field in ["version", "description", "digest", "loaded_at"] {
+            assert!(problem[field].is_string(), "{field}: {problem}");
+        }
+        assert_eq!(problem["source"], "built-in");
+        assert!(problem["aliases"].is_array() && problem["media_types"].is_array());
+    }
+    assert_eq!(
+        problems[0]["aliases"],
+        json!(["max-cut", "urn:caseload:usecase:maxcut"])
+    );
+
     let response = server
         .client
         .get(server.url("/healthz"))
@@ -260,6 +281,25 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response.headers().contains_key("x-request-id"));
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"status": "ok"})
+    );
+
+    // A request id is echoed on every route; one is made up where the client sends none.
+    let response = server
+        .client
+        .get(server.url("/jobs"))
+        .bearer_auth(&bob)
+        .header("x-request-id", "trace-7f3a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["x-request-id"], "trace-7f3a");
+    let response = server.get(&bob, "/jobs").await;
+    let generated = response.headers()["x-request-id"].to_str().unwrap();
+    assert!(!generated.is_empty() && generated != "trace-7f3a");
 }
 
 #[tokio::test]
