@@ -6,18 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Row;
-use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
+use sqlx::Postgres;
+use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryResult};
 
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
-use super::{
-    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
-    JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
-    StoreError, User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
-    summary_from_row, user_conflict,
-};
+use super::shared::{Backend, apply};
+use super::{JobEvents, StoreError, now_millis, sql};
 
-/// The schema, one script per version, applied in order at start.
+/// The schema, one script per version, applied in order at start; numbered as SQLite's.
 const MIGRATIONS: &[(i64, &str)] = &[
     (
         1,
@@ -25,9 +21,13 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (
         2,
-        include_str!("../../migrations/postgres/0002_datasets.sql"),
+        include_str!("../../migrations/postgres/0002_leases_idempotency.sql"),
     ),
-    (3, include_str!("../../migrations/postgres/0003_cancel.sql")),
+    (
+        3,
+        include_str!("../../migrations/postgres/0003_datasets.sql"),
+    ),
+    (4, include_str!("../../migrations/postgres/0004_cancel.sql")),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -48,17 +48,15 @@ const CANCEL_CHANNEL: &str = "caseload_cancel";
 
 /// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
-const CLAIM: &str = concat!(
-    r#"WITH picked AS (
+/// It returns the columns [`super::claim_from_row`] reads.
+const CLAIM: &str = "WITH picked AS (
          SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id
          LIMIT $2 FOR UPDATE SKIP LOCKED)
      UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      FROM picked WHERE jobs.id = picked.picked_id
-     RETURNING "#,
-    sql::claimed_columns!()
-);
+     RETURNING id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -101,6 +99,143 @@ impl PostgresStore {
             batcher,
         })
     }
+}
+
+async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
+    let mut connection = pool.acquire().await?;
+    // Replicas starting together take turns; the lock ends with the session if one dies.
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *connection)
+        .await?;
+    let result = apply_migrations(&mut connection).await;
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *connection)
+        .await?;
+    result
+}
+
+/// Makes `caseload_migrations`, the applied versions in the numbering both backends share.
+/// A database made before PostgreSQL took SQLite's numbering recorded its versions in
+/// `schema_migrations` as 1 initial, 2 datasets, 3 cancel; they are carried over once, as 1
+/// (with 2, which PostgreSQL's initial script covers), 3 and 4.
+async fn carry_over_versions(connection: &mut PgConnection) -> Result<(), StoreError> {
+    let present: bool = sqlx::query_scalar("SELECT to_regclass('caseload_migrations') IS NOT NULL")
+        .fetch_one(&mut *connection)
+        .await?;
+    if present {
+        return Ok(());
+    }
+    let mut transaction = sqlx::Connection::begin(&mut *connection).await?;
+    sqlx::query(
+        "CREATE TABLE caseload_migrations (
+             version BIGINT PRIMARY KEY,
+             applied_at BIGINT NOT NULL
+         )",
+    )
+    .execute(&mut *transaction)
+    .await?;
+    let old: bool = sqlx::query_scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        .fetch_one(&mut *transaction)
+        .await?;
+    if old {
+        let carried = sqlx::query(
+            "INSERT INTO caseload_migrations (version, applied_at)
+             SELECT new_version, applied_at FROM schema_migrations
+             JOIN (VALUES (1, 1), (1, 2), (2, 3), (3, 4)) AS renumbered (old_version, new_version)
+               ON schema_migrations.version = renumbered.old_version",
+        )
+        .execute(&mut *transaction)
+        .await?;
+        tracing::info!(
+            versions = carried.rows_affected(),
+            "carried the applied migrations over to caseload_migrations"
+        );
+    }
+    transaction.commit().await?;
+    Ok(())
+}
+
+async fn apply_migrations(connection: &mut PgConnection) -> Result<(), StoreError> {
+    carry_over_versions(&mut *connection).await?;
+    for &(version, script) in MIGRATIONS {
+        let applied: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM caseload_migrations WHERE version = $1")
+                .bind(version)
+                .fetch_optional(&mut *connection)
+                .await?;
+        if applied.is_some() {
+            continue;
+        }
+        let mut transaction = sqlx::Connection::begin(&mut *connection).await?;
+        sqlx::raw_sql(script)
+            .execute(&mut *transaction)
+            .await
+            .map_err(|source| StoreError::Migration { version, source })?;
+        sqlx::query("INSERT INTO caseload_migrations (version, applied_at) VALUES ($1, $2)")
+            .bind(version)
+            .bind(now_millis())
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        tracing::info!(version, "applied database migration");
+    }
+    Ok(())
+}
+
+/// Tells every replica's idle workers that a job is pending. Delivered at commit, and only
+/// if the transaction commits.
+async fn notify(connection: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(CHANNEL)
+        .execute(connection)
+        .await?;
+    Ok(())
+}
+
+/// Writes each batch in one transaction on one pooled connection.
+struct PostgresWriter {
+    pool: PgPool,
+}
+
+#[async_trait]
+impl BatchWriter for PostgresWriter {
+    async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
+        let mut transaction = self.pool.begin().await?;
+        let mut outcomes = Vec::with_capacity(writes.len());
+        for write in writes {
+            outcomes.push(apply::<PostgresStore>(&mut transaction, write).await?);
+        }
+        if writes.iter().any(Write::may_enqueue) {
+            notify(&mut transaction).await?;
+        }
+        transaction.commit().await?;
+        Ok(outcomes)
+    }
+}
+
+#[async_trait]
+impl Backend for PostgresStore {
+    type Db = Postgres;
+
+    const CLAIM: &'static str = CLAIM;
+
+    fn rows_affected(result: &PgQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    fn writer(&self) -> &PgPool {
+        &self.writer
+    }
+
+    fn readers(&self) -> &PgPool {
+        &self.readers
+    }
+
+    fn batcher(&self) -> &Batcher {
+        &self.batcher
+    }
 
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
         let now = now_millis();
@@ -133,97 +268,26 @@ impl PostgresStore {
         transaction.commit().await?;
         Ok(reaped.len() as u64)
     }
-}
 
-async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
-    let mut connection = pool.acquire().await?;
-    // Replicas starting together take turns; the lock ends with the session if one dies.
-    sqlx::query("SELECT pg_advisory_lock($1)")
-        .bind(MIGRATION_LOCK)
-        .execute(&mut *connection)
-        .await?;
-    let result = apply_migrations(&mut connection).await;
-    sqlx::query("SELECT pg_advisory_unlock($1)")
-        .bind(MIGRATION_LOCK)
-        .execute(&mut *connection)
-        .await?;
-    result
-}
-
-async fn apply_migrations(connection: &mut PgConnection) -> Result<(), StoreError> {
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-             version BIGINT PRIMARY KEY,
-             applied_at BIGINT NOT NULL
-         )",
-    )
-    .execute(&mut *connection)
-    .await?;
-    for &(version, script) in MIGRATIONS {
-        let applied: Option<i64> =
-            sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = $1")
-                .bind(version)
-                .fetch_optional(&mut *connection)
-                .await?;
-        if applied.is_some() {
-            continue;
-        }
-        let mut transaction = sqlx::Connection::begin(&mut *connection).await?;
-        sqlx::raw_sql(script)
-            .execute(&mut *transaction)
-            .await
-            .map_err(|source| StoreError::Migration { version, source })?;
-        sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
-            .bind(version)
-            .bind(now_millis())
-            .execute(&mut *transaction)
+    /// Tells every replica, at commit, to interrupt the job if it runs it.
+    async fn announce_cancel(
+        transaction: &mut sqlx::Transaction<'_, Postgres>,
+        job_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CANCEL_CHANNEL)
+            .bind(job_id)
+            .execute(&mut **transaction)
             .await?;
-        transaction.commit().await?;
-        tracing::info!(version, "applied database migration");
+        Ok(())
     }
-    Ok(())
-}
 
-/// Tells every replica's idle workers that a job is pending. Delivered at commit, and only
-/// if the transaction commits.
-async fn notify(connection: &mut PgConnection) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(CHANNEL)
-        .execute(connection)
-        .await?;
-    Ok(())
-}
-
-/// Writes each batch in one transaction on one pooled connection.
-struct PostgresWriter {
-    pool: PgPool,
-}
-
-#[async_trait]
-impl BatchWriter for PostgresWriter {
-    async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
-        let mut transaction = self.pool.begin().await?;
-        let mut outcomes = Vec::with_capacity(writes.len());
-        for write in writes {
-            outcomes.push(apply(&mut transaction, write).await?);
-        }
-        if writes.iter().any(Write::may_enqueue) {
-            notify(&mut transaction).await?;
-        }
-        transaction.commit().await?;
-        Ok(outcomes)
-    }
-}
-
-super::shared::batch_writes!(PgConnection);
-
-super::shared::store_impl!(PostgresStore {
     /// Other replicas may be running the `RUNNING` jobs: only expired leases are reaped.
-    async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
+    async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError> {
         self.reap(max_attempts, false).await
     }
 
-    async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>) {
+    async fn watch(&self, events: Arc<dyn JobEvents>) {
         let pool = self.writer.clone();
         tokio::spawn(async move {
             loop {
@@ -234,21 +298,6 @@ super::shared::store_impl!(PostgresStore {
                 }
             }
         });
-    }
-});
-
-impl PostgresStore {
-    /// Tells every replica, at commit, to interrupt the job if it runs it.
-    async fn announce_cancel(
-        transaction: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-        job_id: &str,
-    ) -> Result<(), StoreError> {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CANCEL_CHANNEL)
-            .bind(job_id)
-            .execute(&mut **transaction)
-            .await?;
-        Ok(())
     }
 }
 

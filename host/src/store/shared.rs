@@ -1,621 +1,750 @@
-//! What the two backends share word for word, written once. The statements are in
-//! [`super::sql`]; these macros expand the Rust around them inside each backend's module, where
-//! `CLAIM` and the connection type are the backend's own (sqlx has no common trait for a
-//! statement's rows-affected count, which keeps this from being plain generic code).
+//! What the two backends share, written once over [`Backend`]: the writes a group-commit
+//! batch carries ([`apply`]) and the [`JobStore`] methods both implement alike. The
+//! statements are in [`super::sql`]; what differs (the claim, the reaper, cancellation
+//! notices, recovery at start, wake-ups from other processes) is each backend's, in its own
+//! file.
 
-/// The writes a batch carries, on the backend's connection type.
-macro_rules! batch_writes {
-    ($connection:ty) => {
-        async fn apply(connection: &mut $connection, write: &Write) -> Result<Outcome, StoreError> {
-            Ok(match write {
-                Write::InsertJob(job) => Outcome::Inserted(insert_job(connection, job).await?),
-                Write::Claim {
-                    lease_expires_at,
-                    limit,
-                } => {
-                    let mut claimed = sqlx::query(CLAIM)
-                        .bind(lease_expires_at)
-                        .bind(i64::from(*limit))
-                        .fetch_all(&mut *connection)
-                        .await?
-                        .iter()
-                        .map(claim_from_row)
-                        .collect::<Result<Vec<_>, _>>()?;
-                    // RETURNING has no order: oldest first, as the queue promises.
-                    claimed.sort_by(|a, b| {
-                        (a.created_at, &a.lease.job_id).cmp(&(b.created_at, &b.lease.job_id))
-                    });
-                    Outcome::Claimed(claimed)
-                }
-                Write::Release { lease } => {
-                    let released = sqlx::query(sql::RELEASE_UNSTARTED)
-                        .bind(&lease.job_id)
-                        .bind(lease.token)
-                        .bind(now_millis())
-                        .execute(&mut *connection)
-                        .await?;
-                    Outcome::Held(released.rows_affected() == 1)
-                }
-                Write::Start {
-                    lease,
-                    execution_id,
-                    attempt,
-                    plugin,
-                    started_at,
-                } => {
-                    let inserted = sqlx::query(sql::START_EXECUTION)
-                        .bind(execution_id)
-                        .bind(i64::from(*attempt))
-                        .bind(&plugin.name)
-                        .bind(&plugin.version)
-                        .bind(&plugin.digest)
-                        .bind(started_at)
-                        .bind(&lease.job_id)
-                        .bind(lease.token)
-                        .execute(&mut *connection)
-                        .await?;
-                    Outcome::Held(inserted.rows_affected() == 1)
-                }
-                Write::Progress {
-                    lease,
-                    execution_id,
-                    update,
-                } => {
-                    let progress = update.progress.as_ref();
-                    let log = update.log.as_ref();
-                    let updated = sqlx::query(sql::RECORD_PROGRESS)
-                        .bind(progress.map(|progress| progress.fraction))
-                        .bind(progress.map(|progress| progress.message.as_str()))
-                        .bind(execution_id)
-                        .bind(&lease.job_id)
-                        .bind(lease.token)
-                        .bind(log.map(|(tail, _)| tail.as_str()))
-                        .bind(log.map(|(_, truncated)| *truncated))
-                        .execute(&mut *connection)
-                        .await?;
-                    Outcome::Held(updated.rows_affected() == 1)
-                }
-                Write::Heartbeat {
-                    leases,
-                    lease_expires_at,
-                } => {
-                    let mut lost = Vec::new();
-                    for lease in leases {
-                        let updated = sqlx::query(sql::HEARTBEAT)
-                            .bind(lease_expires_at)
-                            .bind(&lease.job_id)
-                            .bind(lease.token)
-                            .execute(&mut *connection)
-                            .await?;
-                        if updated.rows_affected() == 0 {
-                            lost.push(lease.clone());
-                        }
-                    }
-                    Outcome::Lost(lost)
-                }
-                Write::Finish { lease, end } => {
-                    Outcome::Held(finish(connection, lease, end).await?)
-                }
-            })
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
+
+use super::batch::{Batcher, Outcome, Write};
+use super::{
+    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
+    JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
+    StoreError, User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
+    summary_from_row, user_conflict,
+};
+
+/// A SQL backend: its database, its pools and batcher, and the few things it does its own
+/// way. sqlx has no common trait for a statement's rows-affected count, hence
+/// [`Backend::rows_affected`].
+#[async_trait::async_trait]
+pub(super) trait Backend: Send + Sync + 'static {
+    type Db: Database;
+
+    /// Claims up to `$2` of the oldest pending jobs with lease expiry `$1`, returning the
+    /// columns [`claim_from_row`] reads.
+    const CLAIM: &'static str;
+
+    fn rows_affected(result: &<Self::Db as Database>::QueryResult) -> u64;
+
+    /// The pool for writes (group commit, upkeep).
+    fn writer(&self) -> &Pool<Self::Db>;
+
+    /// The pool for reads.
+    fn readers(&self) -> &Pool<Self::Db>;
+
+    fn batcher(&self) -> &Batcher;
+
+    /// Requeues (or fails, after `max_attempts`) `RUNNING` jobs whose lease expired, or every
+    /// `RUNNING` job with `every_running`. Returns how many.
+    async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError>;
+
+    /// Tells, at commit, every process that may run the job that its cancellation was asked
+    /// for.
+    async fn announce_cancel(
+        transaction: &mut sqlx::Transaction<'_, Self::Db>,
+        job_id: &str,
+    ) -> Result<(), StoreError>;
+
+    /// [`JobStore::recover_interrupted`], the backend's way.
+    async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError>;
+
+    /// [`JobStore::watch_new_jobs`], the backend's way.
+    async fn watch(&self, events: Arc<dyn JobEvents>);
+}
+
+pub(super) async fn apply<B>(
+    connection: &mut <B::Db as Database>::Connection,
+    write: &Write,
+) -> Result<Outcome, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
+    <B::Db as Database>::Arguments: IntoArguments<B::Db>,
+    for<'q> i64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> f64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> bool: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> String: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q str: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q [u8]: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Vec<u8>: Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<i64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<f64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<bool>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<String>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q str>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q String>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q String: Encode<'q, B::Db> + Type<B::Db>,
+    for<'a> &'a str: ColumnIndex<<B::Db as Database>::Row>,
+    usize: ColumnIndex<<B::Db as Database>::Row>,
+{
+    Ok(match write {
+        Write::InsertJob(job) => Outcome::Inserted(insert_job::<B>(connection, job).await?),
+        Write::Claim {
+            lease_expires_at,
+            limit,
+        } => {
+            let mut claimed = sqlx::query(B::CLAIM)
+                .bind(lease_expires_at)
+                .bind(i64::from(*limit))
+                .fetch_all(&mut *connection)
+                .await?
+                .iter()
+                .map(claim_from_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            // RETURNING has no order: oldest first, as the queue promises.
+            claimed.sort_by(|a, b| {
+                (a.created_at, &a.lease.job_id).cmp(&(b.created_at, &b.lease.job_id))
+            });
+            Outcome::Claimed(claimed)
         }
-
-        async fn insert_job(
-            connection: &mut $connection,
-            job: &NewJob,
-        ) -> Result<Inserted, StoreError> {
-            let inserted = sqlx::query(sql::INSERT_JOB)
-                .bind(&job.id)
-                .bind(&job.owner_id)
-                .bind(&job.problem)
-                .bind(&job.input)
-                .bind(&job.options)
-                .bind(job.created_at)
-                .bind(job.idempotency.as_ref().map(|idempotency| &idempotency.key))
-                .bind(
-                    job.idempotency
-                        .as_ref()
-                        .map(|idempotency| &idempotency.request_hash),
-                )
-                .bind(job.dataset.as_ref().map(|dataset| &dataset.data_file_id))
-                .bind(job.dataset.as_ref().map(|dataset| &dataset.blob_id))
-                .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
-                .execute(&mut *connection)
-                .await?;
-            if inserted.rows_affected() == 1 {
-                return Ok(Inserted::Created);
-            }
-            // A batch retried after a commit whose answer was lost finds its own job.
-            let own: Option<String> = sqlx::query_scalar(sql::JOB_OWNER)
-                .bind(&job.id)
-                .fetch_optional(&mut *connection)
-                .await?;
-            if own.as_deref() == Some(job.owner_id.as_str()) {
-                return Ok(Inserted::Created);
-            }
-            let existing = match &job.idempotency {
-                Some(idempotency) => {
-                    sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
-                        .bind(&job.owner_id)
-                        .bind(&idempotency.key)
-                        .fetch_optional(&mut *connection)
-                        .await?
-                }
-                None => None,
-            };
-            match existing {
-                Some(row) => Ok(Inserted::Existing {
-                    job_id: row.try_get("id")?,
-                    request_hash: row.try_get("request_hash")?,
-                }),
-                None => Err(StoreError::Conflict(format!("job {}", job.id))),
-            }
-        }
-
-        async fn finish(
-            connection: &mut $connection,
-            lease: &Lease,
-            end: &ExecutionEnd,
-        ) -> Result<bool, StoreError> {
-            let job = sqlx::query(sql::FINISH_JOB)
-                .bind(end.job_status.as_str())
-                .bind(end.job_ended_at())
+        Write::Release { lease } => {
+            let released = sqlx::query(sql::RELEASE_UNSTARTED)
                 .bind(&lease.job_id)
                 .bind(lease.token)
-                .bind(end.ended_at)
+                .bind(now_millis())
                 .execute(&mut *connection)
                 .await?;
-            if job.rows_affected() != 1 {
-                // The lease was lost: someone else owns the job now. Change nothing.
-                return Ok(false);
-            }
-            sqlx::query(sql::FINISH_EXECUTION)
-                .bind(end.status.as_str())
-                .bind(end.ended_at)
-                .bind(end.error.as_ref().map(|error| error.code.as_str()))
-                .bind(end.error.as_ref().map(|error| error.message.as_str()))
-                .bind(&end.log_tail)
-                .bind(end.log_truncated)
-                .bind(&end.execution_id)
+            Outcome::Held(B::rows_affected(&released) == 1)
+        }
+        Write::Start {
+            lease,
+            execution_id,
+            attempt,
+            plugin,
+            started_at,
+        } => {
+            let inserted = sqlx::query(sql::START_EXECUTION)
+                .bind(execution_id)
+                .bind(i64::from(*attempt))
+                .bind(&plugin.name)
+                .bind(&plugin.version)
+                .bind(&plugin.digest)
+                .bind(started_at)
                 .bind(&lease.job_id)
+                .bind(lease.token)
                 .execute(&mut *connection)
                 .await?;
-            if let Some(output) = &end.output {
-                sqlx::query(sql::INSERT_OUTPUT)
+            Outcome::Held(B::rows_affected(&inserted) == 1)
+        }
+        Write::Progress {
+            lease,
+            execution_id,
+            update,
+        } => {
+            let progress = update.progress.as_ref();
+            let log = update.log.as_ref();
+            let updated = sqlx::query(sql::RECORD_PROGRESS)
+                .bind(progress.map(|progress| progress.fraction))
+                .bind(progress.map(|progress| progress.message.as_str()))
+                .bind(execution_id)
+                .bind(&lease.job_id)
+                .bind(lease.token)
+                .bind(log.map(|(tail, _)| tail.as_str()))
+                .bind(log.map(|(_, truncated)| *truncated))
+                .execute(&mut *connection)
+                .await?;
+            Outcome::Held(B::rows_affected(&updated) == 1)
+        }
+        Write::Heartbeat {
+            leases,
+            lease_expires_at,
+        } => {
+            let mut lost = Vec::new();
+            for lease in leases {
+                let updated = sqlx::query(sql::HEARTBEAT)
+                    .bind(lease_expires_at)
                     .bind(&lease.job_id)
-                    .bind(output)
+                    .bind(lease.token)
                     .execute(&mut *connection)
                     .await?;
+                if B::rows_affected(&updated) == 0 {
+                    lost.push(lease.clone());
+                }
             }
-            Ok(true)
+            Outcome::Lost(lost)
         }
-    };
+        Write::Finish { lease, end } => Outcome::Held(finish::<B>(connection, lease, end).await?),
+    })
 }
 
-/// The backend's [`JobStore`](super::JobStore) implementation: the methods both implement
-/// alike (through their `writer` and `readers` pools, their `batcher` and their own `reap`),
-/// and the backend's own methods given in braces.
-macro_rules! store_impl {
-    ($store:ty { $($own:tt)* }) => {
-        #[async_trait::async_trait]
-        impl JobStore for $store {
-            async fn create_user(&self, username: &str, password_hash: &str) -> Result<User, StoreError> {
-                let user = User::new(username, password_hash);
-                sqlx::query(sql::INSERT_USER)
-                    .bind(&user.id)
-                    .bind(&user.username)
-                    .bind(&user.password_hash)
-                    .bind(now_millis())
-                    .execute(&self.writer)
-                    .await
-                    .map_err(|error| user_conflict(error, username))?;
-                Ok(user)
-            }
+async fn insert_job<B>(
+    connection: &mut <B::Db as Database>::Connection,
+    job: &NewJob,
+) -> Result<Inserted, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
+    <B::Db as Database>::Arguments: IntoArguments<B::Db>,
+    for<'q> i64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> f64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> bool: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> String: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q str: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q [u8]: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Vec<u8>: Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<i64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<f64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<bool>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<String>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q str>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q String>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q String: Encode<'q, B::Db> + Type<B::Db>,
+    for<'a> &'a str: ColumnIndex<<B::Db as Database>::Row>,
+    usize: ColumnIndex<<B::Db as Database>::Row>,
+{
+    let inserted = sqlx::query(sql::INSERT_JOB)
+        .bind(&job.id)
+        .bind(&job.owner_id)
+        .bind(&job.problem)
+        .bind(&job.input)
+        .bind(&job.options)
+        .bind(job.created_at)
+        .bind(job.idempotency.as_ref().map(|idempotency| &idempotency.key))
+        .bind(
+            job.idempotency
+                .as_ref()
+                .map(|idempotency| &idempotency.request_hash),
+        )
+        .bind(job.dataset.as_ref().map(|dataset| &dataset.data_file_id))
+        .bind(job.dataset.as_ref().map(|dataset| &dataset.blob_id))
+        .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
+        .execute(&mut *connection)
+        .await?;
+    if B::rows_affected(&inserted) == 1 {
+        return Ok(Inserted::Created);
+    }
+    // A batch retried after a commit whose answer was lost finds its own job.
+    let own: Option<String> = sqlx::query_scalar(sql::JOB_OWNER)
+        .bind(&job.id)
+        .fetch_optional(&mut *connection)
+        .await?;
+    if own.as_deref() == Some(job.owner_id.as_str()) {
+        return Ok(Inserted::Created);
+    }
+    let existing = match &job.idempotency {
+        Some(idempotency) => {
+            sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
+                .bind(&job.owner_id)
+                .bind(&idempotency.key)
+                .fetch_optional(&mut *connection)
+                .await?
+        }
+        None => None,
+    };
+    match existing {
+        Some(row) => Ok(Inserted::Existing {
+            job_id: row.try_get("id")?,
+            request_hash: row.try_get("request_hash")?,
+        }),
+        None => Err(StoreError::Conflict(format!("job {}", job.id))),
+    }
+}
 
-            async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
-                let row = sqlx::query(sql::USER_BY_NAME)
-                    .bind(username)
-                    .fetch_optional(&self.readers)
-                    .await?;
-                row.map(|row| {
-                    Ok(User {
-                        id: row.try_get("id")?,
-                        username: row.try_get("username")?,
-                        password_hash: row.try_get("password_hash")?,
-                    })
-                })
-                .transpose()
-            }
+async fn finish<B>(
+    connection: &mut <B::Db as Database>::Connection,
+    lease: &Lease,
+    end: &ExecutionEnd,
+) -> Result<bool, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
+    <B::Db as Database>::Arguments: IntoArguments<B::Db>,
+    for<'q> i64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> f64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> bool: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> String: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q str: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q [u8]: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Vec<u8>: Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<i64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<f64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<bool>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<String>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q str>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q String>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q String: Encode<'q, B::Db> + Type<B::Db>,
+    for<'a> &'a str: ColumnIndex<<B::Db as Database>::Row>,
+    usize: ColumnIndex<<B::Db as Database>::Row>,
+{
+    let job = sqlx::query(sql::FINISH_JOB)
+        .bind(end.job_status.as_str())
+        .bind(end.job_ended_at())
+        .bind(&lease.job_id)
+        .bind(lease.token)
+        .bind(end.ended_at)
+        .execute(&mut *connection)
+        .await?;
+    if B::rows_affected(&job) != 1 {
+        // The lease was lost: someone else owns the job now. Change nothing.
+        return Ok(false);
+    }
+    sqlx::query(sql::FINISH_EXECUTION)
+        .bind(end.status.as_str())
+        .bind(end.ended_at)
+        .bind(end.error.as_ref().map(|error| error.code.as_str()))
+        .bind(end.error.as_ref().map(|error| error.message.as_str()))
+        .bind(&end.log_tail)
+        .bind(end.log_truncated)
+        .bind(&end.execution_id)
+        .bind(&lease.job_id)
+        .execute(&mut *connection)
+        .await?;
+    if let Some(output) = &end.output {
+        sqlx::query(sql::INSERT_OUTPUT)
+            .bind(&lease.job_id)
+            .bind(output)
+            .execute(&mut *connection)
+            .await?;
+    }
+    Ok(true)
+}
 
-            async fn user_count(&self) -> Result<u64, StoreError> {
-                let count: i64 = sqlx::query_scalar(sql::USER_COUNT)
-                    .fetch_one(&self.writer)
-                    .await?;
-                Ok(count as u64)
-            }
+#[async_trait::async_trait]
+impl<B> JobStore for B
+where
+    B: Backend,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
+    <B::Db as Database>::Arguments: IntoArguments<B::Db>,
+    for<'q> i64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> f64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> bool: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> String: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q str: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q [u8]: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Vec<u8>: Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<i64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<f64>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<bool>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<String>: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q str>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> Option<&'q String>: Encode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q String: Encode<'q, B::Db> + Type<B::Db>,
+    for<'a> &'a str: ColumnIndex<<B::Db as Database>::Row>,
+    usize: ColumnIndex<<B::Db as Database>::Row>,
+{
+    async fn create_user(&self, username: &str, password_hash: &str) -> Result<User, StoreError> {
+        let user = User::new(username, password_hash);
+        sqlx::query(sql::INSERT_USER)
+            .bind(&user.id)
+            .bind(&user.username)
+            .bind(&user.password_hash)
+            .bind(now_millis())
+            .execute(self.writer())
+            .await
+            .map_err(|error| user_conflict(error, username))?;
+        Ok(user)
+    }
 
-            async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
-                self.batcher.insert_job(job).await
-            }
+    async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
+        let row = sqlx::query(sql::USER_BY_NAME)
+            .bind(username)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            Ok(User {
+                id: row.try_get("id")?,
+                username: row.try_get("username")?,
+                password_hash: row.try_get("password_hash")?,
+            })
+        })
+        .transpose()
+    }
 
-            async fn job_by_idempotency_key(
-                &self,
-                owner_id: &str,
-                key: &str,
-            ) -> Result<Option<(String, String)>, StoreError> {
-                let row = sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
-                    .bind(owner_id)
-                    .bind(key)
-                    .fetch_optional(&self.readers)
-                    .await?;
-                row.map(|row| Ok((row.try_get("id")?, row.try_get("request_hash")?)))
-                    .transpose()
-            }
+    async fn user_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(sql::USER_COUNT)
+            .fetch_one(self.writer())
+            .await?;
+        Ok(count as u64)
+    }
 
-            async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError> {
-                // One read transaction: on SQLite one snapshot of the job and its executions; on
-                // PostgreSQL (read committed) each statement has its own, so a read that crosses
-                // an execution's end may show the job `RUNNING` and the execution ended.
-                let mut transaction = self.readers.begin().await?;
-                let Some(row) = sqlx::query(sql::JOB)
+    async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
+        self.batcher().insert_job(job).await
+    }
+
+    async fn job_by_idempotency_key(
+        &self,
+        owner_id: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let row = sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
+            .bind(owner_id)
+            .bind(key)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| Ok((row.try_get("id")?, row.try_get("request_hash")?)))
+            .transpose()
+    }
+
+    async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError> {
+        // One read transaction: on SQLite one snapshot of the job and its executions; on
+        // PostgreSQL (read committed) each statement has its own, so a read that crosses
+        // an execution's end may show the job `RUNNING` and the execution ended.
+        let mut transaction = self.readers().begin().await?;
+        let Some(row) = sqlx::query(sql::JOB)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(&mut *transaction)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let executions = sqlx::query(sql::EXECUTIONS)
+            .bind(job_id)
+            .fetch_all(&mut *transaction)
+            .await?
+            .iter()
+            .map(execution_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        transaction.commit().await?;
+        Ok(Some(JobRecord::new(summary_from_row(&row)?, executions)))
+    }
+
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(sql::PENDING_COUNT)
+            .fetch_one(self.readers())
+            .await?;
+        Ok(count as u64)
+    }
+
+    async fn jobs(
+        &self,
+        owner_id: &str,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<JobSummary>, StoreError> {
+        sqlx::query(sql::JOBS_PAGE)
+            .bind(owner_id)
+            .bind(before)
+            .bind(i64::from(limit))
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(summary_from_row)
+            .collect()
+    }
+
+    async fn job_output(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<JobOutput>, StoreError> {
+        let row = sqlx::query(sql::JOB_OUTPUT)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            Ok(JobOutput::from_parts(
+                JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+                row.try_get("output")?,
+            ))
+        })
+        .transpose()
+    }
+
+    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError> {
+        self.batcher()
+            .claim(now_millis() + lease.as_millis() as Millis, limit)
+            .await
+    }
+
+    fn release_unstarted(&self, lease: &Lease) -> QueuedWrite {
+        self.batcher().queue(Write::Release {
+            lease: lease.clone(),
+        })
+    }
+
+    async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        self.batcher()
+            .heartbeat(leases, now_millis() + lease.as_millis() as Millis)
+            .await
+    }
+
+    fn start_execution(
+        &self,
+        lease: &Lease,
+        execution_id: &str,
+        attempt: u32,
+        plugin: &PluginRef,
+        started_at: Millis,
+    ) -> QueuedWrite {
+        self.batcher().queue(Write::Start {
+            lease: lease.clone(),
+            execution_id: execution_id.to_owned(),
+            attempt,
+            plugin: plugin.clone(),
+            started_at,
+        })
+    }
+
+    async fn record_progress(
+        &self,
+        lease: &Lease,
+        execution_id: &str,
+        update: &LiveUpdate,
+    ) -> Result<bool, StoreError> {
+        self.batcher()
+            .queue(Write::Progress {
+                lease: lease.clone(),
+                execution_id: execution_id.to_owned(),
+                update: update.clone(),
+            })
+            .lease_held()
+            .await
+    }
+
+    fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite {
+        self.batcher().queue(Write::Finish {
+            lease: lease.clone(),
+            end: end.clone(),
+        })
+    }
+
+    async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        self.reap(max_attempts, false).await
+    }
+
+    async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {
+        let deleted = sqlx::query(sql::PURGE_FINISHED)
+            .bind(ended_before)
+            .bind(i64::from(batch))
+            .execute(self.writer())
+            .await?;
+        Ok(Self::rows_affected(&deleted))
+    }
+
+    async fn cancel_job(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<CancelOutcome>, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let cancelled = sqlx::query(sql::CANCEL_PENDING)
+            .bind(job_id)
+            .bind(owner_id)
+            .bind(now_millis())
+            .execute(&mut *transaction)
+            .await?;
+        let outcome = if Self::rows_affected(&cancelled) == 1 {
+            CancelOutcome::Cancelled
+        } else {
+            let requested = sqlx::query(sql::REQUEST_CANCEL)
+                .bind(job_id)
+                .bind(owner_id)
+                .execute(&mut *transaction)
+                .await?;
+            if Self::rows_affected(&requested) == 1 {
+                Self::announce_cancel(&mut transaction, job_id).await?;
+                CancelOutcome::Requested
+            } else {
+                let status: Option<String> = sqlx::query_scalar(sql::JOB_STATUS)
                     .bind(job_id)
                     .bind(owner_id)
                     .fetch_optional(&mut *transaction)
-                    .await?
-                else {
-                    return Ok(None);
-                };
-                let executions = sqlx::query(sql::EXECUTIONS)
-                    .bind(job_id)
-                    .fetch_all(&mut *transaction)
-                    .await?
-                    .iter()
-                    .map(execution_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                transaction.commit().await?;
-                Ok(Some(JobRecord::new(summary_from_row(&row)?, executions)))
-            }
-
-            async fn pending_count(&self) -> Result<u64, StoreError> {
-                let count: i64 = sqlx::query_scalar(sql::PENDING_COUNT)
-                    .fetch_one(&self.readers)
                     .await?;
-                Ok(count as u64)
-            }
-
-            async fn jobs(
-                &self,
-                owner_id: &str,
-                before: Option<&str>,
-                limit: u32,
-            ) -> Result<Vec<JobSummary>, StoreError> {
-                sqlx::query(sql::JOBS_PAGE)
-                    .bind(owner_id)
-                    .bind(before)
-                    .bind(i64::from(limit))
-                    .fetch_all(&self.readers)
-                    .await?
-                    .iter()
-                    .map(summary_from_row)
-                    .collect()
-            }
-
-            async fn job_output(
-                &self,
-                owner_id: &str,
-                job_id: &str,
-            ) -> Result<Option<JobOutput>, StoreError> {
-                let row = sqlx::query(sql::JOB_OUTPUT)
-                    .bind(job_id)
-                    .bind(owner_id)
-                    .fetch_optional(&self.readers)
-                    .await?;
-                row.map(|row| {
-                    Ok(JobOutput::from_parts(
-                        JobStatus::parse(&row.try_get::<String, _>("status")?)?,
-                        row.try_get("output")?,
-                    ))
-                })
-                .transpose()
-            }
-
-            async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError> {
-                self.batcher
-                    .claim(now_millis() + lease.as_millis() as Millis, limit)
-                    .await
-            }
-
-            fn release_unstarted(&self, lease: &Lease) -> QueuedWrite {
-                self.batcher.queue(Write::Release {
-                    lease: lease.clone(),
-                })
-            }
-
-            async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
-                self.batcher
-                    .heartbeat(leases, now_millis() + lease.as_millis() as Millis)
-                    .await
-            }
-
-            fn start_execution(
-                &self,
-                lease: &Lease,
-                execution_id: &str,
-                attempt: u32,
-                plugin: &PluginRef,
-                started_at: Millis,
-            ) -> QueuedWrite {
-                self.batcher.queue(Write::Start {
-                    lease: lease.clone(),
-                    execution_id: execution_id.to_owned(),
-                    attempt,
-                    plugin: plugin.clone(),
-                    started_at,
-                })
-            }
-
-            async fn record_progress(
-                &self,
-                lease: &Lease,
-                execution_id: &str,
-                update: &LiveUpdate,
-            ) -> Result<bool, StoreError> {
-                self.batcher
-                    .queue(Write::Progress {
-                        lease: lease.clone(),
-                        execution_id: execution_id.to_owned(),
-                        update: update.clone(),
-                    })
-                    .lease_held()
-                    .await
-            }
-
-            fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite {
-                self.batcher.queue(Write::Finish {
-                    lease: lease.clone(),
-                    end: end.clone(),
-                })
-            }
-
-            async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError> {
-                self.reap(max_attempts, false).await
-            }
-
-            async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {
-                let deleted = sqlx::query(sql::PURGE_FINISHED)
-                    .bind(ended_before)
-                    .bind(i64::from(batch))
-                    .execute(&self.writer)
-                    .await?;
-                Ok(deleted.rows_affected())
-            }
-
-            async fn cancel_job(
-                &self,
-                owner_id: &str,
-                job_id: &str,
-            ) -> Result<Option<CancelOutcome>, StoreError> {
-                let mut transaction = self.writer.begin().await?;
-                let cancelled = sqlx::query(sql::CANCEL_PENDING)
-                    .bind(job_id)
-                    .bind(owner_id)
-                    .bind(now_millis())
-                    .execute(&mut *transaction)
-                    .await?;
-                let outcome = if cancelled.rows_affected() == 1 {
-                    CancelOutcome::Cancelled
-                } else {
-                    let requested = sqlx::query(sql::REQUEST_CANCEL)
-                        .bind(job_id)
-                        .bind(owner_id)
-                        .execute(&mut *transaction)
-                        .await?;
-                    if requested.rows_affected() == 1 {
-                        Self::announce_cancel(&mut transaction, job_id).await?;
-                        CancelOutcome::Requested
-                    } else {
-                        let status: Option<String> = sqlx::query_scalar(sql::JOB_STATUS)
-                            .bind(job_id)
-                            .bind(owner_id)
-                            .fetch_optional(&mut *transaction)
-                            .await?;
-                        match status {
-                            Some(status) => CancelOutcome::Ended(JobStatus::parse(&status)?),
-                            None => return Ok(None),
-                        }
-                    }
-                };
-                transaction.commit().await?;
-                Ok(Some(outcome))
-            }
-
-            async fn begin_blob(&self) -> Result<String, StoreError> {
-                let id = uuid::Uuid::now_v7().to_string();
-                sqlx::query(sql::BEGIN_BLOB)
-                    .bind(&id)
-                    .bind(now_millis())
-                    .execute(&self.writer)
-                    .await?;
-                Ok(id)
-            }
-
-            async fn write_blob_chunk(
-                &self,
-                blob_id: &str,
-                seq: u32,
-                data: &[u8],
-            ) -> Result<(), StoreError> {
-                let mut transaction = self.writer.begin().await?;
-                let touched = sqlx::query(sql::TOUCH_BLOB)
-                    .bind(data.len() as i64)
-                    .bind(now_millis())
-                    .bind(blob_id)
-                    .execute(&mut *transaction)
-                    .await?;
-                if touched.rows_affected() != 1 {
-                    return Err(StoreError::Conflict(format!(
-                        "no unfinished upload {blob_id}"
-                    )));
+                match status {
+                    Some(status) => CancelOutcome::Ended(JobStatus::parse(&status)?),
+                    None => return Ok(None),
                 }
-                sqlx::query(sql::INSERT_CHUNK)
-                    .bind(blob_id)
-                    .bind(i64::from(seq))
-                    .bind(data)
-                    .execute(&mut *transaction)
-                    .await?;
-                transaction.commit().await?;
-                Ok(())
             }
+        };
+        transaction.commit().await?;
+        Ok(Some(outcome))
+    }
 
-            async fn complete_upload(&self, file: &DataFile) -> Result<DataFile, StoreError> {
-                // Two uploads of the same bytes completing at once race for the digest, and a
-                // blob found may be swept before the data file refers to it; the loser of
-                // either race fails its transaction and the retry sees the winner's state.
-                let mut attempt = 1;
-                loop {
-                    let once = async {
-                        let mut transaction = self.writer.begin().await?;
-                        let existing: Option<String> = sqlx::query_scalar(sql::BLOB_BY_DIGEST)
-                            .bind(&file.sha256)
-                            .fetch_optional(&mut *transaction)
-                            .await?;
-                        let blob_id = match existing {
-                            Some(existing) if existing != file.blob_id => {
-                                sqlx::query(sql::DISCARD_BLOB)
-                                    .bind(&file.blob_id)
-                                    .execute(&mut *transaction)
-                                    .await?;
-                                existing
-                            }
-                            _ => {
-                                let sealed = sqlx::query(sql::SEAL_BLOB)
-                                    .bind(&file.sha256)
-                                    .bind(file.size as i64)
-                                    .bind(now_millis())
-                                    .bind(&file.blob_id)
-                                    .execute(&mut *transaction)
-                                    .await?;
-                                if sealed.rows_affected() != 1 {
-                                    return Err(StoreError::Conflict(format!(
-                                        "no unfinished upload {}",
-                                        file.blob_id
-                                    )));
-                                }
-                                file.blob_id.clone()
-                            }
-                        };
-                        sqlx::query(sql::INSERT_DATA_FILE)
-                            .bind(&file.id)
-                            .bind(&file.owner_id)
-                            .bind(&blob_id)
-                            .bind(file.size as i64)
-                            .bind(&file.sha256)
-                            .bind(&file.media_type)
-                            .bind(&file.filename)
-                            .bind(file.created_at)
+    async fn begin_blob(&self) -> Result<String, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        sqlx::query(sql::BEGIN_BLOB)
+            .bind(&id)
+            .bind(now_millis())
+            .execute(self.writer())
+            .await?;
+        Ok(id)
+    }
+
+    async fn write_blob_chunk(
+        &self,
+        blob_id: &str,
+        seq: u32,
+        data: &[u8],
+    ) -> Result<(), StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let touched = sqlx::query(sql::TOUCH_BLOB)
+            .bind(data.len() as i64)
+            .bind(now_millis())
+            .bind(blob_id)
+            .execute(&mut *transaction)
+            .await?;
+        if Self::rows_affected(&touched) != 1 {
+            return Err(StoreError::Conflict(format!(
+                "no unfinished upload {blob_id}"
+            )));
+        }
+        sqlx::query(sql::INSERT_CHUNK)
+            .bind(blob_id)
+            .bind(i64::from(seq))
+            .bind(data)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn complete_upload(&self, file: &DataFile) -> Result<DataFile, StoreError> {
+        // Two uploads of the same bytes completing at once race for the digest, and a
+        // blob found may be swept before the data file refers to it; the loser of
+        // either race fails its transaction and the retry sees the winner's state.
+        let mut attempt = 1;
+        loop {
+            let once = async {
+                let mut transaction = self.writer().begin().await?;
+                let existing: Option<String> = sqlx::query_scalar(sql::BLOB_BY_DIGEST)
+                    .bind(&file.sha256)
+                    .fetch_optional(&mut *transaction)
+                    .await?;
+                let blob_id = match existing {
+                    Some(existing) if existing != file.blob_id => {
+                        sqlx::query(sql::DISCARD_BLOB)
+                            .bind(&file.blob_id)
                             .execute(&mut *transaction)
                             .await?;
-                        transaction.commit().await?;
-                        Ok(DataFile {
-                            blob_id,
-                            ..file.clone()
-                        })
-                    };
-                    match once.await {
-                        Err(StoreError::Database(error)) if attempt < 3 => {
-                            tracing::debug!(%error, attempt, "completing an upload raced; retrying");
-                            attempt += 1;
-                        }
-                        result => return result,
+                        existing
                     }
-                }
-            }
-
-            async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError> {
-                sqlx::query(sql::DISCARD_BLOB)
-                    .bind(blob_id)
-                    .execute(&self.writer)
-                    .await?;
-                Ok(())
-            }
-
-            async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError> {
-                sqlx::query(sql::DATA_FILE)
-                    .bind(id)
-                    .bind(owner_id)
-                    .fetch_optional(&self.readers)
-                    .await?
-                    .as_ref()
-                    .map(data_file_from_row)
-                    .transpose()
-            }
-
-            async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
-                let blob_id: Option<String> = sqlx::query_scalar(sql::DELETE_DATA_FILE)
-                    .bind(id)
-                    .bind(owner_id)
-                    .fetch_optional(&self.writer)
-                    .await?;
-                let Some(blob_id) = blob_id else {
-                    return Ok(false);
+                    _ => {
+                        let sealed = sqlx::query(sql::SEAL_BLOB)
+                            .bind(&file.sha256)
+                            .bind(file.size as i64)
+                            .bind(now_millis())
+                            .bind(&file.blob_id)
+                            .execute(&mut *transaction)
+                            .await?;
+                        if Self::rows_affected(&sealed) != 1 {
+                            return Err(StoreError::Conflict(format!(
+                                "no unfinished upload {}",
+                                file.blob_id
+                            )));
+                        }
+                        file.blob_id.clone()
+                    }
                 };
-                // On its own: if a job started referring to the blob meanwhile, this fails on
-                // the foreign key and the blob stays, which is right; the sweep retries.
-                if let Err(error) = sqlx::query(sql::DROP_UNREFERENCED_BLOB)
+                sqlx::query(sql::INSERT_DATA_FILE)
+                    .bind(&file.id)
+                    .bind(&file.owner_id)
                     .bind(&blob_id)
-                    .execute(&self.writer)
-                    .await
-                {
-                    tracing::debug!(%error, blob = %blob_id, "blob kept for now");
-                }
-                Ok(true)
-            }
-
-            async fn blob(&self, blob_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-                use futures_util::TryStreamExt;
-
-                let mut transaction = self.readers.begin().await?;
-                let size: Option<i64> = sqlx::query_scalar(sql::BLOB_SIZE)
-                    .bind(blob_id)
-                    .fetch_optional(&mut *transaction)
+                    .bind(file.size as i64)
+                    .bind(&file.sha256)
+                    .bind(&file.media_type)
+                    .bind(&file.filename)
+                    .bind(file.created_at)
+                    .execute(&mut *transaction)
                     .await?;
-                let Some(size) = size else {
-                    return Ok(None);
-                };
-                let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-                let mut chunks = sqlx::query_scalar::<_, Vec<u8>>(sql::BLOB_CHUNKS)
-                    .bind(blob_id)
-                    .fetch(&mut *transaction);
-                while let Some(chunk) = chunks.try_next().await? {
-                    bytes.extend_from_slice(&chunk);
-                }
-                drop(chunks);
                 transaction.commit().await?;
-                if bytes.len() as i64 != size {
-                    return Err(StoreError::Corrupt(format!(
-                        "blob {blob_id} holds {} bytes, not {size}",
-                        bytes.len()
-                    )));
+                Ok(DataFile {
+                    blob_id,
+                    ..file.clone()
+                })
+            };
+            match once.await {
+                Err(StoreError::Database(error)) if attempt < 3 => {
+                    tracing::debug!(%error, attempt, "completing an upload raced; retrying");
+                    attempt += 1;
                 }
-                Ok(Some(bytes))
+                result => return result,
             }
-
-            async fn sweep_blobs(&self, stale_before: Millis, batch: u32) -> Result<u64, StoreError> {
-                let stale = sqlx::query(sql::SWEEP_STALE_UPLOADS)
-                    .bind(stale_before)
-                    .bind(i64::from(batch))
-                    .execute(&self.writer)
-                    .await?;
-                let unreferenced = sqlx::query(sql::SWEEP_UNREFERENCED_BLOBS)
-                    .bind(i64::from(batch))
-                    .execute(&self.writer)
-                    .await?;
-                Ok(stale.rows_affected() + unreferenced.rows_affected())
-            }
-
-            $($own)*
         }
+    }
 
-    };
+    async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError> {
+        sqlx::query(sql::DISCARD_BLOB)
+            .bind(blob_id)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError> {
+        sqlx::query(sql::DATA_FILE)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(self.readers())
+            .await?
+            .as_ref()
+            .map(data_file_from_row)
+            .transpose()
+    }
+
+    async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
+        let blob_id: Option<String> = sqlx::query_scalar(sql::DELETE_DATA_FILE)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(self.writer())
+            .await?;
+        let Some(blob_id) = blob_id else {
+            return Ok(false);
+        };
+        // On its own: if a job started referring to the blob meanwhile, this fails on
+        // the foreign key and the blob stays, which is right; the sweep retries.
+        if let Err(error) = sqlx::query(sql::DROP_UNREFERENCED_BLOB)
+            .bind(&blob_id)
+            .execute(self.writer())
+            .await
+        {
+            tracing::debug!(%error, blob = %blob_id, "blob kept for now");
+        }
+        Ok(true)
+    }
+
+    async fn blob(&self, blob_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        use futures_util::TryStreamExt;
+
+        let mut transaction = self.readers().begin().await?;
+        let size: Option<i64> = sqlx::query_scalar(sql::BLOB_SIZE)
+            .bind(blob_id)
+            .fetch_optional(&mut *transaction)
+            .await?;
+        let Some(size) = size else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let mut chunks = sqlx::query_scalar::<_, Vec<u8>>(sql::BLOB_CHUNKS)
+            .bind(blob_id)
+            .fetch(&mut *transaction);
+        while let Some(chunk) = chunks.try_next().await? {
+            bytes.extend_from_slice(&chunk);
+        }
+        drop(chunks);
+        transaction.commit().await?;
+        if bytes.len() as i64 != size {
+            return Err(StoreError::Corrupt(format!(
+                "blob {blob_id} holds {} bytes, not {size}",
+                bytes.len()
+            )));
+        }
+        Ok(Some(bytes))
+    }
+
+    async fn sweep_blobs(&self, stale_before: Millis, batch: u32) -> Result<u64, StoreError> {
+        let stale = sqlx::query(sql::SWEEP_STALE_UPLOADS)
+            .bind(stale_before)
+            .bind(i64::from(batch))
+            .execute(self.writer())
+            .await?;
+        let unreferenced = sqlx::query(sql::SWEEP_UNREFERENCED_BLOBS)
+            .bind(i64::from(batch))
+            .execute(self.writer())
+            .await?;
+        Ok(Self::rows_affected(&stale) + Self::rows_affected(&unreferenced))
+    }
+
+    async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        self.recover(max_attempts).await
+    }
+
+    async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>) {
+        self.watch(events).await
+    }
 }
-
-pub(super) use {batch_writes, store_impl};

@@ -19,44 +19,38 @@ pub(super) const JOB_OWNER: &str = "SELECT owner_id FROM jobs WHERE id = $1";
 pub(super) const JOB_BY_IDEMPOTENCY_KEY: &str =
     "SELECT id, request_hash FROM jobs WHERE owner_id = $1 AND idempotency_key = $2";
 
-/// A job's status as clients see it. A job claimed but not started yet (waiting in its
-/// worker's local queue behind another run) is `RUNNING` in the table, for its lease, and
-/// `PENDING` to clients, as the spec means it: accepted and waiting. Worked out in the
-/// statement that reads the job, so that it is one snapshot with the job's own status.
-macro_rules! shown_status {
-    () => {
-        "CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
-              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
-         THEN 'PENDING' ELSE jobs.status END"
-    };
-}
+// A job's status as clients see it (the `CASE` in `JOB`, `JOBS_PAGE` and `JOB_OUTPUT`). A job
+// claimed but not started yet (waiting in its worker's local queue behind another run) is
+// `RUNNING` in the table, for its lease, and `PENDING` to clients, as the spec means it:
+// accepted and waiting. Worked out in the statement that reads the job, so that it is one
+// snapshot with the job's own status.
 
-pub(super) const JOB: &str = concat!(
-    "SELECT id, problem, ",
-    shown_status!(),
-    " AS status, created_at, ended_at FROM jobs WHERE id = $1 AND owner_id = $2"
-);
+pub(super) const JOB: &str = "SELECT id, problem,
+         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
+              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
+         THEN 'PENDING' ELSE jobs.status END AS status,
+         created_at, ended_at FROM jobs WHERE id = $1 AND owner_id = $2";
 
 pub(super) const EXECUTIONS: &str = "SELECT * FROM executions WHERE job_id = $1 ORDER BY attempt";
 
 pub(super) const PENDING_COUNT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'PENDING'";
 
 /// Ids are UUIDv7, so their order is their creation order: keyset pagination on the id.
-pub(super) const JOBS_PAGE: &str = concat!(
-    "SELECT id, problem, ",
-    shown_status!(),
-    " AS status, created_at, ended_at FROM jobs
+pub(super) const JOBS_PAGE: &str = "SELECT id, problem,
+         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
+              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
+         THEN 'PENDING' ELSE jobs.status END AS status,
+         created_at, ended_at FROM jobs
      WHERE owner_id = $1 AND ($2 IS NULL OR id < $2)
-     ORDER BY id DESC LIMIT $3"
-);
+     ORDER BY id DESC LIMIT $3";
 
-pub(super) const JOB_OUTPUT: &str = concat!(
-    "SELECT ",
-    shown_status!(),
-    " AS status, job_outputs.output FROM jobs
+pub(super) const JOB_OUTPUT: &str = "SELECT
+         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
+              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
+         THEN 'PENDING' ELSE jobs.status END AS status,
+         job_outputs.output FROM jobs
      LEFT JOIN job_outputs ON job_outputs.job_id = jobs.id
-     WHERE jobs.id = $1 AND jobs.owner_id = $2"
-);
+     WHERE jobs.id = $1 AND jobs.owner_id = $2";
 
 pub(super) const START_EXECUTION: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at)
      SELECT $1, id, $2, 'RUNNING', $3, $4, $5, $6 FROM jobs
@@ -130,14 +124,6 @@ pub(super) const PURGE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (
 /// The message of an execution whose worker stopped renewing its lease.
 pub(super) const WORKER_LOST: &str =
     "its worker stopped renewing its lease (the process died, stalled or was cut off)";
-
-/// The columns a claim returns, for [`super::claim_from_row`].
-macro_rules! claimed_columns {
-    () => {
-        "id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type"
-    };
-}
-pub(super) use claimed_columns;
 
 pub(super) const BEGIN_BLOB: &str =
     "INSERT INTO blobs (id, sha256, size, created_at, touched_at) VALUES ($1, NULL, 0, $2, $2)";

@@ -8,20 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::Sqlite;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
+    SqliteSynchronous,
 };
-use sqlx::{Row, SqliteConnection};
 
 use super::batch::{BatchWriter, Batcher, Outcome, Write};
-use super::{
-    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
-    JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
-    StoreError, User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
-    summary_from_row, user_conflict,
-};
+use super::shared::{Backend, apply};
+use super::{JobEvents, StoreError, now_millis, sql};
 
-/// The schema, one script per version, applied in order at start.
+/// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/sqlite/0001_initial.sql")),
     (
@@ -33,14 +30,12 @@ const MIGRATIONS: &[(i64, &str)] = &[
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
-const CLAIM: &str = concat!(
-    r#"UPDATE jobs
+/// It returns the columns [`super::claim_from_row`] reads.
+const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT $2)
-     RETURNING "#,
-    sql::claimed_columns!()
-);
+     RETURNING id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -93,6 +88,95 @@ impl SqliteStore {
             batcher,
         })
     }
+}
+
+async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS caseload_migrations (
+             version INTEGER PRIMARY KEY,
+             applied_at INTEGER NOT NULL
+         )",
+    )
+    .execute(pool)
+    .await?;
+    // The versions a database recorded under the table's former name, in the same numbering.
+    let old: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+    )
+    .fetch_optional(pool)
+    .await?;
+    if old.is_some() {
+        sqlx::query(
+            "INSERT OR IGNORE INTO caseload_migrations (version, applied_at)
+             SELECT version, applied_at FROM schema_migrations",
+        )
+        .execute(pool)
+        .await?;
+    }
+    for &(version, script) in MIGRATIONS {
+        let mut transaction = pool.begin_with("BEGIN IMMEDIATE").await?;
+        let applied: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM caseload_migrations WHERE version = $1")
+                .bind(version)
+                .fetch_optional(&mut *transaction)
+                .await?;
+        if applied.is_some() {
+            continue;
+        }
+        sqlx::raw_sql(script)
+            .execute(&mut *transaction)
+            .await
+            .map_err(|source| StoreError::Migration { version, source })?;
+        sqlx::query("INSERT INTO caseload_migrations (version, applied_at) VALUES ($1, $2)")
+            .bind(version)
+            .bind(now_millis())
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        tracing::info!(version, "applied database migration");
+    }
+    Ok(())
+}
+
+/// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction.
+struct SqliteWriter {
+    pool: SqlitePool,
+}
+
+#[async_trait]
+impl BatchWriter for SqliteWriter {
+    async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut outcomes = Vec::with_capacity(writes.len());
+        for write in writes {
+            outcomes.push(apply::<SqliteStore>(&mut transaction, write).await?);
+        }
+        transaction.commit().await?;
+        Ok(outcomes)
+    }
+}
+
+#[async_trait]
+impl Backend for SqliteStore {
+    type Db = Sqlite;
+
+    const CLAIM: &'static str = CLAIM;
+
+    fn rows_affected(result: &SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    fn readers(&self) -> &SqlitePool {
+        &self.readers
+    }
+
+    fn batcher(&self) -> &Batcher {
+        &self.batcher
+    }
 
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
         let now = now_millis();
@@ -131,76 +215,18 @@ impl SqliteStore {
         transaction.commit().await?;
         Ok(reaped.len() as u64)
     }
-}
 
-impl SqliteStore {
     /// One process: the API tells its own workers directly.
     async fn announce_cancel(
-        _transaction: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        _transaction: &mut sqlx::Transaction<'_, Sqlite>,
         _job_id: &str,
     ) -> Result<(), StoreError> {
         Ok(())
     }
-}
 
-async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-             version INTEGER PRIMARY KEY,
-             applied_at INTEGER NOT NULL
-         )",
-    )
-    .execute(pool)
-    .await?;
-    for &(version, script) in MIGRATIONS {
-        let mut transaction = pool.begin_with("BEGIN IMMEDIATE").await?;
-        let applied: Option<i64> =
-            sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = $1")
-                .bind(version)
-                .fetch_optional(&mut *transaction)
-                .await?;
-        if applied.is_some() {
-            continue;
-        }
-        sqlx::raw_sql(script)
-            .execute(&mut *transaction)
-            .await
-            .map_err(|source| StoreError::Migration { version, source })?;
-        sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
-            .bind(version)
-            .bind(now_millis())
-            .execute(&mut *transaction)
-            .await?;
-        transaction.commit().await?;
-        tracing::info!(version, "applied database migration");
-    }
-    Ok(())
-}
-
-/// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction.
-struct SqliteWriter {
-    pool: SqlitePool,
-}
-
-#[async_trait]
-impl BatchWriter for SqliteWriter {
-    async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
-        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let mut outcomes = Vec::with_capacity(writes.len());
-        for write in writes {
-            outcomes.push(apply(&mut transaction, write).await?);
-        }
-        transaction.commit().await?;
-        Ok(outcomes)
-    }
-}
-
-super::shared::batch_writes!(SqliteConnection);
-
-super::shared::store_impl!(SqliteStore {
     /// One process owns the file: every `RUNNING` job, and every unfinished upload, was left
     /// by this server's last run.
-    async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
+    async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError> {
         let uploads = sqlx::query("DELETE FROM blobs WHERE sha256 IS NULL")
             .execute(&self.writer)
             .await?;
@@ -213,5 +239,5 @@ super::shared::store_impl!(SqliteStore {
         self.reap(max_attempts, true).await
     }
 
-    async fn watch_new_jobs(&self, _events: Arc<dyn JobEvents>) {}
-});
+    async fn watch(&self, _events: Arc<dyn JobEvents>) {}
+}

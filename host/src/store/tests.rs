@@ -1000,3 +1000,42 @@ async fn a_claimed_job_is_listed_pending_until_it_starts(backend: Backend) {
         Some(JobOutput::NotCompleted(JobStatus::Pending))
     ));
 }
+
+/// A PostgreSQL database migrated before both backends shared one numbering (1 initial,
+/// 2 datasets, 3 cancel) opens without running a script twice, its versions carried over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_the_former_numbering_is_carried_over() {
+    let database = ScratchDatabase::create().await;
+    let pool = sqlx::PgPool::connect(&database.url)
+        .await
+        .expect("connects");
+    for script in [
+        include_str!("../../migrations/postgres/0001_initial.sql"),
+        include_str!("../../migrations/postgres/0003_datasets.sql"),
+        include_str!("../../migrations/postgres/0004_cancel.sql"),
+        "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL);
+         INSERT INTO schema_migrations VALUES (1, 0), (2, 0), (3, 0);",
+    ] {
+        sqlx::raw_sql(script)
+            .execute(&pool)
+            .await
+            .expect("the old schema");
+    }
+    pool.close().await;
+    let store = PostgresStore::open(&database.url)
+        .await
+        .expect("opens without re-running a migration");
+    let alice = user(&store, "alice").await;
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    let pool = sqlx::PgPool::connect(&database.url)
+        .await
+        .expect("connects");
+    let versions: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM caseload_migrations ORDER BY version")
+            .fetch_all(&pool)
+            .await
+            .expect("versions");
+    assert_eq!(versions, [1, 2, 3, 4]);
+    pool.close().await;
+}
