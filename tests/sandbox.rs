@@ -153,12 +153,12 @@ async fn hung_up_submissions_cannot_exhaust_the_instance_pool() {
     });
     let token = server.admin_token().await;
     // The pool holds an instance for the worker, one per CPU for submissions, and five more.
-    // One submission more than that is sent every 20 ms and given up at once; each one's
-    // `validate` lasts longer than all of them take to send, so without the permit held to
-    // the end every one of them would hold an instance at the same moment.
+    // One submission more than that is sent, each given up after 20 ms; the guest's
+    // `validate` holds each for 2 s, far longer than sending them all takes on any machine,
+    // so without the permit held to the end every one of them would hold an instance at once.
     let cpus = std::thread::available_parallelism().map_or(2, |count| count.get());
     let submissions = cpus + 7;
-    let validate_ms = 25 * submissions as u64;
+    let validate_ms = 2_000;
     let impatient = reqwest::Client::builder()
         .timeout(std::time::Duration::from_millis(20))
         .build()
