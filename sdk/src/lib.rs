@@ -45,6 +45,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub mod text;
+
 /// The bindings generated from the WIT world. Public only for [`export_use_case!`].
 #[doc(hidden)]
 pub mod bindings {

@@ -3,17 +3,14 @@
 //! every malformed line reported by its number.
 
 use caseload_sdk::Violation;
+use caseload_sdk::text::{LineProblems, fields, number, numbered_lines, shown};
 
-use crate::{Edge, MAX_VIOLATIONS, MaxCutInput};
+use crate::{Edge, MaxCutInput};
 
 /// Reads a rudy file. Blank lines are skipped; `\r\n` line ends are accepted.
 pub fn parse(data: &[u8]) -> Result<MaxCutInput, Vec<Violation>> {
-    let mut problems = Problems::default();
-    let mut lines = data
-        .split(|&byte| byte == b'\n')
-        .enumerate()
-        .map(|(index, line)| (index + 1, line.trim_ascii()))
-        .filter(|(_, line)| !line.is_empty());
+    let mut problems = LineProblems::default();
+    let mut lines = numbered_lines(data);
 
     let Some((header_number, header)) = lines.next() else {
         return Err(vec![Violation::new(
@@ -22,7 +19,7 @@ pub fn parse(data: &[u8]) -> Result<MaxCutInput, Vec<Violation>> {
         )]);
     };
     let (num_nodes, announced) = match fields::<2>(header)
-        .and_then(|[nodes, edges]| Some((integer(nodes)?, integer(edges)?)))
+        .and_then(|[nodes, edges]| Some((number::<usize>(nodes)?, number::<usize>(edges)?)))
     {
         Some((nodes, edges)) if nodes >= 1 => (nodes, edges),
         _ => {
@@ -45,7 +42,7 @@ pub fn parse(data: &[u8]) -> Result<MaxCutInput, Vec<Violation>> {
             Err(message) => problems.push(format!("line {number}: {message}")),
         }
     }
-    let found = edges.len() + problems.count;
+    let found = edges.len() + problems.count();
     if found != announced {
         problems.push(format!(
             "line {header_number}: the header announces {announced} edges but the file has \
@@ -68,7 +65,7 @@ fn edge(line: &[u8], num_nodes: usize) -> Result<Edge, String> {
         ));
     };
     let node = |field: &[u8]| -> Result<usize, String> {
-        match integer(field) {
+        match number(field) {
             Some(node) if (1..=num_nodes).contains(&node) => Ok(node - 1),
             _ => Err(format!(
                 "node {:?} is not a whole number from 1 to {num_nodes}",
@@ -84,63 +81,10 @@ fn edge(line: &[u8], num_nodes: usize) -> Result<Edge, String> {
     Ok((node(i)?, node(j)?, weight))
 }
 
-/// Exactly `N` whitespace-separated fields, or nothing.
-fn fields<const N: usize>(line: &[u8]) -> Option<[&[u8]; N]> {
-    let mut parts = line
-        .split(|byte| byte.is_ascii_whitespace())
-        .filter(|part| !part.is_empty());
-    let mut fields = [&[][..]; N];
-    for field in &mut fields {
-        *field = parts.next()?;
-    }
-    parts.next().is_none().then_some(fields)
-}
-
-fn integer(field: &[u8]) -> Option<usize> {
-    std::str::from_utf8(field).ok()?.parse().ok()
-}
-
-/// A line or field as it can be quoted in a message: valid UTF-8, at most 60 characters.
-fn shown(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    match text.char_indices().nth(60) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.into_owned(),
-    }
-}
-
-/// The violations found so far: the first [`MAX_VIOLATIONS`] in full, the rest counted.
-#[derive(Default)]
-struct Problems {
-    listed: Vec<Violation>,
-    count: usize,
-}
-
-impl Problems {
-    fn push(&mut self, message: String) {
-        self.count += 1;
-        if self.listed.len() < MAX_VIOLATIONS {
-            self.listed.push(Violation::new("", message));
-        }
-    }
-
-    fn into_result(mut self, input: MaxCutInput) -> Result<MaxCutInput, Vec<Violation>> {
-        if self.count == 0 {
-            return Ok(input);
-        }
-        if self.count > self.listed.len() {
-            let more = self.count - self.listed.len();
-            self.listed.push(Violation::new(
-                "",
-                format!("{more} more violations not listed"),
-            ));
-        }
-        Err(self.listed)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use caseload_sdk::text::MAX_LISTED_PROBLEMS;
+
     use super::*;
 
     fn messages(text: &str) -> Vec<String> {
@@ -191,7 +135,7 @@ mod tests {
             text.push_str("1 3 1\n");
         }
         let found = messages(&text);
-        assert_eq!(found.len(), MAX_VIOLATIONS + 1);
-        assert_eq!(found[MAX_VIOLATIONS], "400 more violations not listed");
+        assert_eq!(found.len(), MAX_LISTED_PROBLEMS + 1);
+        assert_eq!(found[MAX_LISTED_PROBLEMS], "400 more violations not listed");
     }
 }

@@ -6,6 +6,7 @@
 //! every malformed line reported by its number.
 
 use caseload_sdk::Violation;
+use caseload_sdk::text::{LineProblems, fields, number, numbered_lines, shown};
 
 use crate::input::{MAX_VARIABLES, TermsQubo};
 use crate::model::{Sense, Vartype};
@@ -13,17 +14,10 @@ use crate::model::{Sense, Vartype};
 /// The media type of `.qubo` files.
 pub const QUBO_MEDIA_TYPE: &str = "text/x-qubo";
 
-/// At most this many violations are reported for one file.
-const MAX_VIOLATIONS: usize = 100;
-
 /// Reads a `.qubo` file. Blank lines are skipped; `\r\n` line ends are accepted.
 pub fn parse(data: &[u8]) -> Result<TermsQubo, Vec<Violation>> {
-    let mut problems = Problems::default();
-    let mut lines = data
-        .split(|&byte| byte == b'\n')
-        .enumerate()
-        .map(|(index, line)| (index + 1, line.trim_ascii()))
-        .filter(|(_, line)| !line.is_empty() && !line.starts_with(b"c"));
+    let mut problems = LineProblems::default();
+    let mut lines = numbered_lines(data).filter(|(_, line)| !line.starts_with(b"c"));
 
     let Some((program_number, program)) = lines.next() else {
         return Err(vec![Violation::new(
@@ -81,7 +75,7 @@ pub fn parse(data: &[u8]) -> Result<TermsQubo, Vec<Violation>> {
             Err(message) => problems.push(format!("line {number}: {message}")),
         }
     }
-    if problems.count == 0 && (nodes, couplers) != (announced_nodes, announced_couplers) {
+    if problems.count() == 0 && (nodes, couplers) != (announced_nodes, announced_couplers) {
         problems.push(format!(
             "line {program_number}: the program line announces {announced_nodes} diagonal and \
              {announced_couplers} off-diagonal lines, but the file has {nodes} and {couplers}"
@@ -95,7 +89,11 @@ fn program_line(line: &[u8]) -> Option<(u64, u64, u64)> {
     let [p, qubo, topology, max_nodes, nodes, couplers] = fields::<6>(line)?;
     let known_topology = topology == b"0" || topology.eq_ignore_ascii_case(b"unconstrained");
     (p == b"p" && qubo.eq_ignore_ascii_case(b"qubo") && known_topology).then_some(())?;
-    Some((integer(max_nodes)?, integer(nodes)?, integer(couplers)?))
+    Some((
+        number::<u64>(max_nodes)?,
+        number::<u64>(nodes)?,
+        number::<u64>(couplers)?,
+    ))
 }
 
 /// One `i j w` line.
@@ -107,7 +105,7 @@ fn term(line: &[u8], max_nodes: u64) -> Result<(u64, u64, f64), String> {
         ));
     };
     let variable = |field: &[u8]| -> Result<u64, String> {
-        match integer(field) {
+        match number(field) {
             Some(index) if index < max_nodes => Ok(index),
             _ => Err(format!(
                 "variable {:?} is not a whole number from 0 to {}",
@@ -124,63 +122,10 @@ fn term(line: &[u8], max_nodes: u64) -> Result<(u64, u64, f64), String> {
     Ok((variable(i)?, variable(j)?, bias))
 }
 
-/// Exactly `N` whitespace-separated fields, or nothing.
-fn fields<const N: usize>(line: &[u8]) -> Option<[&[u8]; N]> {
-    let mut parts = line
-        .split(|byte| byte.is_ascii_whitespace())
-        .filter(|part| !part.is_empty());
-    let mut fields = [&[][..]; N];
-    for field in &mut fields {
-        *field = parts.next()?;
-    }
-    parts.next().is_none().then_some(fields)
-}
-
-fn integer(field: &[u8]) -> Option<u64> {
-    std::str::from_utf8(field).ok()?.parse().ok()
-}
-
-/// A line or field as it can be quoted in a message: valid UTF-8, at most 60 characters.
-fn shown(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    match text.char_indices().nth(60) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.into_owned(),
-    }
-}
-
-/// The violations found so far: the first [`MAX_VIOLATIONS`] in full, the rest counted.
-#[derive(Default)]
-struct Problems {
-    listed: Vec<Violation>,
-    count: usize,
-}
-
-impl Problems {
-    fn push(&mut self, message: String) {
-        self.count += 1;
-        if self.listed.len() < MAX_VIOLATIONS {
-            self.listed.push(Violation::new("", message));
-        }
-    }
-
-    fn into_result(mut self, input: TermsQubo) -> Result<TermsQubo, Vec<Violation>> {
-        if self.count == 0 {
-            return Ok(input);
-        }
-        if self.count > self.listed.len() {
-            let more = self.count - self.listed.len();
-            self.listed.push(Violation::new(
-                "",
-                format!("{more} more violations not listed"),
-            ));
-        }
-        Err(self.listed)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use caseload_sdk::text::MAX_LISTED_PROBLEMS;
+
     use super::*;
 
     fn messages(text: &str) -> Vec<String> {
@@ -237,7 +182,7 @@ mod tests {
             text.push_str("0 3 1\n");
         }
         let found = messages(&text);
-        assert_eq!(found.len(), MAX_VIOLATIONS + 1);
-        assert_eq!(found[MAX_VIOLATIONS], "400 more violations not listed");
+        assert_eq!(found.len(), MAX_LISTED_PROBLEMS + 1);
+        assert_eq!(found[MAX_LISTED_PROBLEMS], "400 more violations not listed");
     }
 }
