@@ -588,8 +588,8 @@ async fn a_data_file_deleted_during_its_launch_is_a_404() {
         ..ServerOptions::default()
     });
     let token = server.admin_token().await;
-    // The test guest's `validate` holds the launch open for 1.5 s.
-    let bytes = br#"{"validate_sleep_ms": 1500}"#;
+    // The test guest's `validate` holds the launch open for 4 s; the file goes 1 s in.
+    let bytes = br#"{"validate_sleep_ms": 4000}"#;
     let file = created(
         upload_raw(&server, &token, "", "application/json", bytes.to_vec()).await,
         bytes,
@@ -600,13 +600,23 @@ async fn a_data_file_deleted_during_its_launch_is_a_404() {
         .expect("an id")
         .to_owned();
     let body = json!({ "data_file_identifier": id });
-    let launch = server.post_json(&token, "/problem/versioned", &body);
+    let started = Instant::now();
+    let launch = async {
+        let response = server.post_json(&token, "/problem/versioned", &body).await;
+        (response, started.elapsed())
+    };
     let delete = async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
         server.delete(&token, &format!("/data_file/{id}")).await
     };
-    let (launched, deleted) = tokio::join!(launch, delete);
+    let ((launched, took), deleted) = tokio::join!(launch, delete);
     assert!(deleted.status().is_success(), "{}", deleted.status());
+    // Only a launch that was inside `validate` when the file went took this long: one that
+    // had not looked the file up yet answers 404 at once, and would prove nothing here.
+    assert!(
+        took >= Duration::from_millis(4000),
+        "the launch answered after {took:?}, before the guest's validate ended"
+    );
     let problem = expect_problem(launched, StatusCode::NOT_FOUND).await;
     assert!(
         problem["detail"].as_str().expect("a detail").contains(&id),
