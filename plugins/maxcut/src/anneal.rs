@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use crate::graph::Graph;
 use crate::metropolis::{Best, Replica};
-use crate::random::SplitMix64;
-use crate::solver::{Clock, Report, Solution, SolveLimits};
+use crate::solver::{Clock, Limits, Report, Solution};
 use crate::weight::Weight;
+use caseload_quadratic::SplitMix64;
 
 /// The schedule. The cold end is in units of [`Graph::mean_absolute_weight`], the hot end in
 /// units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so that scaling
@@ -81,7 +81,7 @@ enum Pace {
 /// cut seen. Gains are kept in whole numbers where the weights allow (see [`crate::weight`]).
 pub fn population_annealing(
     graph: &Graph,
-    limits: &SolveLimits,
+    limits: &Limits,
     parameters: &AnnealParameters,
     report: &mut Report<'_>,
 ) -> Solution {
@@ -94,7 +94,7 @@ pub fn population_annealing(
 
 fn annealing_in<W: Weight>(
     graph: &Graph,
-    limits: &SolveLimits,
+    limits: &Limits,
     parameters: &AnnealParameters,
     report: &mut Report<'_>,
 ) -> Solution {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::graph::Graph;
-use crate::solver::{Clock, Report, Solution, SolveLimits};
+use crate::solver::{Clock, Limits, Report, Solution};
 
 /// Graphs with at most this many nodes are enumerated (2^23 cuts, well under a second in the
 /// sandbox) and their cut reported optimal.
@@ -15,7 +15,7 @@ const CHECK_EVERY: u64 = 1 << 16;
 /// Enumerates every cut with the last node fixed on side 0, flipping one node per step in
 /// Gray-code order so that each step costs one node's degree. Optimal unless the deadline or
 /// a cancellation cut it short.
-pub fn exhaustive(graph: &Graph, limits: &SolveLimits, report: &mut Report<'_>) -> Solution {
+pub fn exhaustive(graph: &Graph, limits: &Limits, report: &mut Report<'_>) -> Solution {
     let n = graph.num_nodes();
     let mut clock = Clock::new(limits.deadline);
     let mut sides = vec![false; n];

@@ -18,7 +18,6 @@ pub mod anneal;
 pub mod exhaustive;
 pub mod graph;
 mod metropolis;
-pub mod random;
 pub mod reduce;
 pub mod rudy;
 pub mod solver;
@@ -31,7 +30,7 @@ use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation}
 use serde::{Deserialize, Serialize};
 
 use crate::graph::Graph;
-use crate::solver::{Solution, SolveLimits};
+use crate::solver::{Limits, Solution};
 
 /// At most this many violations are reported for one input; a client fixing a broken matrix
 /// needs the first few, not a million.
@@ -124,7 +123,7 @@ impl UseCase for MaxCut {
                 )]));
             }
         };
-        let limits = SolveLimits {
+        let limits = Limits {
             deadline: context.deadline(),
             max_iterations: context.max_iterations(),
             seed: context.seed(),

@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use crate::graph::Graph;
-use crate::random::SplitMix64;
 use crate::solver::Clock;
 use crate::weight::Weight;
+use caseload_quadratic::SplitMix64;
 
 /// A node as a replica sees it: the gain of flipping it, and its side as a spin, `1` or
 /// `-1`. Kept together, a neighbour's update touches one place in memory and needs no

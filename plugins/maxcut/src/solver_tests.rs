@@ -7,11 +7,12 @@ use crate::anneal::{AnnealParameters, population_annealing};
 use crate::exhaustive::exhaustive;
 use crate::graph::Graph;
 use crate::metropolis::{Best, BlockScratch, ClusterScratch, Replica, block_move, cluster_move};
-use crate::random::SplitMix64;
 use crate::reduce::reduce;
-use crate::solver::{Clock, Solution, SolveLimits, Strategy, solve, solve_kernel};
+use crate::solver::{Clock, Limits, Solution, Strategy, cut_qubo, solve, solve_kernel};
 use crate::tempering::{TemperingParameters, parallel_tempering};
 use crate::weight::Weight;
+use caseload_quadratic::SplitMix64;
+use caseload_quadratic::TabuParameters;
 
 /// A random graph on `n` nodes with edge probability `density` and weights that are negative,
 /// fractional or both.
@@ -73,8 +74,8 @@ fn brute_force(graph: &Graph) -> f64 {
         .fold(f64::NEG_INFINITY, f64::max)
 }
 
-fn limits(seed: u64, max_iterations: Option<u64>) -> SolveLimits {
-    SolveLimits {
+fn limits(seed: u64, max_iterations: Option<u64>) -> Limits {
+    Limits {
         deadline: Instant::now() + Duration::from_secs(60),
         max_iterations,
         seed,
@@ -251,7 +252,7 @@ fn a_reducible_graph_is_solved_exactly_whatever_its_size() {
 }
 
 /// The heuristics on small graphs whose optimum brute force knows.
-fn check_heuristic(run: impl Fn(&Graph, &SolveLimits) -> Solution, name: &str) {
+fn check_heuristic(run: impl Fn(&Graph, &Limits) -> Solution, name: &str) {
     for seed in 0..6 {
         let graph = random_graph(16, 0.5, 200 + seed);
         let solution = run(&graph, &limits(seed, Some(400_000)));
@@ -401,6 +402,32 @@ fn annealing_finds_small_optima() {
 }
 
 #[test]
+fn tabu_search_finds_small_optima() {
+    check_heuristic(
+        |graph, limits| {
+            solve_kernel(
+                graph,
+                &Strategy::Tabu(TabuParameters::default()),
+                limits,
+                &mut never_cancelled,
+            )
+        },
+        "tabu",
+    );
+}
+
+#[test]
+fn the_cut_qubo_is_the_negated_cut() {
+    let graph = random_graph_integral(30, 0.4, 5);
+    let qubo = cut_qubo(&graph);
+    let mut random = SplitMix64::new(1);
+    for _ in 0..20 {
+        let sides: Vec<bool> = (0..30).map(|_| random.next_u64() & 1 == 1).collect();
+        assert_close(-qubo.value(&sides), graph.cut_value(&sides), "a random cut");
+    }
+}
+
+#[test]
 fn cluster_moves_find_small_optima() {
     // A ring with chords of mixed signs: sparse enough to count as a lattice.
     for seed in 0..4 {
@@ -461,6 +488,7 @@ fn each_kind_of_kernel_gets_its_strategy() {
                 }
             ),
             Strategy::Annealing(parameters) => format!("annealing to {}", parameters.cold),
+            Strategy::Tabu(_) => "tabu".to_owned(),
         };
         assert_eq!(described, expected, "{} nodes", graph.num_nodes());
     };
@@ -484,9 +512,13 @@ fn each_kind_of_kernel_gets_its_strategy() {
         &Graph::from_edges(400, &mixed),
         "tempering 16 rungs from 0.1, 8 with clusters",
     );
-    // Denser: tempering up to 4,000 nodes, whatever the weights, and annealing above.
+    // Dense (a tenth of the pairs or more): tabu search.
+    check(&random_graph(200, 0.2, 1), "tabu");
+    check(&random_graph_integral(600, 0.15, 2), "tabu");
+    // Denser than a lattice: tempering up to 4,000 nodes, whatever the weights, and
+    // annealing above.
     check(
-        &random_graph(200, 0.2, 1),
+        &random_graph(300, 0.05, 1),
         "tempering 16 rungs from 0.25, 0 with clusters",
     );
     check(&fractional, "tempering 16 rungs from 0.25, 0 with clusters");

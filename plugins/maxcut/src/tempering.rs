@@ -24,9 +24,9 @@
 
 use crate::graph::Graph;
 use crate::metropolis::{Best, BlockScratch, ClusterScratch, Replica, block_move, cluster_move};
-use crate::random::SplitMix64;
-use crate::solver::{Clock, Report, Solution, SolveLimits};
+use crate::solver::{Clock, Limits, Report, Solution};
 use crate::weight::Weight;
+use caseload_quadratic::SplitMix64;
 
 /// The ladder. The coldest temperature is in units of [`Graph::mean_absolute_weight`], the
 /// hottest in units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so
@@ -62,7 +62,7 @@ impl Default for TemperingParameters {
 /// (see [`crate::weight`]).
 pub fn parallel_tempering(
     graph: &Graph,
-    limits: &SolveLimits,
+    limits: &Limits,
     parameters: &TemperingParameters,
     report: &mut Report<'_>,
 ) -> Solution {
@@ -75,7 +75,7 @@ pub fn parallel_tempering(
 
 fn tempering_in<W: Weight>(
     graph: &Graph,
-    limits: &SolveLimits,
+    limits: &Limits,
     parameters: &TemperingParameters,
     report: &mut Report<'_>,
 ) -> Solution {

@@ -15,7 +15,7 @@ use std::ops::{Add, AddAssign, Mul, Neg, Sub};
 use std::sync::OnceLock;
 
 use crate::graph::Graph;
-use crate::random::SplitMix64;
+use caseload_quadratic::SplitMix64;
 
 /// The number type of a replica's gains, spins and cut.
 pub trait Weight:

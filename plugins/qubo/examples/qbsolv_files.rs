@@ -7,10 +7,11 @@
 
 use std::time::{Duration, Instant};
 
+use caseload_quadratic::{Limits, TabuParameters, tabu_search};
 use caseload_qubo::input::{QuboInput, model};
 use caseload_qubo::model::{Bqm, Sense, Vartype};
 use caseload_qubo::qbsolv;
-use caseload_qubo::solve::{Limits, Qubo, tabu_search};
+use caseload_qubo::solve::minimised;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,7 +26,7 @@ fn main() {
         let mut terms = qbsolv::parse(&bytes).expect("a qbsolv file");
         terms.sense = Sense::Maximize;
         let (bqm, _) = model(&QuboInput::Terms(terms)).expect("valid");
-        let qubo = Qubo::from_model(&bqm);
+        let qubo = minimised(&bqm);
         let mut line = format!("{:<14}", file.rsplit('/').next().unwrap_or(file));
         for seed in 1..=seeds {
             let limits = Limits {
@@ -33,7 +34,9 @@ fn main() {
                 max_iterations: None,
                 seed,
             };
-            let found = tabu_search(&qubo, &limits, &mut |_, _| false);
+            let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut |_, _| {
+                false
+            });
             let sample: Vec<i8> = found.x.iter().map(|&value| i8::from(value)).collect();
             let sample = Bqm::convert_sample(&sample, Vartype::Binary, bqm.vartype);
             line.push_str(&format!(

@@ -5,9 +5,11 @@
 //! are read by [`qbsolv`]. Output is the best sample found and its energy, recomputed from it
 //! (`schemas/qubo/output.schema.json`).
 //!
-//! Every form becomes a [`model::Bqm`], which [`solve`] hands to the Ising engine
-//! (`caseload-ising`) as spins, minimising: a maximisation is solved as the minimisation of
-//! the negated energy, a BINARY model through `x = (1 + s) / 2`.
+//! Every form becomes a [`model::Bqm`], which [`solve`] hands to the search engine
+//! (`caseload-quadratic`) as a function of 0/1 variables to minimise: a SPIN model through
+//! `s = 2x - 1`, a maximisation as the negated energy. Models of up to
+//! [`caseload_quadratic::EXHAUSTIVE_MAX_VARIABLES`] variables are enumerated and their answer
+//! flagged optimal; larger ones get tabu search.
 //!
 //! Built for `wasm32-wasip2` by the host's build script; `cargo test -p caseload-qubo` runs
 //! the tests natively.
@@ -15,7 +17,6 @@
 pub mod input;
 pub mod model;
 pub mod qbsolv;
-pub mod random;
 pub mod solve;
 
 use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation};
@@ -61,7 +62,7 @@ impl UseCase for Qubo {
             version: env!("CARGO_PKG_VERSION"),
             aliases: &["ising", "bqm", "urn:caseload:usecase:qubo"],
             description: "Binary quadratic models (QUBO in 0/1 variables, Ising in -1/+1 \
-                          spins), minimised or maximised: exhaustive search for up to 24 \
+                          spins), minimised or maximised: exhaustive search for up to 20 \
                           variables, tabu search above.",
             input_schema: include_str!("../../../schemas/qubo/input.schema.json"),
             output_schema: include_str!("../../../schemas/qubo/output.schema.json"),
