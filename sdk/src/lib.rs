@@ -45,7 +45,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+mod solver_report;
 pub mod text;
+
+pub use solver_report::SolverReport;
 
 /// The bindings generated from the WIT world. Public only for [`export_use_case!`].
 #[doc(hidden)]

@@ -26,7 +26,7 @@ mod solver_tests;
 pub mod tempering;
 pub mod weight;
 
-use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation};
+use caseload_sdk::{Describe, LogLevel, RunContext, RunError, SolverReport, UseCase, Violation};
 use serde::{Deserialize, Serialize};
 
 use crate::graph::Graph;
@@ -59,15 +59,6 @@ pub struct MaxCutOutput {
     pub partition: Vec<u8>,
     pub optimal: bool,
     pub solver: SolverReport,
-}
-
-#[derive(Debug, Serialize)]
-pub struct SolverReport {
-    pub algorithm: &'static str,
-    pub seed: u64,
-    pub iterations: u64,
-    pub time_to_best_s: f64,
-    pub elapsed_s: f64,
 }
 
 pub struct MaxCut;
@@ -169,13 +160,12 @@ fn output_from(graph: &Graph, solution: Solution, context: &RunContext) -> MaxCu
         cut_value,
         partition: solution.sides.iter().map(|&side| u8::from(side)).collect(),
         optimal: solution.optimal,
-        solver: SolverReport {
-            algorithm: solution.algorithm,
-            seed: context.seed(),
-            iterations: solution.iterations,
-            time_to_best_s: solution.time_to_best.as_secs_f64(),
-            elapsed_s: context.elapsed().as_secs_f64(),
-        },
+        solver: SolverReport::new(
+            solution.algorithm,
+            solution.iterations,
+            solution.time_to_best,
+            context,
+        ),
     }
 }
 

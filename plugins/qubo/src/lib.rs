@@ -19,7 +19,7 @@ pub mod model;
 pub mod qbsolv;
 pub mod solve;
 
-use caseload_sdk::{Describe, LogLevel, RunContext, RunError, UseCase, Violation};
+use caseload_sdk::{Describe, LogLevel, RunContext, RunError, SolverReport, UseCase, Violation};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -39,15 +39,6 @@ pub struct QuboOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sample_by_label: Option<Map<String, Value>>,
     pub solver: SolverReport,
-}
-
-#[derive(Debug, Serialize)]
-pub struct SolverReport {
-    pub algorithm: &'static str,
-    pub seed: u64,
-    pub iterations: u64,
-    pub time_to_best_s: f64,
-    pub elapsed_s: f64,
 }
 
 pub struct Qubo;
@@ -134,13 +125,12 @@ impl UseCase for Qubo {
             sample: solved.sample,
             variable_labels: labels,
             sample_by_label,
-            solver: SolverReport {
-                algorithm: solved.algorithm,
-                seed: context.seed(),
-                iterations: solved.iterations,
-                time_to_best_s: solved.time_to_best.as_secs_f64(),
-                elapsed_s: context.elapsed().as_secs_f64(),
-            },
+            solver: SolverReport::new(
+                solved.algorithm,
+                solved.iterations,
+                solved.time_to_best,
+                context,
+            ),
         })
     }
 }
