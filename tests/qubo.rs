@@ -156,7 +156,13 @@ async fn bad_models_get_a_422_that_points_at_the_problem() {
             "/linear/0/0",
         ),
         (json!({"Q": [[1, 2], [3, 4]]}), "/Q/1/0"),
-        (json!({"num_variables": 5000000}), "/num_variables"),
+        // About 96 bytes a variable: 4.8 GB, more than the 512 MiB a job may use.
+        (json!({"num_variables": 50_000_000}), "/num_variables"),
+        // 96 MB: more than this job's own cap.
+        (
+            json!({"num_variables": 1_000_000, "options": {"memory_limit_mib": 32}}),
+            "/num_variables",
+        ),
         (
             json!({"num_variables": 2, "vartype": "TERNARY"}),
             "/vartype",
@@ -175,6 +181,19 @@ async fn bad_models_get_a_422_that_points_at_the_problem() {
             .collect();
         assert!(pointers.contains(&pointer), "{body}: {problem}");
     }
+
+    // The limit is the memory's, not a count: without the lower cap the same model is taken.
+    let job = server
+        .launch(
+            &token,
+            "qubo",
+            &json!({"num_variables": 1_000_000, "options": {"time_limit_s": 1}}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
 
     // A malformed file names its line.
     let response = server

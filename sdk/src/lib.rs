@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub mod memory;
 mod solver_report;
 pub mod text;
 

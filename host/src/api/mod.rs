@@ -25,6 +25,7 @@ pub use self::wire::format_timestamp;
 use crate::auth::TokenKeys;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
+use crate::options::JobOptions;
 use crate::plugins::PluginRegistry;
 use crate::runtime::Limits;
 use crate::store::JobStore;
@@ -82,11 +83,15 @@ impl AppState {
 
 impl AppState {
     /// Limits of the calls a submission makes into `use_case` (`decode`, `validate`): the
-    /// short deadline, and the use case's own memory cap, since decoding a dataset needs
-    /// about what running on it does.
-    pub fn submission_limits(&self, use_case: &str) -> Limits {
+    /// short deadline, and the memory cap the job would run under (the use case's own, or
+    /// the job's lower `memory_limit_mib`), since checking an input needs about what running
+    /// on it does, and a plugin may ask whether its run would fit.
+    pub fn submission_limits(&self, use_case: &str, options: Option<&JobOptions>) -> Limits {
+        let limits = self.job_limits.of(use_case);
         Limits {
-            memory_bytes: self.job_limits.of(use_case).sandbox.memory_bytes,
+            memory_bytes: options.map_or(limits.sandbox.memory_bytes, |options| {
+                limits.for_run(options).memory_bytes
+            }),
             ..self.validate_limits
         }
     }

@@ -14,6 +14,7 @@ use super::options::parse_options;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json};
 use crate::auth::AuthUser;
+use crate::options::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::CallError;
 use crate::store::{DataFile, Idempotency, Inserted, JobDataset, NewJob, StoreError, now_millis};
@@ -133,7 +134,7 @@ async fn run_job(
         }
     };
 
-    let input = validate_with_plugin(&state, &plugin, input.to_string()).await?;
+    let input = validate_with_plugin(&state, &plugin, input.to_string(), &options).await?;
     // A dataset job reads its input from its own reference to the dataset's bytes; it stores
     // only the parameters given beside it, if any.
     let (input, dataset) = match dataset {
@@ -397,7 +398,7 @@ async fn dataset_text(
         .ok_or_else(|| super::data_files::not_found(&file.id))?;
     let plugin = plugin.clone();
     let media_type = file.media_type.clone();
-    let limits = state.submission_limits(&plugin.info.name);
+    let limits = state.submission_limits(&plugin.info.name, None);
     let parameters = parameters.clone();
     let result = state
         .run_blocking(move || plugin.dataset_input(&media_type, bytes, &parameters, &limits))
@@ -446,9 +447,10 @@ async fn validate_with_plugin(
     state: &AppState,
     plugin: &Arc<Plugin>,
     input: String,
+    options: &JobOptions,
 ) -> Result<String, ApiError> {
     let plugin = plugin.clone();
-    let limits = state.submission_limits(&plugin.info.name);
+    let limits = state.submission_limits(&plugin.info.name, Some(options));
     let (input, result) = state
         .run_blocking(move || {
             let result = plugin.component.validate(&input, &limits);

@@ -19,7 +19,7 @@ use wasmtime::{
 
 use self::cache::CompileCache;
 pub use self::log::{BoundedLog, LogTail};
-use self::sandbox::{MemoryLimitExceeded, SandboxState};
+use self::sandbox::SandboxState;
 use crate::violation::Violation;
 
 /// Host-side bindings generated from the SDK's WIT world, the one contract.
@@ -599,7 +599,7 @@ impl Call {
                 Interruption::Cancelled => CallError::Cancelled,
             };
         }
-        if let Some(exceeded) = error.downcast_ref::<MemoryLimitExceeded>() {
+        if let Some(exceeded) = self.store.data().limiter.refused() {
             return CallError::MemoryLimit(exceeded.to_string());
         }
         let mut message = format!("{error:?}");

@@ -13,20 +13,24 @@ use super::bindings::caseload::plugin::host::{Host, LogLevel};
 use super::log::BoundedLog;
 use super::{ExecutionObserver, Limits};
 
-/// Returned from the memory limiter when a grow would exceed the cap, so the trap that follows
-/// can be told apart from any other.
+/// Why a call that trapped after the memory limiter refused a grow ended: the guest ran out of
+/// the memory its cap allows, whatever trap its allocator then raised.
 #[derive(Debug, thiserror::Error)]
 #[error("memory limit of {limit_bytes} bytes exceeded (all memories together)")]
 pub struct MemoryLimitExceeded {
     pub limit_bytes: usize,
 }
 
-/// Caps the sum of all linear memories of the instance, not each one on its own.
+/// Caps the sum of all linear memories of the instance, not each one on its own. A grow over
+/// the cap is refused, not trapped: `memory.grow` returns -1 and the guest may recover (Rust's
+/// `Vec::try_reserve` returns an error), which is how a plugin learns at submission that an
+/// input would not fit. A guest that does not recover traps, and the refusal explains it.
 #[derive(Debug)]
 pub struct SummedMemoryLimiter {
     limit_bytes: usize,
     used_bytes: usize,
     max_table_elements: usize,
+    refused: bool,
 }
 
 impl SummedMemoryLimiter {
@@ -34,6 +38,13 @@ impl SummedMemoryLimiter {
     /// this is its peak.
     pub fn used_bytes(&self) -> usize {
         self.used_bytes
+    }
+
+    /// The cap, if a grow over it was refused during the call.
+    pub fn refused(&self) -> Option<MemoryLimitExceeded> {
+        self.refused.then_some(MemoryLimitExceeded {
+            limit_bytes: self.limit_bytes,
+        })
     }
 }
 
@@ -46,10 +57,8 @@ impl ResourceLimiter for SummedMemoryLimiter {
     ) -> wasmtime::Result<bool> {
         let total = self.used_bytes - current.min(self.used_bytes) + desired;
         if total > self.limit_bytes {
-            return Err(MemoryLimitExceeded {
-                limit_bytes: self.limit_bytes,
-            }
-            .into());
+            self.refused = true;
+            return Ok(false);
         }
         self.used_bytes = total;
         Ok(true)
@@ -113,6 +122,7 @@ impl SandboxState {
             limiter: SummedMemoryLimiter {
                 limit_bytes: limits.memory_bytes,
                 used_bytes: 0,
+                refused: false,
                 max_table_elements: 100_000,
             },
             log,
@@ -183,6 +193,7 @@ mod tests {
         SummedMemoryLimiter {
             limit_bytes,
             used_bytes: 0,
+            refused: false,
             max_table_elements: 10,
         }
     }
@@ -217,11 +228,17 @@ mod tests {
                 .memory_growing(0, 60, None)
                 .is_ok_and(|allowed| allowed)
         );
+        assert!(limiter.refused().is_none());
         // Each memory alone is under the cap; together they are not.
-        let error = limiter
-            .memory_growing(0, 60, None)
-            .expect_err("the sum is over the cap");
-        assert!(error.downcast_ref::<MemoryLimitExceeded>().is_some());
+        assert!(
+            limiter
+                .memory_growing(0, 60, None)
+                .is_ok_and(|allowed| !allowed)
+        );
+        assert_eq!(
+            limiter.refused().map(|refused| refused.limit_bytes),
+            Some(100)
+        );
         assert_eq!(limiter.used_bytes, 60);
         assert!(
             limiter

@@ -7,9 +7,18 @@ use serde_json::Value;
 
 use crate::model::{Bqm, Sense, Vartype};
 
-/// The most variables a model may have: the solver keeps about a hundred bytes per variable
-/// and per term, and a job's memory is capped (512 MiB by default).
-pub const MAX_VARIABLES: usize = 1_000_000;
+/// The most variables a model may have: the engine numbers them in 32 bits. The job's memory
+/// cap usually binds far sooner (see [`needed_bytes`]).
+pub const MAX_VARIABLES: usize = u32::MAX as usize;
+
+/// What solving a model of this size allocates beyond its input, at most: the model, its
+/// binary form and the engine's sparse rows take about 160 bytes per pair (each a few
+/// vectors of index and bias), the search's state about 96 bytes per variable.
+pub fn needed_bytes(variables: usize, pairs: usize) -> usize {
+    variables
+        .saturating_mul(96)
+        .saturating_add(pairs.saturating_mul(160))
+}
 
 /// At most this many violations are reported for one input.
 const MAX_VIOLATIONS: usize = 100;
@@ -105,21 +114,47 @@ pub fn model(input: &QuboInput) -> Result<(Bqm, Option<Vec<Value>>), Vec<Violati
     }
 }
 
-fn variable_count(count: u64, pointer: &str, violations: &mut Violations) -> Option<usize> {
-    match usize::try_from(count) {
-        Ok(count) if count <= MAX_VARIABLES => Some(count),
+/// The number of variables, if the engine can number them and the job's memory can hold the
+/// model's solving (asked of the sandbox before anything is built).
+fn variable_count(
+    count: u64,
+    pairs: usize,
+    pointer: &str,
+    violations: &mut Violations,
+) -> Option<usize> {
+    let count = match usize::try_from(count) {
+        Ok(count) if count <= MAX_VARIABLES => count,
         _ => {
             violations.push(
                 pointer,
                 format!("{count} variables are more than the {MAX_VARIABLES} this use case takes"),
             );
-            None
+            return None;
         }
+    };
+    let needed = needed_bytes(count, pairs);
+    if !caseload_sdk::memory::fits(needed) {
+        violations.push(
+            pointer,
+            format!(
+                "{count} variables and {pairs} quadratic terms need about {} MiB to solve, \
+                 more than the job's memory limit leaves; ask for a larger memory_limit_mib \
+                 or split the model",
+                needed.div_ceil(1 << 20)
+            ),
+        );
+        return None;
     }
+    Some(count)
 }
 
 fn terms_model(input: &TermsQubo, violations: &mut Violations) -> Option<Bqm> {
-    let n = variable_count(input.num_variables, "/num_variables", violations)?;
+    let n = variable_count(
+        input.num_variables,
+        input.quadratic.len(),
+        "/num_variables",
+        violations,
+    )?;
     let index = |value: u64, pointer: String, violations: &mut Violations| -> Option<usize> {
         match usize::try_from(value) {
             Ok(index) if index < n => Some(index),
@@ -175,7 +210,8 @@ fn terms_model(input: &TermsQubo, violations: &mut Violations) -> Option<Bqm> {
 }
 
 fn dense_model(input: &DenseQubo, violations: &mut Violations) -> Option<Bqm> {
-    let n = variable_count(input.q.len() as u64, "/Q", violations)?;
+    let n = input.q.len();
+    let n = variable_count(n as u64, n * n.saturating_sub(1) / 2, "/Q", violations)?;
     for (i, row) in input.q.iter().enumerate() {
         if row.len() != n {
             violations.push(
@@ -260,7 +296,12 @@ fn dimod_model(input: &DimodBqm, violations: &mut Violations) -> Option<Bqm> {
             "serialize with bqm.to_serializable(use_bytes=False): the biases must be JSON numbers",
         );
     }
-    let n = variable_count(input.num_variables, "/num_variables", violations)?;
+    let n = variable_count(
+        input.num_variables,
+        input.quadratic_biases.len(),
+        "/num_variables",
+        violations,
+    )?;
     for (pointer, length) in [
         ("/variable_labels", input.variable_labels.len()),
         ("/linear_biases", input.linear_biases.len()),
