@@ -267,3 +267,75 @@ async fn a_running_job_shows_its_best_energy_so_far() {
     let view = server.wait_until_ended(&token, &job).await;
     assert_eq!(view["status"], "COMPLETED", "{view}");
 }
+
+/// The Python that runs `tests/dimod/bqms.py`: `CASELOAD_PYTHON`, or `python3` on the path.
+fn python() -> String {
+    std::env::var("CASELOAD_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// Runs `tests/dimod/bqms.py` with the given mode and standard input; its standard output.
+fn bqms_script(mode: &str, input: &[u8]) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/dimod/bqms.py");
+    let mut child = Command::new(python())
+        .args([script, mode])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {}: {error}", python()));
+    child
+        .stdin
+        .take()
+        .expect("a piped stdin")
+        .write_all(input)
+        .expect("the script reads its input");
+    let finished = child.wait_with_output().expect("the script ends");
+    let stdout = String::from_utf8_lossy(&finished.stdout).into_owned();
+    assert!(
+        finished.status.success(),
+        "bqms.py {mode} failed ({}): {stdout}",
+        finished.status
+    );
+    stdout
+}
+
+#[tokio::test]
+#[ignore = "needs a Python with dimod (PyPI): set CASELOAD_PYTHON; CI runs it"]
+async fn dimod_agrees_with_every_energy() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let models: Vec<Value> = serde_json::from_str(&bqms_script("make", b"")).unwrap();
+    assert_eq!(models.len(), 10);
+    let mut cases = Vec::new();
+    for (number, bqm) in models.iter().enumerate() {
+        let mut body = bqm.clone();
+        body["options"] = json!({"seed": 1, "max_iterations": 50_000});
+        // Every other model goes as a JSON dataset, the rest inline.
+        if number % 2 == 1 {
+            let response = server
+                .client
+                .post(server.url("/data_file?filename=bqm.json"))
+                .bearer_auth(&token)
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(bqm).unwrap())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::CREATED);
+            let file: Value = response.json().await.unwrap();
+            body = json!({"data_file_identifier": file["data_file_identifier"],
+                "options": body["options"]});
+        }
+        let output = completed_output(&server, &token, "qubo", &body).await;
+        assert_eq!(output["vartype"], bqm["variable_type"], "{output}");
+        cases.push(json!({"bqm": bqm, "output": output}));
+    }
+    let verdict = bqms_script("check", &serde_json::to_vec(&cases).unwrap());
+    assert!(
+        verdict.contains("10 of 10 models agree with dimod"),
+        "{verdict}"
+    );
+}
