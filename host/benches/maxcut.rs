@@ -19,24 +19,22 @@
 //! of each. `--native` does the quality runs natively instead, for tuning; `--budget 0`
 //! skips the ratio.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
-use caseload::config::UseCaseLimits;
 use caseload::options::JobOptions;
 use caseload::plugins::MAXCUT_WASM;
-use caseload::runtime::{
-    BoundedLog, CompiledPlugin, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,
-};
 use caseload_maxcut::{MaxCut, MaxCutInput};
 use caseload_sdk::{RunContext, UseCase};
 use clap::Parser;
 use serde_json::Value;
+
+use common::{
+    Sandbox, for_each_instance, from_root, instance_name, median, number, read_best_known, timed,
+};
 
 #[derive(Debug, Parser)]
 #[command(about = "Runs max-cut on instance files in the sandbox and natively")]
@@ -91,30 +89,13 @@ struct Instance {
     num_nodes: usize,
 }
 
-struct IgnoreProgress;
-
-impl ExecutionObserver for IgnoreProgress {
-    fn progress(&self, _fraction: f64, _message: String, _log: &BoundedLog) {}
-
-    fn logged(&self, _log: &BoundedLog) {}
-}
-
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let best_known = match &args.best_known {
         Some(path) => read_best_known(path)?,
         None => HashMap::new(),
     };
-    // As the server does: instances from a pool, each memory up to the job's cap.
-    let runtime = Runtime::with_config(
-        &RuntimeConfig::default().with_pooling(Limits::default().memory_bytes, 4),
-    )?;
-    let plugin = runtime.compile(MAXCUT_WASM)?;
-    let job_limits = UseCaseLimits {
-        default_time_limit: Duration::from_secs(10),
-        max_time_limit: Duration::from_secs_f64(args.seconds.max(60.0)),
-        sandbox: Limits::default(),
-    };
+    let sandbox = Sandbox::new(MAXCUT_WASM, args.seconds)?;
     let instances = args
         .files
         .iter()
@@ -141,16 +122,11 @@ fn main() -> anyhow::Result<()> {
     let mut mean_gaps = Vec::new();
     let mut flagged = Vec::new();
     let run = |instance: &Instance, seed: u64| {
-        let options = JobOptions {
-            time_limit_ms: (args.seconds * 1000.0) as u64,
-            seed,
-            max_iterations: None,
-            memory_limit_mib: None,
-        };
+        let options = timed(args.seconds, seed);
         if args.native {
             run_native(instance, &options)
         } else {
-            run_sandbox(&plugin, instance, &options, &job_limits)
+            run_sandbox(&sandbox, instance, &options)
         }
     };
     for_each_instance(
@@ -242,7 +218,7 @@ fn main() -> anyhow::Result<()> {
             let (mut native, mut sandboxed) = (f64::INFINITY, f64::INFINITY);
             for _ in 0..runs {
                 let native_run = run_native(instance, &options)?;
-                let sandboxed_run = run_sandbox(&plugin, instance, &options, &job_limits)?;
+                let sandboxed_run = run_sandbox(&sandbox, instance, &options)?;
                 if native_run.partition != sandboxed_run.partition {
                     bail!(
                         "{}: the sandbox and the native run disagree on the same seed and budget",
@@ -268,58 +244,6 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `run(instance, seed)` for seeds `1..=seeds` of every instance on `parallel` threads,
-/// and hands each instance's outcomes, in seed order, to `done` in the order of `instances`,
-/// as soon as they and the instances before them are in.
-fn for_each_instance(
-    instances: &[Instance],
-    seeds: u64,
-    parallel: usize,
-    run: impl Fn(&Instance, u64) -> anyhow::Result<Outcome> + Sync,
-    mut done: impl FnMut(&Instance, &[Outcome]),
-) -> anyhow::Result<()> {
-    let tasks: Vec<(usize, u64)> = (0..instances.len())
-        .flat_map(|index| (1..=seeds).map(move |seed| (index, seed)))
-        .collect();
-    let next_task = AtomicUsize::new(0);
-    let (sender, receiver) = mpsc::channel();
-    std::thread::scope(|scope| {
-        for _ in 0..parallel.max(1) {
-            let sender = sender.clone();
-            let (tasks, next_task, run) = (&tasks, &next_task, &run);
-            scope.spawn(move || {
-                while let Some(&(index, seed)) =
-                    tasks.get(next_task.fetch_add(1, Ordering::Relaxed))
-                {
-                    let outcome = run(&instances[index], seed);
-                    let failed = outcome.is_err();
-                    if sender.send((index, seed, outcome)).is_err() || failed {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(sender);
-        let mut outcomes: Vec<Vec<Option<Outcome>>> =
-            vec![vec![None; seeds as usize]; instances.len()];
-        let mut printed = 0;
-        for (index, seed, outcome) in receiver {
-            outcomes[index][(seed - 1) as usize] = Some(outcome?);
-            while printed < instances.len() && outcomes[printed].iter().all(Option::is_some) {
-                let complete: Vec<Outcome> = outcomes[printed].iter().flatten().cloned().collect();
-                done(&instances[printed], &complete);
-                printed += 1;
-            }
-        }
-        Ok(())
-    })
-}
-
-/// `path` as typed at the repository's root.
-fn from_root(path: &Path) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
-}
-
 fn read_instance(path: &Path) -> anyhow::Result<Instance> {
     let path = &from_root(path);
     let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -334,12 +258,8 @@ fn read_instance(path: &Path) -> anyhow::Result<Instance> {
                 .join("; ")
         )
     })?;
-    let name = path
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default();
     Ok(Instance {
-        name,
+        name: instance_name(path),
         json: serde_json::to_string(&input)?,
         input_edges: input.edges.clone().unwrap_or_default(),
         num_nodes: input.num_nodes,
@@ -347,31 +267,12 @@ fn read_instance(path: &Path) -> anyhow::Result<Instance> {
 }
 
 fn run_sandbox(
-    plugin: &CompiledPlugin,
+    sandbox: &Sandbox,
     instance: &Instance,
     options: &JobOptions,
-    limits: &UseCaseLimits,
 ) -> anyhow::Result<Outcome> {
-    let run_options = RunOptions {
-        time_limit: options.time_limit(),
-        seed: options.seed,
-        max_iterations: options.max_iterations,
-    };
-    let report = plugin.run(
-        &instance.json,
-        &run_options,
-        &limits.for_run(options),
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(IgnoreProgress),
-    );
-    let output = report
-        .result
-        .map_err(|error| anyhow::anyhow!("{}: the sandboxed run failed: {error}", instance.name))?;
-    checked_outcome(
-        instance,
-        &serde_json::from_str(&output)?,
-        report.peak_memory_bytes,
-    )
+    let run = sandbox.run(&instance.name, &instance.json, options)?;
+    checked_outcome(instance, &run.output, run.peak_memory_bytes)
 }
 
 fn run_native(instance: &Instance, options: &JobOptions) -> anyhow::Result<Outcome> {
@@ -388,12 +289,7 @@ fn checked_outcome(
     output: &Value,
     memory_bytes: usize,
 ) -> anyhow::Result<Outcome> {
-    let number = |pointer: &str| {
-        output
-            .pointer(pointer)
-            .and_then(Value::as_f64)
-            .with_context(|| format!("{}: the output has no {pointer}", instance.name))
-    };
+    let number = |pointer: &str| number(output, pointer, &instance.name);
     let cut = number("/cut_value")?;
     let partition: Vec<u64> = output["partition"]
         .as_array()
@@ -423,43 +319,4 @@ fn checked_outcome(
         elapsed: number("/solver/elapsed_s")?,
         memory_bytes,
     })
-}
-
-/// `instance` to its best-known value, from a CSV with a header naming the columns.
-fn read_best_known(path: &Path) -> anyhow::Result<HashMap<String, f64>> {
-    let path = &from_root(path);
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let column = |names: &[&str]| header.iter().position(|field| names.contains(field));
-    let (Some(name), Some(value)) = (column(&["instance"]), column(&["best_known", "optimum"]))
-    else {
-        bail!(
-            "{}: the header must name `instance` and `best_known` or `optimum`",
-            path.display()
-        );
-    };
-    let mut values = HashMap::new();
-    for line in lines.filter(|line| !line.trim().is_empty()) {
-        let fields: Vec<&str> = line.split(',').collect();
-        if let (Some(instance), Some(best)) = (fields.get(name), fields.get(value)) {
-            values.insert(
-                (*instance).to_owned(),
-                best.parse()
-                    .with_context(|| format!("{}: {line}", path.display()))?,
-            );
-        }
-    }
-    Ok(values)
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => f64::NAN,
-        len if len % 2 == 1 => sorted[len / 2],
-        len => (sorted[len / 2 - 1] + sorted[len / 2]) / 2.0,
-    }
 }
