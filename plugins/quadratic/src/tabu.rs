@@ -9,6 +9,10 @@ use crate::random::SplitMix64;
 /// How often progress is reported at most.
 const REPORT_INTERVAL: Duration = Duration::from_millis(250);
 
+/// The clock is read about once per this many variables scanned: every 1,024 iterations on
+/// small problems, every iteration on a million variables, so the deadline is kept at any size.
+const CLOCK_EVERY_SCANNED: usize = 1 << 16;
+
 /// The search's settings, as fractions of the number of variables `n` where they scale.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TabuParameters {
@@ -96,6 +100,7 @@ pub fn tabu_search(
     let mut phase_best = value;
     let mut since_phase_best = 0u64;
     let mut last_report = started;
+    let clock_every = (CLOCK_EVERY_SCANNED / n).clamp(1, 1024) as u64;
     loop {
         if limits
             .max_iterations
@@ -103,7 +108,7 @@ pub fn tabu_search(
         {
             break;
         }
-        if iteration.is_multiple_of(1024) {
+        if iteration.is_multiple_of(clock_every) {
             let now = Instant::now();
             if limits.max_iterations.is_none() && now >= limits.deadline {
                 break;
