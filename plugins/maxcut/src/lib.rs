@@ -7,9 +7,10 @@
 //!
 //! [`solver::solve`] first takes out nodes of degree at most two by exact reductions
 //! ([`reduce`]). A kernel of up to [`exhaustive::EXHAUSTIVE_MAX_NODES`] nodes is enumerated
-//! and its cut reported optimal; a larger one gets parallel tempering ([`tempering`]) or, past
-//! [`solver::TEMPERING_MAX_NODES`] nodes, population annealing ([`anneal`]), which return the
-//! best cut found within the job's time limit.
+//! and its cut reported optimal; a larger dense one ([`solver::TABU_MIN_DENSITY`]) gets tabu
+//! search by the engine shared with the QUBO use case (`caseload-quadratic`), others parallel
+//! tempering ([`tempering`]) or, past [`solver::TEMPERING_MAX_NODES`] nodes, population
+//! annealing ([`anneal`]). Each returns the best cut found within the job's time limit.
 //!
 //! Built for `wasm32-wasip2` by the host's build script; `cargo test -p caseload-maxcut` runs
 //! the solver's tests natively.
@@ -73,8 +74,8 @@ impl UseCase for MaxCut {
             version: env!("CARGO_PKG_VERSION"),
             aliases: &["max-cut", "urn:caseload:usecase:maxcut"],
             description: "Maximum cut of a weighted undirected graph: exact reductions, then \
-                          exhaustive search for up to 24 nodes, parallel tempering or population \
-                          annealing above.",
+                          exhaustive search for up to 24 nodes, tabu search on dense graphs, \
+                          parallel tempering or population annealing on the others.",
             input_schema: include_str!("../../../schemas/maxcut/input.schema.json"),
             output_schema: include_str!("../../../schemas/maxcut/output.schema.json"),
             media_types: &["application/json", RUDY_MEDIA_TYPE],
