@@ -22,11 +22,13 @@
 
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::graph::Graph;
 use crate::metropolis::{Best, Replica};
-use crate::solver::{Clock, Limits, Report, Solution};
+use crate::solution::Solution;
 use crate::weight::Weight;
 use caseload_quadratic::SplitMix64;
+use caseload_quadratic::{Limits, Report};
 
 /// The schedule. The cold end is in units of [`Graph::mean_absolute_weight`], the hot end in
 /// units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so that scaling

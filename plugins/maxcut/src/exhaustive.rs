@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::graph::Graph;
-use crate::solver::{Clock, Limits, Report, Solution};
+use crate::solution::Solution;
+use caseload_quadratic::{Limits, Report};
 
 /// Graphs with at most this many nodes are enumerated (2^23 cuts, well under a second in the
 /// sandbox) and their cut reported optimal.

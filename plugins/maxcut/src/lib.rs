@@ -16,11 +16,13 @@
 //! the solver's tests natively.
 
 pub mod anneal;
+mod clock;
 pub mod exhaustive;
 pub mod graph;
 mod metropolis;
 pub mod reduce;
 pub mod rudy;
+pub mod solution;
 pub mod solver;
 #[cfg(test)]
 mod solver_tests;
@@ -31,7 +33,9 @@ use caseload_sdk::{Describe, LogLevel, RunContext, RunError, SolverReport, UseCa
 use serde::{Deserialize, Serialize};
 
 use crate::graph::Graph;
-use crate::solver::{Limits, Solution};
+use caseload_quadratic::Limits;
+
+use crate::solution::Solution;
 
 /// At most this many violations are reported for one input; a client fixing a broken matrix
 /// needs the first few, not a million.

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::graph::Graph;
-use crate::solver::Clock;
 use crate::weight::Weight;
 use caseload_quadratic::SplitMix64;
 

@@ -1,15 +1,13 @@
 //! The solver as the use case calls it: reduce the graph to its kernel, solve the kernel
 //! exactly when it is small and heuristically otherwise, extend the answer to the whole graph.
 
-use std::time::{Duration, Instant};
-
-pub use caseload_quadratic::{Limits, Report};
-use caseload_quadratic::{Qubo, TabuParameters, tabu_search};
+use caseload_quadratic::{Limits, Qubo, Report, TabuParameters, tabu_search};
 
 use crate::anneal::{AnnealParameters, population_annealing};
 use crate::exhaustive::{EXHAUSTIVE_MAX_NODES, exhaustive};
 use crate::graph::Graph;
 use crate::reduce::reduce;
+use crate::solution::Solution;
 use crate::tempering::{TemperingParameters, parallel_tempering};
 
 /// Kernels at least this dense (edges over pairs of nodes) get tabu search on the cut as a
@@ -51,20 +49,6 @@ pub const MIXED_WEIGHT_SPREAD: f64 = 1.2;
 /// weights of many sizes: their gains come arbitrarily close to zero, and the cold end must
 /// reach below the small ones.
 pub const MIXED_WEIGHT_COLDEST: f64 = 0.1;
-
-/// How often progress is reported to the host at most.
-const REPORT_INTERVAL: Duration = Duration::from_millis(250);
-
-#[derive(Debug, Clone)]
-pub struct Solution {
-    /// The side of each node.
-    pub sides: Vec<bool>,
-    /// True only when the cut is proven maximum: the kernel was enumerated to the end.
-    pub optimal: bool,
-    pub algorithm: &'static str,
-    pub iterations: u64,
-    pub time_to_best: Duration,
-}
 
 /// What [`solve`] did beside the solution, for the log.
 #[derive(Debug, Clone, Copy)]
@@ -214,48 +198,5 @@ fn tabu(
         algorithm: "tabu-search",
         iterations: found.iterations,
         time_to_best: found.time_to_best,
-    }
-}
-
-/// Tracks time and progress reports for one run.
-pub(crate) struct Clock {
-    pub(crate) started: Instant,
-    deadline: Instant,
-    last_report: Instant,
-}
-
-impl Clock {
-    pub(crate) fn new(deadline: Instant) -> Clock {
-        let now = Instant::now();
-        Clock {
-            started: now,
-            deadline,
-            last_report: now,
-        }
-    }
-
-    fn fraction(&self, now: Instant) -> f64 {
-        let budget = self
-            .deadline
-            .saturating_duration_since(self.started)
-            .as_secs_f64();
-        if budget <= 0.0 {
-            1.0
-        } else {
-            (now - self.started).as_secs_f64() / budget
-        }
-    }
-
-    /// Reports progress if it is time to, and tells whether the run must stop now.
-    pub(crate) fn should_stop(&mut self, best_cut: f64, report: &mut Report<'_>) -> bool {
-        let now = Instant::now();
-        if now >= self.deadline {
-            return true;
-        }
-        if now - self.last_report >= REPORT_INTERVAL {
-            self.last_report = now;
-            return report(best_cut, self.fraction(now));
-        }
-        false
     }
 }

@@ -4,13 +4,16 @@
 use std::time::{Duration, Instant};
 
 use crate::anneal::{AnnealParameters, population_annealing};
+use crate::clock::Clock;
 use crate::exhaustive::exhaustive;
 use crate::graph::Graph;
 use crate::metropolis::{Best, BlockScratch, ClusterScratch, Replica, block_move, cluster_move};
 use crate::reduce::reduce;
-use crate::solver::{Clock, Limits, Solution, Strategy, cut_qubo, solve, solve_kernel};
+use crate::solution::Solution;
+use crate::solver::{Strategy, cut_qubo, solve, solve_kernel};
 use crate::tempering::{TemperingParameters, parallel_tempering};
 use crate::weight::Weight;
+use caseload_quadratic::Limits;
 use caseload_quadratic::SplitMix64;
 use caseload_quadratic::TabuParameters;
 

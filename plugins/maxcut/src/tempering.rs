@@ -22,11 +22,13 @@
 //! Nothing depends on the clock but when to stop, so a run with an iteration budget (one
 //! iteration per node visited) repeats exactly for its seed, natively or in the sandbox.
 
+use crate::clock::Clock;
 use crate::graph::Graph;
 use crate::metropolis::{Best, BlockScratch, ClusterScratch, Replica, block_move, cluster_move};
-use crate::solver::{Clock, Limits, Report, Solution};
+use crate::solution::Solution;
 use crate::weight::Weight;
 use caseload_quadratic::SplitMix64;
+use caseload_quadratic::{Limits, Report};
 
 /// The ladder. The coldest temperature is in units of [`Graph::mean_absolute_weight`], the
 /// hottest in units of [`Graph::heavy_weight_scale`] (the same for weights of one size), so

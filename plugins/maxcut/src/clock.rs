@@ -1,0 +1,51 @@
+//! The time and the progress reports of one run.
+
+use std::time::{Duration, Instant};
+
+use caseload_quadratic::Report;
+
+/// How often progress is reported to the host at most.
+const REPORT_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Tracks time and progress reports for one run.
+pub(crate) struct Clock {
+    pub(crate) started: Instant,
+    deadline: Instant,
+    last_report: Instant,
+}
+
+impl Clock {
+    pub(crate) fn new(deadline: Instant) -> Clock {
+        let now = Instant::now();
+        Clock {
+            started: now,
+            deadline,
+            last_report: now,
+        }
+    }
+
+    fn fraction(&self, now: Instant) -> f64 {
+        let budget = self
+            .deadline
+            .saturating_duration_since(self.started)
+            .as_secs_f64();
+        if budget <= 0.0 {
+            1.0
+        } else {
+            (now - self.started).as_secs_f64() / budget
+        }
+    }
+
+    /// Reports progress if it is time to, and tells whether the run must stop now.
+    pub(crate) fn should_stop(&mut self, best_cut: f64, report: &mut Report<'_>) -> bool {
+        let now = Instant::now();
+        if now >= self.deadline {
+            return true;
+        }
+        if now - self.last_report >= REPORT_INTERVAL {
+            self.last_report = now;
+            return report(best_cut, self.fraction(now));
+        }
+        false
+    }
+}
