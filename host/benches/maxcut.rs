@@ -27,13 +27,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use caseload::options::JobOptions;
 use caseload::plugins::MAXCUT_WASM;
-use caseload_maxcut::{MaxCut, MaxCutInput};
-use caseload_sdk::{RunContext, UseCase};
+use caseload_maxcut::MaxCut;
 use clap::Parser;
 use serde_json::Value;
 
 use common::{
-    Sandbox, for_each_instance, from_root, instance_name, median, number, read_best_known, timed,
+    Sandbox, decode_file, for_each_instance, from_root, instance_name, median, number,
+    read_best_known, run_native, timed,
 };
 
 #[derive(Debug, Parser)]
@@ -124,7 +124,7 @@ fn main() -> anyhow::Result<()> {
     let run = |instance: &Instance, seed: u64| {
         let options = timed(args.seconds, seed);
         if args.native {
-            run_native(instance, &options)
+            run_natively(instance, &options)
         } else {
             run_sandbox(&sandbox, instance, &options)
         }
@@ -217,7 +217,7 @@ fn main() -> anyhow::Result<()> {
             let runs = args.ratio_runs.max(1);
             let (mut native, mut sandboxed) = (f64::INFINITY, f64::INFINITY);
             for _ in 0..runs {
-                let native_run = run_native(instance, &options)?;
+                let native_run = run_natively(instance, &options)?;
                 let sandboxed_run = run_sandbox(&sandbox, instance, &options)?;
                 if native_run.partition != sandboxed_run.partition {
                     bail!(
@@ -246,18 +246,7 @@ fn main() -> anyhow::Result<()> {
 
 fn read_instance(path: &Path) -> anyhow::Result<Instance> {
     let path = &from_root(path);
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let input = MaxCut::decode(caseload_maxcut::RUDY_MEDIA_TYPE, &data).map_err(|violations| {
-        anyhow::anyhow!(
-            "{}: {}",
-            path.display(),
-            violations
-                .iter()
-                .map(|violation| violation.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    })?;
+    let input = decode_file::<MaxCut>(path, caseload_maxcut::RUDY_MEDIA_TYPE)?;
     Ok(Instance {
         name: instance_name(path),
         json: serde_json::to_string(&input)?,
@@ -275,12 +264,9 @@ fn run_sandbox(
     checked_outcome(instance, &run.output, run.peak_memory_bytes)
 }
 
-fn run_native(instance: &Instance, options: &JobOptions) -> anyhow::Result<Outcome> {
-    let input: MaxCutInput = serde_json::from_str(&instance.json)?;
-    let context = RunContext::new(options.time_limit(), options.seed, options.max_iterations);
-    let output = MaxCut::run(input, &context)
-        .map_err(|error| anyhow::anyhow!("{}: the native run failed: {error:?}", instance.name))?;
-    checked_outcome(instance, &serde_json::to_value(&output)?, 0)
+fn run_natively(instance: &Instance, options: &JobOptions) -> anyhow::Result<Outcome> {
+    let output = run_native::<MaxCut>(&instance.name, &instance.json, options)?;
+    checked_outcome(instance, &output, 0)
 }
 
 /// Reads a run's output and checks that its cut is the cut of its partition.

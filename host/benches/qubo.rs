@@ -28,12 +28,12 @@ use caseload::plugins::QUBO_WASM;
 use caseload_qubo::Qubo;
 use caseload_qubo::input::QuboInput;
 use caseload_qubo::qbsolv::QUBO_MEDIA_TYPE;
-use caseload_sdk::{RunContext, UseCase};
 use clap::Parser;
 use serde_json::Value;
 
 use common::{
-    Sandbox, for_each_instance, from_root, instance_name, median, number, read_best_known, timed,
+    Sandbox, decode_file, for_each_instance, from_root, instance_name, median, number,
+    read_best_known, run_native, timed,
 };
 
 #[derive(Debug, Parser)]
@@ -125,7 +125,7 @@ fn main() -> anyhow::Result<()> {
     let run = |instance: &Instance, seed: u64| {
         let options = timed(args.seconds, seed);
         if args.native {
-            run_native(instance, &options)
+            run_natively(instance, &options)
         } else {
             let run = sandbox.run(&instance.name, &instance.json, &options)?;
             checked_outcome(instance, &run.output, run.peak_memory_bytes)
@@ -219,18 +219,7 @@ fn main() -> anyhow::Result<()> {
 
 fn read_instance(path: &Path, sense: &str, maximize: bool) -> anyhow::Result<Instance> {
     let path = &from_root(path);
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let input = Qubo::decode(QUBO_MEDIA_TYPE, &data).map_err(|violations| {
-        anyhow::anyhow!(
-            "{}: {}",
-            path.display(),
-            violations
-                .iter()
-                .map(|violation| violation.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    })?;
+    let input = decode_file::<Qubo>(path, QUBO_MEDIA_TYPE)?;
     let QuboInput::Terms(terms) = &input else {
         bail!("{}: a qbsolv file reads as terms", path.display());
     };
@@ -255,12 +244,9 @@ fn read_instance(path: &Path, sense: &str, maximize: bool) -> anyhow::Result<Ins
     })
 }
 
-fn run_native(instance: &Instance, options: &JobOptions) -> anyhow::Result<Outcome> {
-    let input: QuboInput = serde_json::from_str(&instance.json)?;
-    let context = RunContext::new(options.time_limit(), options.seed, options.max_iterations);
-    let output = Qubo::run(input, &context)
-        .map_err(|error| anyhow::anyhow!("{}: the native run failed: {error:?}", instance.name))?;
-    checked_outcome(instance, &serde_json::to_value(&output)?, 0)
+fn run_natively(instance: &Instance, options: &JobOptions) -> anyhow::Result<Outcome> {
+    let output = run_native::<Qubo>(&instance.name, &instance.json, options)?;
+    checked_outcome(instance, &output, 0)
 }
 
 /// Reads a run's output and checks that its energy is the objective of its sample.

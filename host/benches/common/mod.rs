@@ -14,6 +14,7 @@ use caseload::options::JobOptions;
 use caseload::runtime::{
     BoundedLog, CompiledPlugin, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,
 };
+use caseload_sdk::{RunContext, UseCase};
 use serde_json::Value;
 
 /// A use case's component, compiled as the server compiles it, with a job's limits.
@@ -131,6 +132,36 @@ pub fn for_each_instance<I: Sync, O: Clone + Send>(
         }
         Ok(())
     })
+}
+
+/// Reads an instance file (a path as typed at the repository's root) with the use case's own
+/// `decode`, as a dataset of this media type would be read.
+pub fn decode_file<U: UseCase>(path: &Path, media_type: &str) -> anyhow::Result<U::Input> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    U::decode(media_type, &data).map_err(|violations| {
+        anyhow::anyhow!(
+            "{}: {}",
+            path.display(),
+            violations
+                .iter()
+                .map(|violation| violation.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    })
+}
+
+/// Runs the use case natively on a JSON input, as a job with these options; its output.
+pub fn run_native<U: UseCase>(
+    name: &str,
+    json: &str,
+    options: &JobOptions,
+) -> anyhow::Result<Value> {
+    let input: U::Input = serde_json::from_str(json)?;
+    let context = RunContext::new(options.time_limit(), options.seed, options.max_iterations);
+    let output = U::run(input, &context)
+        .map_err(|error| anyhow::anyhow!("{name}: the native run failed: {error:?}"))?;
+    Ok(serde_json::to_value(&output)?)
 }
 
 /// `path` as typed at the repository's root (`cargo bench` runs benches from `host/`).
