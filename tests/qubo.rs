@@ -180,6 +180,15 @@ async fn bad_models_get_a_422_that_points_at_the_problem() {
             .filter_map(|error| error["pointer"].as_str())
             .collect();
         assert!(pointers.contains(&pointer), "{body}: {problem}");
+        if pointer == "/num_variables" {
+            assert!(
+                problem["errors"][0]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("MiB to solve"),
+                "{problem}"
+            );
+        }
     }
 
     // The limit is the memory's, not a count: without the lower cap the same model is taken.

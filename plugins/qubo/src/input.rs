@@ -138,8 +138,8 @@ fn variable_count(
             pointer,
             format!(
                 "{count} variables and {pairs} quadratic terms need about {} MiB to solve, \
-                 more than the job's memory limit leaves; ask for a larger memory_limit_mib \
-                 or split the model",
+                 more than this job's memory limit holds (GET /problem/qubo shows the use \
+                 case's; a job's memory_limit_mib can only lower it)",
                 needed.div_ceil(1 << 20)
             ),
         );
