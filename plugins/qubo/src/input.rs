@@ -454,7 +454,7 @@ mod tests {
                 vec!["/linear/0/0", "/quadratic/0/1", "/quadratic/1"],
             ),
             (
-                json!({"num_variables": 5_000_000u64}),
+                json!({"num_variables": 5_000_000_000u64}),
                 vec!["/num_variables"],
             ),
             (
