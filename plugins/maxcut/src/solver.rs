@@ -13,7 +13,7 @@ use crate::tempering::{TemperingParameters, parallel_tempering};
 /// Kernels at least this dense (edges over pairs of nodes) get tabu search on the cut as a
 /// QUBO, whatever their size, unless block moves suit them better (see
 /// [`BLOCK_MIN_WEIGHT_SPREAD`]). On dense graphs with signed weights (500–1,000 nodes, densities
-/// 0.3–0.5, weights −10…10) tempering ends 0.2–2.2 % below MQLib's BURER2002 at 10 s, and
+/// 0.3–0.5, weights −10…10) tempering ends 0.5–2.2 % below MQLib's BURER2002 at 10 s, and
 /// tabu search above it; the G-set's densest graphs (6 %) stay with tempering, tuned on them.
 pub const TABU_MIN_DENSITY: f64 = 0.1;
 
