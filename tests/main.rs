@@ -11,6 +11,7 @@ mod datasets;
 mod durability;
 mod flow;
 mod limits;
+mod plugin_check;
 mod qubo;
 mod reload;
 mod sandbox;

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod config;
 pub mod metrics;
 pub mod options;
+pub mod plugin_check;
 pub mod plugins;
 pub mod runtime;
 pub mod store;

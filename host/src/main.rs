@@ -8,14 +8,19 @@ use std::io::IsTerminal;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use caseload::config::{Cli, Command, UserCommand};
+use caseload::config::{Cli, Command, PluginCommand, UserCommand};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // A command's report is its output; the server's log lines would only bury it.
+    let default_level = match cli.command {
+        Some(Command::Plugin(_)) => "warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -25,6 +30,16 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,
         Some(Command::User(UserCommand::Add { name, .. })) => {
             caseload::add_user(&cli.storage, name).await
+        }
+        Some(Command::Plugin(PluginCommand::Check { files })) => {
+            let files = files.clone();
+            let all_load =
+                tokio::task::spawn_blocking(move || caseload::plugin_check::check_plugins(&files))
+                    .await??;
+            if !all_load {
+                std::process::exit(1);
+            }
+            Ok(())
         }
     }
 }

@@ -33,6 +33,21 @@ pub enum Command {
     /// Manage users.
     #[command(subcommand)]
     User(UserCommand),
+    /// Work with plugin files.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Load plugin files as the server would (compile, link against the plugin world, call
+    /// `describe` within 5 s, check the name, compile the schemas) and say what each would
+    /// serve or why it would be refused. Exits with status 1 if any would be refused.
+    Check {
+        /// Plugin files (`.wasm` components).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
