@@ -251,6 +251,18 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
         detail["media_types"],
         json!(["application/json", "text/plain"])
     );
+    // Its examples, from the input schema's `examples`, are inputs it accepts.
+    let examples = detail["examples"].as_array().unwrap();
+    assert_eq!(
+        examples,
+        detail["input_schema"]["examples"].as_array().unwrap()
+    );
+    assert!(!examples.is_empty());
+    let job = server.launch(&bob, "maxcut", &examples[0]).await;
+    assert_eq!(
+        server.wait_until_ended(&bob, &job).await["status"],
+        "COMPLETED"
+    );
 
     // Every use case in the list, each with what a client picks it by.
     let problems: Value = server.get(&bob, "/problems").await.json().await.unwrap();

@@ -6,7 +6,11 @@
 //! name. Lookups take a snapshot, so a job keeps the plugin it started with however the
 //! registry changes afterwards.
 
+mod schema;
 pub mod watch;
+
+pub use self::schema::DATASET_PARAMETERS_KEYWORD;
+use self::schema::{compile_schema, dataset_parameters, examples, parse_schema};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -52,12 +56,9 @@ pub struct Plugin {
     /// The input fields a launch may give beside a `data_file_identifier`, from the input
     /// schema's [`DATASET_PARAMETERS_KEYWORD`].
     pub dataset_parameters: Vec<String>,
+    /// Example inputs, from the input schema's `examples` keyword.
+    pub examples: Vec<Value>,
 }
-
-/// The input schema keyword that lists the use case's parameters: input fields a data file
-/// does not carry (an objective's sense, say), which a dataset launch may give beside the
-/// `data_file_identifier`. Each must be one of the schema's `properties`.
-pub const DATASET_PARAMETERS_KEYWORD: &str = "x-caseload-dataset-parameters";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
@@ -411,6 +412,7 @@ impl PluginRegistry {
         let input_schema_value = parse_schema("input", &info.input_schema)?;
         let input_schema = compile_schema("input", &input_schema_value)?;
         let dataset_parameters = dataset_parameters(&input_schema_value)?;
+        let examples = examples(&input_schema_value);
         let output_schema =
             compile_schema("output", &parse_schema("output", &info.output_schema)?)?;
         Ok(Plugin {
@@ -422,6 +424,7 @@ impl PluginRegistry {
             input_schema,
             output_schema,
             dataset_parameters,
+            examples,
         })
     }
 
@@ -501,87 +504,9 @@ pub fn log_rejected(path: &Path, error: &PluginError) {
     );
 }
 
-fn parse_schema(which: &'static str, text: &str) -> Result<Value, PluginError> {
-    serde_json::from_str(text).map_err(|error| PluginError::Schema {
-        which,
-        message: error.to_string(),
-    })
-}
-
-fn compile_schema(
-    which: &'static str,
-    schema: &Value,
-) -> Result<jsonschema::Validator, PluginError> {
-    jsonschema::validator_for(schema).map_err(|error| PluginError::Schema {
-        which,
-        message: error.to_string(),
-    })
-}
-
-/// The names the input schema lists under [`DATASET_PARAMETERS_KEYWORD`]: each must be a
-/// string naming one of its top-level `properties`.
-fn dataset_parameters(schema: &Value) -> Result<Vec<String>, PluginError> {
-    let Some(listed) = schema.get(DATASET_PARAMETERS_KEYWORD) else {
-        return Ok(Vec::new());
-    };
-    let invalid = |message: String| PluginError::Schema {
-        which: "input",
-        message: format!("{DATASET_PARAMETERS_KEYWORD}: {message}"),
-    };
-    let Some(listed) = listed.as_array() else {
-        return Err(invalid("must be an array of property names".into()));
-    };
-    let properties = schema.get("properties").and_then(Value::as_object);
-    listed
-        .iter()
-        .map(|name| {
-            let name = name
-                .as_str()
-                .ok_or_else(|| invalid("must be an array of property names".into()))?;
-            if properties.is_some_and(|properties| properties.contains_key(name)) {
-                Ok(name.to_owned())
-            } else {
-                Err(invalid(format!(
-                    "{name:?} is not one of the schema's properties"
-                )))
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dataset_parameters_must_be_properties_of_the_input_schema() {
-        let schema = |extra: &str| -> Value {
-            serde_json::from_str(&format!(
-                r#"{{"type": "object", "properties": {{"sense": {{}}, "data": {{}}}}{extra}}}"#
-            ))
-            .expect("JSON")
-        };
-        assert_eq!(
-            dataset_parameters(&schema("")).expect("none declared"),
-            Vec::<String>::new()
-        );
-        assert_eq!(
-            dataset_parameters(&schema(r#", "x-caseload-dataset-parameters": ["sense"]"#))
-                .expect("a property"),
-            ["sense"]
-        );
-        for (extra, expected) in [
-            (
-                r#", "x-caseload-dataset-parameters": ["seed"]"#,
-                "\"seed\" is not one",
-            ),
-            (r#", "x-caseload-dataset-parameters": "sense""#, "an array"),
-            (r#", "x-caseload-dataset-parameters": [1]"#, "an array"),
-        ] {
-            let error = dataset_parameters(&schema(extra)).expect_err(extra);
-            assert!(error.to_string().contains(expected), "{extra}: {error}");
-        }
-    }
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|value| value.to_string()).collect()

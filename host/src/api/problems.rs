@@ -20,12 +20,6 @@ use crate::runtime::CallError;
 use crate::store::{DataFile, Idempotency, Inserted, JobDataset, NewJob, StoreError, now_millis};
 use crate::violation::Violation;
 
-/// At most this many schema violations are listed; the rest are counted.
-const MAX_LISTED_ERRORS: usize = 100;
-
-/// Violation messages longer than this quote the offending value no more.
-const MAX_MESSAGE_LENGTH: usize = 200;
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/problems", get(list))
@@ -121,7 +115,7 @@ async fn run_job(
         }
         None => (Value::Object(fields), None),
     };
-    errors.extend(schema_errors(&plugin, &input));
+    errors.extend(plugin.input_violations(&input));
     let options = match options {
         Some(options) if errors.is_empty() => options,
         _ => {
@@ -415,30 +409,6 @@ async fn dataset_text(
             vec![Violation::new("/data_file_identifier", other.to_string())],
         )),
     }
-}
-
-/// Every violation of the plugin's input schema, each at its JSON pointer.
-fn schema_errors(plugin: &Plugin, input: &Value) -> Vec<Violation> {
-    let mut errors = Vec::new();
-    let mut unlisted = 0usize;
-    for error in plugin.input_schema.iter_errors(input) {
-        if errors.len() == MAX_LISTED_ERRORS {
-            unlisted += 1;
-            continue;
-        }
-        let mut message = error.to_string();
-        if message.len() > MAX_MESSAGE_LENGTH {
-            message = error.masked().to_string();
-        }
-        errors.push(Violation::new(error.instance_path().as_str(), message));
-    }
-    if unlisted > 0 {
-        errors.push(Violation::new(
-            "",
-            format!("{unlisted} more violations not listed"),
-        ));
-    }
-    errors
 }
 
 /// Calls the plugin's `validate` off the async runtime, under the short submission deadline.

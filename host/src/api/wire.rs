@@ -228,6 +228,8 @@ pub struct ProblemDetail {
     pub limits: LimitsView,
     pub input_schema: Value,
     pub output_schema: Value,
+    /// Inputs the use case offers as examples (its input schema's `examples`).
+    pub examples: Vec<Value>,
 }
 
 /// The limits a use case's jobs run under; `options` may lower them.
@@ -276,6 +278,7 @@ impl ProblemDetail {
             },
             input_schema: serde_json::from_str(&plugin.info.input_schema).unwrap_or(Value::Null),
             output_schema: serde_json::from_str(&plugin.info.output_schema).unwrap_or(Value::Null),
+            examples: plugin.examples.clone(),
         }
     }
 }

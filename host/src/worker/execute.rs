@@ -95,7 +95,7 @@ pub(super) fn execute(
         }
     };
     let (status, job_status, error, output) = match report.result {
-        Ok(output) => match check_output(plugin, &output) {
+        Ok(output) => match plugin.check_output(&output) {
             Ok(()) => (
                 ExecutionStatus::Completed,
                 JobStatus::Completed,
@@ -235,25 +235,5 @@ fn dataset_input(
         Err(other) => Err(DatasetFailure::Call(CallError::InvalidInput(vec![
             Violation::new("", other.to_string()),
         ]))),
-    }
-}
-
-/// The output must be JSON that the plugin's own output schema accepts.
-fn check_output(plugin: &Plugin, output: &str) -> Result<(), String> {
-    let value: Value =
-        serde_json::from_str(output).map_err(|error| format!("the output is not JSON: {error}"))?;
-    let problems: Vec<String> = plugin
-        .output_schema
-        .iter_errors(&value)
-        .take(10)
-        .map(|error| format!("{}: {}", error.instance_path().as_str(), error.masked()))
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the output does not match the output schema: {}",
-            problems.join("; ")
-        ))
     }
 }
