@@ -109,10 +109,14 @@ pub enum LoadError {
     /// The component does not implement the `caseload:plugin` world this host speaks: another
     /// version of the WIT, or not a plugin at all.
     #[error(
-        "the component does not implement the {PLUGIN_WORLD} world this host speaks \
-         (built against another version of sdk/wit/caseload.wit?): {0:#}"
+        "the component does not implement the {PLUGIN_WORLD} world this host speaks ({}): {error:#}",
+        world_mismatch(built_against)
     )]
-    World(wasmtime::Error),
+    World {
+        /// The `caseload:plugin` versions the component imports or exports.
+        built_against: Vec<String>,
+        error: wasmtime::Error,
+    },
 }
 
 /// Why a call into a plugin produced no result.
@@ -306,11 +310,15 @@ impl Runtime {
                 }
             }
         };
+        let world_error = |error| LoadError::World {
+            built_against: plugin_world_versions(&self.engine, &component),
+            error,
+        };
         let instance_pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(LoadError::World)?;
-        let pre = PluginPre::new(instance_pre).map_err(LoadError::World)?;
+            .map_err(world_error)?;
+        let pre = PluginPre::new(instance_pre).map_err(world_error)?;
         Ok(CompiledPlugin {
             engine: self.engine.clone(),
             pre,
@@ -320,6 +328,45 @@ impl Runtime {
 
     fn compile_now(&self, wasm: &[u8]) -> Result<Component, LoadError> {
         Component::new(&self.engine, wasm).map_err(LoadError::Compile)
+    }
+}
+
+/// The versions of the `caseload:plugin` package a component imports or exports, e.g.
+/// `["0.1.0"]`: which world it was built against.
+fn plugin_world_versions(engine: &Engine, component: &Component) -> Vec<String> {
+    let component_type = component.component_type();
+    let mut versions: Vec<String> = component_type
+        .imports(engine)
+        .map(|(name, _)| name)
+        .chain(component_type.exports(engine).map(|(name, _)| name))
+        .filter_map(|name| name.strip_prefix("caseload:plugin/"))
+        .filter_map(|interface| interface.split_once('@'))
+        .map(|(_, version)| version.to_owned())
+        .collect();
+    versions.sort();
+    versions.dedup();
+    versions
+}
+
+/// Why a component did not link, in a client's words: which world it was built against.
+fn world_mismatch(built_against: &[String]) -> String {
+    let ours = PLUGIN_WORLD.trim_start_matches("caseload:plugin@");
+    match built_against {
+        [] => {
+            "it imports and exports no caseload:plugin interface: is it a caseload plugin?".into()
+        }
+        versions if versions.iter().all(|version| version == ours) => {
+            "it was built against this version, but its interfaces differ: \
+             was the WIT file edited?"
+                .into()
+        }
+        versions => format!(
+            "it was built against caseload:plugin@{}, and this host loads plugins built \
+             against any {}.x; rebuild it with this release's SDK (`caseload plugin new` \
+             writes it)",
+            versions.join(", @"),
+            ours.rsplit_once('.').map_or(ours, |(line, _)| line)
+        ),
     }
 }
 
@@ -635,5 +682,23 @@ mod tests {
             wit.contains(&package),
             "sdk/wit/caseload.wit does not declare {package}"
         );
+    }
+
+    #[test]
+    fn a_refusal_names_the_world_a_component_was_built_against() {
+        let runtime = Runtime::new().expect("an engine");
+        let component =
+            Component::new(&runtime.engine, crate::plugins::MAXCUT_WASM).expect("max-cut compiles");
+        assert_eq!(
+            plugin_world_versions(&runtime.engine, &component),
+            [PLUGIN_WORLD.trim_start_matches("caseload:plugin@")]
+        );
+        let other = world_mismatch(&["0.3.0".to_owned()]);
+        assert!(
+            other.contains("built against caseload:plugin@0.3.0")
+                && other.contains("plugins built against any 0.2.x"),
+            "{other}"
+        );
+        assert!(world_mismatch(&[]).contains("no caseload:plugin interface"));
     }
 }
