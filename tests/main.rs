@@ -12,6 +12,7 @@ mod durability;
 mod flow;
 mod limits;
 mod plugin_check;
+mod plugin_kit;
 mod qubo;
 mod reload;
 mod sandbox;

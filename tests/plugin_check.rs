@@ -43,7 +43,7 @@ fn check_says_what_a_file_serves_or_why_the_server_would_refuse_it() {
             .to_owned()
     };
     assert!(
-        verdict(&good).ends_with("loads: versioned 1.0.0"),
+        verdict(&good).ends_with("loads: versioned 1.0.0 (caseload:plugin@0.2.0)"),
         "{report}"
     );
     assert!(
@@ -73,4 +73,71 @@ fn check_says_when_a_file_would_replace_a_built_in() {
     assert_eq!(status, Some(0), "{report}");
     assert!(report.contains("replaces the built-in maxcut"), "{report}");
     assert!(!report.contains("already means"), "{report}");
+}
+
+/// `caseload ARGS...` in `dir`; (exit code, stdout, stderr).
+fn check_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .current_dir(dir)
+        .arg("plugin")
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_runs_a_given_input_and_fails_on_what_the_server_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let maxcut = dir.path().join("maxcut.wasm");
+    std::fs::write(&maxcut, caseload::plugins::MAXCUT_WASM).unwrap();
+    let maxcut = maxcut.to_str().unwrap();
+
+    let good = dir.path().join("triangle.json");
+    std::fs::write(
+        &good,
+        r#"{"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1], [0, 2, 1]]}"#,
+    )
+    .unwrap();
+    let (status, stdout, _) = check_in(
+        dir.path(),
+        &["check", maxcut, "--input", good.to_str().unwrap()],
+    );
+    assert_eq!(status, Some(0), "{stdout}");
+    assert!(stdout.contains("triangle.json: validate"), "{stdout}");
+    assert!(
+        !stdout.contains("example 1"),
+        "the given input replaces the examples: {stdout}"
+    );
+
+    // The schema's refusal, as a 422 would list it.
+    let off_schema = dir.path().join("off-schema.json");
+    std::fs::write(&off_schema, r#"{"num_nodes": 0, "edges": []}"#).unwrap();
+    let (status, stdout, _) = check_in(
+        dir.path(),
+        &["check", maxcut, "--input", off_schema.to_str().unwrap()],
+    );
+    assert_eq!(status, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("refused: ")
+            && stdout.contains("does not match the input schema: /num_nodes"),
+        "{stdout}"
+    );
+
+    // The plugin's own `validate`: an edge to a node that does not exist.
+    let bad_edge = dir.path().join("bad-edge.json");
+    std::fs::write(&bad_edge, r#"{"num_nodes": 2, "edges": [[0, 5, 1]]}"#).unwrap();
+    let (status, stdout, _) = check_in(
+        dir.path(),
+        &["check", maxcut, "--input", bad_edge.to_str().unwrap()],
+    );
+    assert_eq!(status, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("validating it: the plugin rejected the input: /edges/0"),
+        "{stdout}"
+    );
 }

@@ -13,7 +13,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::{PATIENCE, ServerOptions, TestServer, guest_wasm};
+use crate::support::{PATIENCE, ServerOptions, TestServer, guest_wasm, problem, wait_for_problem};
 
 const V1: &[(&str, &str)] = &[("caseload_guest_versioned_v1", "versioned.wasm")];
 
@@ -61,37 +61,6 @@ async fn wait_for_log_lines(server: &TestServer, needles: &[&str], count: usize)
             server_log(server)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// `GET /problem/<id>`: the body, or `None` for a 404.
-async fn problem(server: &TestServer, token: &str, id: &str) -> Option<Value> {
-    let response = server.get(token, &format!("/problem/{id}")).await;
-    if response.status() == StatusCode::NOT_FOUND {
-        return None;
-    }
-    assert_eq!(response.status(), StatusCode::OK);
-    Some(response.json().await.unwrap())
-}
-
-/// Polls `GET /problem/<id>` until `done` holds for its answer, and returns that answer.
-async fn wait_for_problem(
-    server: &TestServer,
-    token: &str,
-    id: &str,
-    done: impl Fn(Option<&Value>) -> bool,
-) -> Option<Value> {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let answer = problem(server, token, id).await;
-        if done(answer.as_ref()) {
-            return answer;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/problem/{id} never became what was expected; last: {answer:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -8,9 +8,9 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod kit;
 pub mod metrics;
 pub mod options;
-pub mod plugin_check;
 pub mod plugins;
 pub mod runtime;
 pub mod store;

@@ -4,11 +4,16 @@
 //! `caseload --help` lists the options.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use caseload::config::{Cli, Command, PluginCommand, UserCommand};
+use caseload::config::{BuildArgs, CheckArgs, Cli, Command, PluginCommand, UserCommand};
+use caseload::kit::build::{BuildOptions, build_project};
+use caseload::kit::check::{CheckOptions, check_plugins};
+use caseload::kit::new::{new_project, next_steps};
+use caseload::kit::watch::{WatchOptions, watch};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -31,15 +36,65 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::User(UserCommand::Add { name, .. })) => {
             caseload::add_user(&cli.storage, name).await
         }
-        Some(Command::Plugin(PluginCommand::Check { files })) => {
-            let files = files.clone();
-            let all_load =
-                tokio::task::spawn_blocking(move || caseload::plugin_check::check_plugins(&files))
-                    .await??;
-            if !all_load {
-                std::process::exit(1);
+        Some(Command::Plugin(command)) => {
+            let plugins_dir = cli.storage.data_dir.join("plugins");
+            let command = command.clone();
+            let outcome =
+                tokio::task::spawn_blocking(move || plugin_command(command, plugins_dir)).await?;
+            match outcome {
+                Ok(true) => Ok(()),
+                // The command's report already says what failed.
+                Ok(false) => std::process::exit(1),
+                // A one-line message, without the backtrace `RUST_BACKTRACE` would add.
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    std::process::exit(1);
+                }
             }
-            Ok(())
         }
+    }
+}
+
+/// Runs a `caseload plugin` command; false if it failed in a way its output explains.
+fn plugin_command(command: PluginCommand, default_plugins_dir: PathBuf) -> anyhow::Result<bool> {
+    match command {
+        PluginCommand::New { name, lang, dir } => {
+            let dir = new_project(&name, lang, dir.as_deref())?;
+            println!("{}", next_steps(&dir, lang));
+            Ok(true)
+        }
+        PluginCommand::Build { dir, build } => {
+            let component = build_project(&dir, build_options(&build))?;
+            println!("{}", component.display());
+            Ok(true)
+        }
+        PluginCommand::Check { files, run } => check_plugins(&files, check_options(run)),
+        PluginCommand::Watch {
+            dir,
+            plugins_dir,
+            build,
+            run,
+        } => {
+            let options = WatchOptions {
+                plugins_dir: plugins_dir.unwrap_or(default_plugins_dir),
+                build: build_options(&build),
+                check: check_options(run),
+            };
+            watch(&dir, &options)?;
+            Ok(true)
+        }
+    }
+}
+
+fn build_options(args: &BuildArgs) -> BuildOptions {
+    BuildOptions {
+        offline: args.offline,
+    }
+}
+
+fn check_options(args: CheckArgs) -> CheckOptions {
+    CheckOptions {
+        input: args.input,
+        time_limit: args.time_limit,
     }
 }

@@ -339,6 +339,37 @@ impl Drop for TestServer {
     }
 }
 
+/// `GET /problem/<id>`: the body, or `None` for a 404.
+pub async fn problem(server: &TestServer, token: &str, id: &str) -> Option<Value> {
+    let response = server.get(token, &format!("/problem/{id}")).await;
+    if response.status() == StatusCode::NOT_FOUND {
+        return None;
+    }
+    assert_eq!(response.status(), StatusCode::OK);
+    Some(response.json().await.unwrap())
+}
+
+/// Polls `GET /problem/<id>` until `done` holds for its answer, and returns that answer.
+pub async fn wait_for_problem(
+    server: &TestServer,
+    token: &str,
+    id: &str,
+    done: impl Fn(Option<&Value>) -> bool,
+) -> Option<Value> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let answer = problem(server, token, id).await;
+        if done(answer.as_ref()) {
+            return answer;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/problem/{id} never became what was expected; last: {answer:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Asserts a problem+json answer with this status, and returns its body.
 pub async fn expect_problem(response: Response, status: StatusCode) -> Value {
     assert_eq!(response.status(), status);

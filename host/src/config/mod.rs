@@ -7,8 +7,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 mod limits;
+mod plugin;
 
 pub use self::limits::{JobLimits, LimitOverrides, UseCaseLimits, read_limit_overrides};
+pub use self::plugin::{BuildArgs, CheckArgs, Language, PluginCommand};
 
 /// caseload: run optimization jobs over HTTP, each use case a WebAssembly plugin.
 #[derive(Debug, Parser)]
@@ -36,18 +38,6 @@ pub enum Command {
     /// Work with plugin files.
     #[command(subcommand)]
     Plugin(PluginCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum PluginCommand {
-    /// Load plugin files as the server would (compile, link against the plugin world, call
-    /// `describe` within 5 s, check the name, compile the schemas) and say what each would
-    /// serve or why it would be refused. Exits with status 1 if any would be refused.
-    Check {
-        /// Plugin files (`.wasm` components).
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
 }
 
 #[derive(Debug, Subcommand)]

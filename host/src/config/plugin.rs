@@ -1,0 +1,82 @@
+//! The `caseload plugin` commands' arguments: what an author types.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::parse_duration;
+
+/// The languages `caseload plugin new` writes projects in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Language {
+    /// Rust, built with cargo for `wasm32-wasip2` against the SDK crate.
+    Rust,
+    /// Python, built with componentize-py against the WIT world.
+    Python,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum PluginCommand {
+    /// Write a new plugin project: source implementing the contract, input and output
+    /// schemas with an example input, a README, and what it builds against (for Rust the SDK
+    /// in `caseload-sdk/`, for Python the WIT world in `wit/`).
+    New {
+        /// The use case's name, its `problem_id`: lowercase letters, digits and '-'.
+        name: String,
+        #[arg(long, value_enum, default_value_t = Language::Rust)]
+        lang: Language,
+        /// The project directory to create [default: ./NAME].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Build the project in DIR (cargo for Rust, componentize-py for Python) and print the
+    /// component's path as the last line of standard output.
+    Build {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Load plugin files as the server would (compile, link against the plugin world, call
+    /// `describe` within 5 s, check the name, compile the schemas), run each example input
+    /// through the input schema, `validate` and `run`, and check the outputs against the
+    /// output schema. Exits with status 1 if any file would be refused or any input fails.
+    Check {
+        /// Plugin files (`.wasm` components).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        run: CheckArgs,
+    },
+    /// Rebuild the project in DIR on every change to its sources, check it, and publish the
+    /// component into a server's plugins directory (written aside, then renamed into place).
+    /// A failed build or check publishes nothing.
+    Watch {
+        dir: PathBuf,
+        /// The server's plugins directory [default: <data-dir>/plugins].
+        #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
+        plugins_dir: Option<PathBuf>,
+        #[command(flatten)]
+        build: BuildArgs,
+        #[command(flatten)]
+        run: CheckArgs,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    /// Build a Rust project with crates already downloaded only (`cargo --offline`).
+    #[arg(long)]
+    pub offline: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Run this JSON input instead of the examples in the input schema.
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// The time limit of each run, as a job's default.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+}

@@ -1,0 +1,360 @@
+//! `caseload plugin check`: loads a plugin file as the server would, runs its example inputs
+//! and says what it would serve, or why the server would refuse it, before it is dropped in.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::plugins::{Plugin, PluginRegistry, PluginSource};
+use crate::runtime::{
+    BoundedLog, CallError, ExecutionObserver, Limits, PLUGIN_WORLD, RunOptions, Runtime,
+    RuntimeConfig,
+};
+
+/// How a check runs the inputs it tries.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Run this input instead of the examples the input schema declares.
+    pub input: Option<PathBuf>,
+    /// The time limit each run is given, as a job's `time_limit_s`.
+    pub time_limit: Duration,
+}
+
+/// What a check found: the lines of its report, and the plugin unless it was refused.
+#[derive(Debug)]
+pub struct Checked {
+    pub report: Vec<String>,
+    pub outcome: Result<Plugin, String>,
+}
+
+/// Loads plugin files as a server with the default limits would: compiled, linked against
+/// the plugin world in a pooled engine, `describe` answered within 5 s under the memory cap,
+/// name valid, schemas compiled; then runs each example input through the schema, `validate`
+/// and `run`, and checks each output against the output schema.
+#[derive(Debug)]
+pub struct Checker {
+    registry: PluginRegistry,
+    built_ins: Vec<Arc<Plugin>>,
+    options: CheckOptions,
+    /// The limits of the server's submission-time calls: `describe` and `validate`.
+    call_limits: Limits,
+}
+
+/// The server's default memory cap of one instance (`--memory-limit-mib`).
+const MEMORY_BYTES: usize = 512 << 20;
+
+impl Checker {
+    pub fn new(options: CheckOptions) -> anyhow::Result<Checker> {
+        // As the server's engine: a pool, so that a component too large for its slots is
+        // refused here as it would be there. Two slots: a check makes one call at a time.
+        let runtime =
+            Runtime::with_config(&RuntimeConfig::default().with_pooling(MEMORY_BYTES, 2))?;
+        let call_limits = Limits {
+            memory_bytes: MEMORY_BYTES,
+            wall_time: Duration::from_secs(5),
+            ..Limits::default()
+        };
+        let registry = PluginRegistry::new(runtime, call_limits);
+        registry.load_built_ins()?;
+        let built_ins = registry.list();
+        Ok(Checker {
+            registry,
+            built_ins,
+            options,
+            call_limits,
+        })
+    }
+
+    /// Checks one file.
+    pub fn check(&self, path: &Path) -> Checked {
+        let mut report = Vec::new();
+        let wasm = match std::fs::read(path) {
+            Ok(wasm) => wasm,
+            Err(error) => {
+                return Checked {
+                    report,
+                    outcome: Err(format!("cannot read it: {error}")),
+                };
+            }
+        };
+        let started = Instant::now();
+        let plugin = match self
+            .registry
+            .load(&wasm, PluginSource::File(path.to_owned()))
+        {
+            Ok(plugin) => plugin,
+            Err(error) => {
+                return Checked {
+                    report,
+                    outcome: Err(format!("{error:#}")),
+                };
+            }
+        };
+        let info = &plugin.info;
+        report.push(format!("{} {} ({PLUGIN_WORLD})", info.name, info.version));
+        report.push(format!(
+            "  {}, compiled, linked and described in {:.2} s",
+            megabytes(wasm.len()),
+            started.elapsed().as_secs_f64()
+        ));
+        if !info.aliases.is_empty() {
+            report.push(format!("  aliases: {}", info.aliases.join(", ")));
+        }
+        report.push(format!(
+            "  dataset media types: {}",
+            info.media_types.join(", ")
+        ));
+        if !plugin.dataset_parameters.is_empty() {
+            report.push(format!(
+                "  parameters beside a dataset: {}",
+                plugin.dataset_parameters.join(", ")
+            ));
+        }
+        report.push(format!("  input: {}", schema_summary(&info.input_schema)));
+        report.push(format!("  output: {}", schema_summary(&info.output_schema)));
+        report.extend(self.overlaps(&plugin));
+
+        let inputs = match self.inputs(&plugin) {
+            Ok(inputs) => inputs,
+            Err(why) => {
+                return Checked {
+                    report,
+                    outcome: Err(why),
+                };
+            }
+        };
+        if inputs.is_empty() {
+            report.push(
+                "  no examples in the input schema, so nothing was run: give one with \
+                 --input FILE.json, or list some under the input schema's \"examples\""
+                    .to_owned(),
+            );
+        }
+        for (label, input) in inputs {
+            match self.try_input(&plugin, &input) {
+                Ok(line) => report.push(format!("  {label}: {line}")),
+                Err(why) => {
+                    return Checked {
+                        report,
+                        outcome: Err(format!("{label}: {why}")),
+                    };
+                }
+            }
+        }
+        Checked {
+            report,
+            outcome: Ok(plugin),
+        }
+    }
+
+    /// The inputs to try: `--input`, else the schema's examples, each with its label.
+    fn inputs(&self, plugin: &Plugin) -> Result<Vec<(String, Value)>, String> {
+        let Some(path) = &self.options.input else {
+            return Ok(plugin
+                .examples
+                .iter()
+                .enumerate()
+                .map(|(index, example)| (format!("example {}", index + 1), example.clone()))
+                .collect());
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let input = serde_json::from_str(&text)
+            .map_err(|error| format!("{} is not JSON: {error}", path.display()))?;
+        Ok(vec![(path.display().to_string(), input)])
+    }
+
+    /// One input through the steps of a job: the schema and `validate` at submission, then
+    /// `run` under the default limits and the output schema.
+    fn try_input(&self, plugin: &Plugin, input: &Value) -> Result<String, String> {
+        let violations = plugin.input_violations(input);
+        if !violations.is_empty() {
+            return Err(format!(
+                "the input does not match the input schema: {}",
+                violations_text(&violations)
+            ));
+        }
+        let text = input.to_string();
+        let started = Instant::now();
+        plugin
+            .component
+            .validate(&text, &self.call_limits)
+            .map_err(|error| format!("validating it: {}", call_error_text(&error)))?;
+        let validated_in = started.elapsed();
+
+        let time_limit = self.options.time_limit;
+        let limits = Limits {
+            memory_bytes: MEMORY_BYTES,
+            // The server's grace after a job's time limit.
+            wall_time: time_limit + (time_limit / 10).max(Duration::from_secs(1)),
+            ..Limits::default()
+        };
+        let options = RunOptions {
+            time_limit,
+            seed: 0,
+            max_iterations: None,
+        };
+        let started = Instant::now();
+        let report = plugin.component.run(
+            &text,
+            &options,
+            &limits,
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(Silent),
+        );
+        let ran_in = started.elapsed();
+        let output = report
+            .result
+            .map_err(|error| format!("running it: {}", call_error_text(&error)))?;
+        plugin.check_output(&output)?;
+        Ok(format!(
+            "validate {} ms, run {} ms, peak memory {}, output of {} bytes matches the output schema",
+            validated_in.as_millis(),
+            ran_in.as_millis(),
+            megabytes(report.peak_memory_bytes),
+            output.len()
+        ))
+    }
+
+    /// Where the plugin meets a built-in use case.
+    fn overlaps(&self, plugin: &Plugin) -> Vec<String> {
+        let info = &plugin.info;
+        let mut lines = Vec::new();
+        for built_in in &self.built_ins {
+            if built_in.info.name == info.name {
+                lines.push(format!(
+                    "  replaces the built-in {} while the file is in the plugins directory",
+                    info.name
+                ));
+                continue;
+            }
+            for alias in &info.aliases {
+                let taken = alias.eq_ignore_ascii_case(&built_in.info.name)
+                    || built_in
+                        .info
+                        .aliases
+                        .iter()
+                        .any(|other| other.eq_ignore_ascii_case(alias));
+                if taken {
+                    lines.push(format!(
+                        "  alias {alias} already means the built-in {}, which keeps it",
+                        built_in.info.name
+                    ));
+                }
+            }
+        }
+        lines
+    }
+}
+
+/// `caseload plugin check FILE...`: one report per file; true if every file would load and
+/// pass its examples.
+pub fn check_plugins(files: &[PathBuf], options: CheckOptions) -> anyhow::Result<bool> {
+    let checker = Checker::new(options)?;
+    let mut all_pass = true;
+    for path in files {
+        let checked = checker.check(path);
+        let mut lines = checked.report.iter();
+        let path = path.display();
+        match (lines.next(), &checked.outcome) {
+            (Some(headline), Ok(_)) => println!("{path}: loads: {headline}"),
+            (Some(headline), Err(_)) => println!("{path}: refused: {headline}"),
+            (None, Err(why)) => println!("{path}: refused: {why}"),
+            (None, Ok(_)) => println!("{path}: loads"),
+        }
+        for line in lines {
+            println!("{line}");
+        }
+        if let Err(why) = &checked.outcome {
+            all_pass = false;
+            if !checked.report.is_empty() {
+                println!("  refused: {why}");
+            }
+        }
+    }
+    Ok(all_pass)
+}
+
+/// A schema in one line: its type and its top-level properties, the required ones marked.
+fn schema_summary(schema: &str) -> String {
+    let Ok(schema) = serde_json::from_str::<Value>(schema) else {
+        return "(not JSON)".to_owned();
+    };
+    let kind = schema.get("type").map_or_else(
+        || "any type".to_owned(),
+        |kind| kind.to_string().replace('"', ""),
+    );
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let properties: Vec<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .keys()
+                .map(|name| {
+                    if required.contains(&name.as_str()) {
+                        format!("{name}*")
+                    } else {
+                        name.clone()
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if properties.is_empty() {
+        kind
+    } else {
+        format!("{kind} with {} (* required)", properties.join(", "))
+    }
+}
+
+fn violations_text(violations: &[crate::violation::Violation]) -> String {
+    violations
+        .iter()
+        .map(|violation| {
+            format!(
+                "{}: {}",
+                display_pointer(&violation.pointer),
+                violation.message
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn display_pointer(pointer: &str) -> &str {
+    if pointer.is_empty() {
+        "(the input)"
+    } else {
+        pointer
+    }
+}
+
+/// A call's failure as the server words it, with the violations of a rejected input listed.
+fn call_error_text(error: &CallError) -> String {
+    match error {
+        CallError::InvalidInput(violations) => {
+            format!("{error}: {}", violations_text(violations))
+        }
+        other => other.to_string(),
+    }
+}
+
+fn megabytes(bytes: usize) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// A check reads the output alone; progress and log lines go nowhere.
+struct Silent;
+
+impl ExecutionObserver for Silent {
+    fn progress(&self, _fraction: f64, _message: String, _log: &BoundedLog) {}
+    fn logged(&self, _log: &BoundedLog) {}
+}

@@ -1,0 +1,9 @@
+//! The plugin kit: the `caseload plugin` commands a plugin author works with, from a new
+//! project (`new`) to a component (`build`) that loads as the server would load it (`check`),
+//! published into a running server on every change (`watch`).
+
+pub mod build;
+pub mod check;
+pub mod new;
+mod project;
+pub mod watch;

@@ -1,0 +1,24 @@
+"""The JSON Schemas `describe` returns. A component reads no files, so they live in a module;
+the input's `examples` are what `caseload plugin check` runs."""
+
+INPUT = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "{{name}} input",
+    "type": "object",
+    "required": ["numbers"],
+    "properties": {"numbers": {"type": "array", "items": {"type": "number"}}},
+    "additionalProperties": False,
+    "examples": [{"numbers": [8, 7, 6, 5, 4]}],
+}
+
+OUTPUT = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "{{name}} output",
+    "type": "object",
+    "required": ["sides", "difference"],
+    "properties": {
+        "sides": {"type": "array", "items": {"enum": [0, 1]}},
+        "difference": {"type": "number", "minimum": 0},
+    },
+    "additionalProperties": False,
+}
