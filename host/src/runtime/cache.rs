@@ -7,6 +7,10 @@
 //! and recompiled, and the new code overwrites the entry. Entries are written to a temporary
 //! file and renamed into place, so a reader never sees half of one.
 //!
+//! The directory holds at most [`MAX_BYTES`]: storing an entry removes the least recently used
+//! others (by modification time, which a load renews) until the rest fit. Without it, `caseload
+//! plugin watch` on a Python plugin would add a 35 MB entry on every save, for ever.
+//!
 //! I chose this over wasmtime's own cache (`Config::cache`): that one is keyed the same way but
 //! is invisible to the embedder (no way to say "loaded from cache" in the log or to test it),
 //! and it checks entries only by wasmtime's header, so a flipped byte in the code would run.
@@ -14,6 +18,7 @@
 use std::hash::Hasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -22,6 +27,10 @@ use wasmtime::component::Component;
 /// The first bytes of every entry: what it is, and the layout's version.
 const MAGIC: &[u8; 8] = b"CLCACHE1";
 
+/// The most the cache keeps, all entries together: about 30 builds of a Python plugin, or
+/// hundreds of a Rust one.
+pub(crate) const MAX_BYTES: u64 = 1 << 30;
+
 /// Compiled components in a directory, for one engine configuration.
 #[derive(Debug)]
 pub(crate) struct CompileCache {
@@ -29,6 +38,8 @@ pub(crate) struct CompileCache {
     /// Hex of `Engine::precompile_compatibility_hash`: wasmtime's version and every setting
     /// that changes the compiled code.
     engine_hash: String,
+    /// Entries beyond this many bytes in all are removed, least recently used first.
+    max_bytes: u64,
 }
 
 /// Why an entry was not used.
@@ -55,6 +66,7 @@ impl CompileCache {
         Ok(CompileCache {
             dir: dir.to_owned(),
             engine_hash,
+            max_bytes: MAX_BYTES,
         })
     }
 
@@ -70,7 +82,8 @@ impl CompileCache {
         engine: &Engine,
         wasm_sha256: &str,
     ) -> Result<Option<Component>, EntryRejected> {
-        let bytes = match std::fs::read(self.entry_path(wasm_sha256)) {
+        let path = self.entry_path(wasm_sha256);
+        let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(EntryRejected::Io(error)),
@@ -83,9 +96,13 @@ impl CompileCache {
         if Sha256::digest(payload)[..] != bytes[MAGIC.len()..header] {
             return Err(EntryRejected::Corrupt);
         }
-        deserialize(engine, payload)
-            .map(Some)
-            .map_err(EntryRejected::Refused)
+        let component = deserialize(engine, payload).map_err(EntryRejected::Refused)?;
+        // Recently used: the last to be pruned. A failure only makes it older.
+        let _ = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|file| file.set_modified(SystemTime::now()));
+        Ok(Some(component))
     }
 
     /// Writes the code of the component with this sha256. A failure only costs a compile at
@@ -105,6 +122,41 @@ impl CompileCache {
             });
         if let Err(error) = written {
             tracing::warn!(entry = %path.display(), %error, "cannot write the compile cache entry");
+        }
+        self.prune(&path);
+    }
+
+    /// Removes the least recently used entries but `keep` until the rest fit in `max_bytes`.
+    fn prune(&self, keep: &Path) {
+        let mut entries: Vec<(SystemTime, u64, PathBuf)> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "cwasm"))
+            .filter_map(|entry| {
+                let metadata = entry.metadata().ok()?;
+                let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                Some((modified, metadata.len(), entry.path()))
+            })
+            .collect();
+        let mut total: u64 = entries.iter().map(|(_, size, _)| size).sum();
+        entries.sort();
+        for (_, size, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path == keep {
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    total -= size;
+                    tracing::info!(entry = %path.display(), bytes = size, "compile cache entry pruned");
+                }
+                Err(error) => {
+                    tracing::warn!(entry = %path.display(), %error, "cannot prune the compile cache entry");
+                }
+            }
         }
     }
 }
@@ -194,5 +246,42 @@ mod tests {
             Err(other) => panic!("refused for the wrong reason: {other}"),
             Ok(found) => panic!("an old release's code was accepted: {}", found.is_some()),
         }
+    }
+
+    /// The cache keeps to its size: storing an entry removes the least recently used others,
+    /// and a load counts as a use.
+    #[test]
+    fn the_least_recently_used_entries_are_pruned_to_fit() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let engine = Engine::new(&super::super::base_config()).expect("an engine");
+        let mut cache = CompileCache::open(dir.path(), &engine).expect("the cache");
+        let component = Component::new(&engine, MAXCUT_WASM).expect("compiles");
+        let entries = ["a", "b", "c", "d"].map(|name| name.repeat(64));
+        cache.store(&entries[0], &component);
+        let entry_bytes = std::fs::metadata(cache.entry_path(&entries[0]))
+            .expect("stored")
+            .len();
+        cache.max_bytes = entry_bytes * 5 / 2;
+        let age = |path: PathBuf, seconds: u64| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .and_then(|file| {
+                    file.set_modified(SystemTime::now() - std::time::Duration::from_secs(seconds))
+                })
+                .expect("aged");
+        };
+        age(cache.entry_path(&entries[0]), 30);
+        cache.store(&entries[1], &component);
+        age(cache.entry_path(&entries[1]), 20);
+        // `a` is the oldest but is used now, so `b` is the least recently used.
+        assert!(matches!(cache.load(&engine, &entries[0]), Ok(Some(_))));
+        cache.store(&entries[2], &component);
+        let kept = |entry: &str| cache.entry_path(entry).exists();
+        assert!(kept(&entries[0]) && !kept(&entries[1]) && kept(&entries[2]));
+        cache.store(&entries[3], &component);
+        assert!(kept(&entries[3]), "the entry just written is never pruned");
+        let left = entries.iter().filter(|entry| kept(entry)).count();
+        assert_eq!(left, 2);
     }
 }
