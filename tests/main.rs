@@ -10,6 +10,7 @@ mod cancel;
 mod datasets;
 mod durability;
 mod flow;
+mod knapsack;
 mod limits;
 mod plugin_check;
 mod plugin_kit;
