@@ -10,6 +10,7 @@ mod cancel;
 mod datasets;
 mod durability;
 mod flow;
+mod hardening;
 mod knapsack;
 mod limits;
 mod plugin_check;

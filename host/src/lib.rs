@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use sha2::Digest;
 
 pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
@@ -36,7 +37,7 @@ use crate::worker::{LocalJobs, WorkerPool};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
 pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStore>> {
-    std::fs::create_dir_all(&storage.data_dir).with_context(|| {
+    create_private_dir(&storage.data_dir).with_context(|| {
         format!(
             "cannot create the data directory {}",
             storage.data_dir.display()
@@ -54,10 +55,47 @@ pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStor
         }
         Some(url) => bail!("unsupported database URL {url:?}: use postgres://... or sqlite://PATH"),
     };
+    create_private_file(&path)
+        .with_context(|| format!("cannot create the database {}", path.display()))?;
     let store = SqliteStore::open(&path)
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
     Ok(Arc::new(store))
+}
+
+/// Creates `dir` readable by its owner alone (0700), or makes it so: it holds password hashes,
+/// the signing key and users' datasets.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+}
+
+/// Creates the SQLite file, if missing, readable by its owner alone (0600); SQLite gives its
+/// journal files the same mode.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path).map(drop)
 }
 
 /// `caseload user add NAME --password-stdin`.
@@ -240,6 +278,10 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         job_limits,
     );
     state.max_dataset_bytes = args.max_dataset_bytes;
+    state.metrics_token_sha256 = args
+        .metrics_token
+        .as_deref()
+        .map(|token| sha2::Sha256::digest(token.as_bytes()).into());
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -20,7 +20,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::wire::DataFileResponse;
-use super::{ApiError, AppState, Json};
+use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 use crate::store::{DataFile, JobStore, now_millis};
 

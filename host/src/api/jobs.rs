@@ -2,13 +2,13 @@
 //! `GET /job/<id>/output`, and `GET /jobs`.
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::wire::{CancelResponse, JobList, JobListEntry, JobListQuery, JobStatusResponse};
-use super::{ApiError, AppState, Json};
+use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 use crate::store::{CancelOutcome, JobOutput, JobStatus, now_millis};
 

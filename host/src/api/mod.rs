@@ -10,11 +10,13 @@ mod problems;
 mod wire;
 
 use std::sync::Arc;
+
+use sha2::Digest;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -51,6 +53,8 @@ pub struct AppState {
     pub blocking_work: Arc<tokio::sync::Semaphore>,
     /// The largest dataset accepted, in bytes.
     pub max_dataset_bytes: u64,
+    /// The sha256 of the token `GET /metrics` asks for, if it asks for one.
+    pub metrics_token_sha256: Option<[u8; 32]>,
 }
 
 impl AppState {
@@ -77,6 +81,7 @@ impl AppState {
             )),
             job_limits,
             max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
+            metrics_token_sha256: None,
         }
     }
 }
@@ -158,6 +163,34 @@ pub fn app(state: AppState) -> Router {
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(axum::middleware::map_request(drop_unusable_request_id))
+}
+
+/// The longest `x-request-id` a client may choose.
+const MAX_REQUEST_ID_LENGTH: usize = 64;
+
+/// A client's `x-request-id` is kept only if it is one short token of letters, digits and
+/// `-_.:`; anything else is dropped and one is made up, so that a client can neither write
+/// into the log (spaces, braces, quotes) nor have kilobytes echoed back.
+async fn drop_unusable_request_id(mut request: Request) -> Request {
+    let ids = request.headers().get_all("x-request-id");
+    let mut count = 0;
+    let mut usable = true;
+    for id in ids {
+        count += 1;
+        usable &= is_usable_request_id(id.as_bytes());
+    }
+    if count > 1 || !usable {
+        request.headers_mut().remove("x-request-id");
+    }
+    request
+}
+
+fn is_usable_request_id(id: &[u8]) -> bool {
+    (1..=MAX_REQUEST_ID_LENGTH).contains(&id.len())
+        && id
+            .iter()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-_.:".contains(byte))
 }
 
 async fn healthz() -> impl IntoResponse {
@@ -187,7 +220,21 @@ async fn openapi() -> impl IntoResponse {
 
 async fn metrics(
     axum::extract::State(state): axum::extract::State<AppState>,
+    headers: axum::http::HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
+    if let Some(expected) = state.metrics_token_sha256 {
+        let given = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        // Digests compared, so that the time taken says nothing of the token.
+        if <[u8; 32]>::from(sha2::Sha256::digest(given.as_bytes())) != expected {
+            return Err(ApiError::InvalidToken(
+                "GET /metrics needs 'Authorization: Bearer <the server's --metrics-token>'",
+            ));
+        }
+    }
     let pending = state.store.pending_count().await?;
     let text = state.metrics.render(pending, state.registry.list().len());
     Ok((
@@ -229,6 +276,18 @@ async fn not_found() -> ApiError {
 
 async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
+}
+
+/// `axum::extract::Path`, with its rejections (a segment that is not UTF-8 once
+/// percent-decoded, say) answered as problem documents.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct Path<T>(pub T);
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> ApiError {
+        ApiError::BadRequest(rejection.body_text())
+    }
 }
 
 /// `axum::Json`, with its rejections answered as problem documents.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::options::parse_options;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
-use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json};
+use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path};
 use crate::auth::AuthUser;
 use crate::options::JobOptions;
 use crate::plugins::{DatasetError, Plugin};

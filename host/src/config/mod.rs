@@ -145,6 +145,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
     pub max_dataset_bytes: u64,
 
+    /// A secret `GET /metrics` then asks for as `Authorization: Bearer <token>`; without it,
+    /// the metrics are open to anyone who reaches the port.
+    #[arg(long, env = "CASELOAD_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// How long a plugin file must be left alone before it is (re)loaded.
     #[arg(long, env = "CASELOAD_PLUGINS_DEBOUNCE", default_value = "250ms", value_parser = parse_duration)]
     pub plugins_debounce: Duration,

@@ -1,0 +1,109 @@
+//! Many clients, some careless or hostile: what the server does with bad paths and request
+//! ids, who can read its files, and who can read its metrics.
+
+use std::os::unix::fs::PermissionsExt;
+
+use reqwest::StatusCode;
+
+use crate::support::{ServerOptions, TestServer, expect_problem};
+
+#[tokio::test]
+async fn a_path_that_is_not_utf8_gets_a_problem_document() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    for path in [
+        "/problem/%ff",
+        "/job/%ff",
+        "/job/%ff/output",
+        "/data_file/%c3%28",
+    ] {
+        let response = server.get(&token, path).await;
+        let body = expect_problem(response, StatusCode::BAD_REQUEST).await;
+        assert!(
+            body["detail"].as_str().unwrap().contains("UTF-8"),
+            "{path}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn only_short_token_like_request_ids_are_kept() {
+    let server = TestServer::start();
+    let id_for = |sent: &str| {
+        let request = server.client.get(server.url("/healthz"));
+        let sent = sent.to_owned();
+        async move {
+            let response = request.header("x-request-id", sent).send().await.unwrap();
+            response.headers()["x-request-id"]
+                .to_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    assert_eq!(id_for("trace-7f3a:02.b_c").await, "trace-7f3a:02.b_c");
+    let long = "a".repeat(8000);
+    for hostile in ["a b", "x} level=error {y", "\"quoted\"", long.as_str()] {
+        let echoed = id_for(hostile).await;
+        assert_ne!(echoed, hostile);
+        assert_eq!(
+            echoed.len(),
+            36,
+            "a generated UUID instead of {hostile:.20}: {echoed}"
+        );
+    }
+    let log = std::fs::read_to_string(server.data_dir().join("server.log")).unwrap();
+    assert!(
+        !log.contains("level=error {y"),
+        "a hostile id reached the log"
+    );
+    assert!(
+        !log.contains(&long),
+        "an 8,000-character id reached the log"
+    );
+}
+
+#[tokio::test]
+async fn the_data_directory_and_the_database_are_the_owner_s_alone() {
+    let data_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(data_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = TestServer::start_in(data_dir, &[]);
+    server.admin_token().await;
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(server.data_dir()), 0o700);
+    for file in ["caseload.db", "caseload.db-wal", "jwt-ed25519.pem"] {
+        let path = server.data_dir().join(file);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{file}");
+        }
+    }
+    assert_eq!(mode(&server.data_dir().join("caseload.db")), 0o600);
+}
+
+#[tokio::test]
+async fn metrics_can_ask_for_a_token() {
+    let open = TestServer::start();
+    let response = open.client.get(open.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--metrics-token", "s3cret-metrics"],
+        ..Default::default()
+    });
+    let metrics = |token: Option<&str>| {
+        let mut request = server.client.get(server.url("/metrics"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    expect_problem(metrics(None).await.unwrap(), StatusCode::UNAUTHORIZED).await;
+    expect_problem(
+        metrics(Some("guess")).await.unwrap(),
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    let response = metrics(Some("s3cret-metrics")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.text().await.unwrap().contains("caseload_"));
+}
