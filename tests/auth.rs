@@ -228,3 +228,117 @@ async fn first_start_without_a_password_generates_one_for_admin() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+/// Polls `GET /jobs` with `token` until it answers `status`: a user's change reaches every
+/// request within the access check's cache time (2 s).
+async fn wait_for_jobs_status(server: &TestServer, token: &str, status: StatusCode) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let response = server.get(token, "/jobs").await;
+        if response.status() == status {
+            if status == StatusCode::UNAUTHORIZED {
+                expect_problem(response, status).await;
+            }
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "GET /jobs never answered {status}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_or_disabled_user_s_tokens_are_refused() {
+    let server = TestServer::start();
+    server.add_user("alice", "alice's password");
+    server.add_user("bob", "bob's password");
+    let alice = server.token("alice", "alice's password").await;
+    let bob = server.token("bob", "bob's password").await;
+
+    let (ok, output) = server.user_command(&["delete", "alice"], None);
+    assert!(ok, "{output}");
+    wait_for_jobs_status(&server, &alice, StatusCode::UNAUTHORIZED).await;
+    // Not the 500 of a foreign key: the user is checked first.
+    let response = server
+        .post_json(
+            &alice,
+            "/problem/maxcut",
+            &json!({"num_nodes": 2, "edges": []}),
+        )
+        .await;
+    let body = expect_problem(response, StatusCode::UNAUTHORIZED).await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no longer exists"),
+        "{body}"
+    );
+    let (ok, output) = server.user_command(&["delete", "alice"], None);
+    assert!(!ok && output.contains("no user \"alice\""), "{output}");
+
+    let (ok, output) = server.user_command(&["disable", "bob"], None);
+    assert!(ok, "{output}");
+    wait_for_jobs_status(&server, &bob, StatusCode::UNAUTHORIZED).await;
+    let refused = server.login("bob", "bob's password").await;
+    expect_problem(refused, StatusCode::UNAUTHORIZED).await;
+    let (ok, output) = server.user_command(&["enable", "bob"], None);
+    assert!(ok, "{output}");
+    wait_for_jobs_status(&server, &bob, StatusCode::OK).await;
+    server.token("bob", "bob's password").await;
+}
+
+#[tokio::test]
+async fn revoked_tokens_and_a_new_password_end_old_tokens() {
+    let server = TestServer::start();
+    server.add_user("carol", "first password");
+    let first = server.token("carol", "first password").await;
+
+    let (ok, output) = server.user_command(&["revoke", "carol"], None);
+    assert!(ok, "{output}");
+    wait_for_jobs_status(&server, &first, StatusCode::UNAUTHORIZED).await;
+    let second = server.token("carol", "first password").await;
+    wait_for_jobs_status(&server, &second, StatusCode::OK).await;
+
+    let (ok, output) =
+        server.user_command(&["passwd", "carol", "--password-stdin"], Some("second"));
+    assert!(ok, "{output}");
+    wait_for_jobs_status(&server, &second, StatusCode::UNAUTHORIZED).await;
+    expect_problem(
+        server.login("carol", "first password").await,
+        StatusCode::UNAUTHORIZED,
+    )
+    .await;
+    let third = server.token("carol", "second").await;
+    wait_for_jobs_status(&server, &third, StatusCode::OK).await;
+}
+
+#[tokio::test]
+async fn a_token_signed_with_the_real_key_for_no_user_is_refused() {
+    let server = TestServer::start();
+    server.admin_token().await;
+    let keys = caseload::auth::TokenKeys::load_or_create(
+        &server.data_dir().join("jwt-ed25519.pem"),
+        std::time::Duration::from_secs(600),
+    )
+    .unwrap();
+    let forged = keys.issue("01a00000-0000-7000-8000-000000000000", "mallory");
+    let response = server
+        .post_json(
+            &forged,
+            "/problem/maxcut",
+            &json!({"num_nodes": 2, "edges": []}),
+        )
+        .await;
+    let body = expect_problem(response, StatusCode::UNAUTHORIZED).await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no longer exists"),
+        "{body}"
+    );
+    expect_problem(server.get(&forged, "/jobs").await, StatusCode::UNAUTHORIZED).await;
+}

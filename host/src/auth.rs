@@ -60,6 +60,14 @@ struct Claims {
     name: String,
     iat: u64,
     exp: u64,
+    /// The token's own id.
+    #[serde(default)]
+    jti: String,
+    /// When it was issued, in milliseconds: `iat` is in seconds, too coarse to tell a token
+    /// issued just before a revocation from one issued just after. Tokens from before this
+    /// claim existed read as 0, and so as issued before any revocation.
+    #[serde(default)]
+    issued_ms: u64,
 }
 
 /// The server's token signer and verifier.
@@ -173,12 +181,15 @@ impl TokenKeys {
 
     /// Issues an access token for the user.
     pub fn issue(&self, user_id: &str, username: &str) -> String {
-        let now = chrono::Utc::now().timestamp() as u64;
+        let now_ms = chrono::Utc::now().timestamp_millis() as u64;
+        let now = now_ms / 1000;
         let claims = Claims {
             sub: user_id.to_owned(),
             name: username.to_owned(),
             iat: now,
             exp: now + self.ttl.as_secs(),
+            jti: uuid::Uuid::new_v4().to_string(),
+            issued_ms: now_ms,
         };
         let mut header = Header::new(Algorithm::EdDSA);
         header.kid = Some(self.kid.clone());
@@ -205,6 +216,7 @@ impl TokenKeys {
         let user = AuthUser {
             id: data.claims.sub,
             username: data.claims.name,
+            issued_ms: data.claims.issued_ms,
         };
         let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
         if verified.len() >= VERIFIED_TOKENS {
@@ -236,6 +248,8 @@ pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 pub struct AuthUser {
     pub id: String,
     pub username: String,
+    /// When the token was issued, in milliseconds since the epoch.
+    pub issued_ms: u64,
 }
 
 #[cfg(test)]

@@ -27,12 +27,12 @@ use sha2::Digest;
 
 pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
-use crate::config::{JobLimits, ServeArgs, StorageArgs};
+use crate::config::{JobLimits, ServeArgs, StorageArgs, UserCommand};
 use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
-use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError};
+use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError, UserChange};
 use crate::worker::{LocalJobs, WorkerPool};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
@@ -100,6 +100,57 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
 
 /// `caseload user add NAME --password-stdin`.
 pub async fn add_user(storage: &StorageArgs, name: &str) -> anyhow::Result<()> {
+    let password = read_password()?;
+    if name.is_empty() || name.chars().any(char::is_control) {
+        bail!("the user name must be non-empty and printable");
+    }
+    let store = open_store(storage).await?;
+    let hash = hash_password(&password)?;
+    match store.create_user(name, &hash).await {
+        Ok(_) => {
+            println!("created user {name}");
+            Ok(())
+        }
+        Err(StoreError::Conflict(_)) => bail!("user {name:?} exists already"),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// `caseload user passwd | disable | enable | revoke | delete NAME`.
+pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow::Result<()> {
+    let (name, change, done) = match command {
+        UserCommand::Add { name, .. } => return add_user(storage, name).await,
+        UserCommand::Delete { name } => {
+            let store = open_store(storage).await?;
+            return match store.delete_user(name).await {
+                Ok(true) => {
+                    println!("deleted user {name} with its jobs and data files");
+                    Ok(())
+                }
+                Ok(false) => bail!("no user {name:?}"),
+                Err(StoreError::Conflict(why)) => bail!("{why}"),
+                Err(error) => Err(error.into()),
+            };
+        }
+        UserCommand::Passwd { name, .. } => (
+            name,
+            UserChange::Password(hash_password(&read_password()?)?),
+            "set the password of",
+        ),
+        UserCommand::Disable { name } => (name, UserChange::Disable, "disabled"),
+        UserCommand::Enable { name } => (name, UserChange::Enable, "enabled"),
+        UserCommand::Revoke { name } => (name, UserChange::RevokeTokens, "revoked the tokens of"),
+    };
+    let store = open_store(storage).await?;
+    if !store.update_user(name, &change).await? {
+        bail!("no user {name:?}");
+    }
+    println!("{done} user {name}");
+    Ok(())
+}
+
+/// A password from the first line of standard input.
+fn read_password() -> anyhow::Result<String> {
     let mut password = String::new();
     std::io::stdin()
         .lock()
@@ -109,19 +160,7 @@ pub async fn add_user(storage: &StorageArgs, name: &str) -> anyhow::Result<()> {
     if password.is_empty() {
         bail!("the password read from standard input is empty");
     }
-    if name.is_empty() || name.chars().any(char::is_control) {
-        bail!("the user name must be non-empty and printable");
-    }
-    let store = open_store(storage).await?;
-    let hash = hash_password(password)?;
-    match store.create_user(name, &hash).await {
-        Ok(_) => {
-            println!("created user {name}");
-            Ok(())
-        }
-        Err(StoreError::Conflict(_)) => bail!("user {name:?} exists already"),
-        Err(error) => Err(error.into()),
-    }
+    Ok(password.to_owned())
 }
 
 /// On a first start with no users, creates `admin` with `CASELOAD_ADMIN_PASSWORD`, or with a

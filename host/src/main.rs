@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use caseload::config::{BuildArgs, CheckArgs, Cli, Command, PluginCommand, UserCommand};
+use caseload::config::{BuildArgs, CheckArgs, Cli, Command, PluginCommand};
 use caseload::kit::build::{BuildOptions, build_project};
 use caseload::kit::check::{CheckOptions, check_plugins};
 use caseload::kit::new::{new_project, next_steps};
@@ -33,9 +33,7 @@ async fn main() -> anyhow::Result<()> {
     match &cli.command {
         None => caseload::serve(&cli.storage, &cli.serve).await,
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,
-        Some(Command::User(UserCommand::Add { name, .. })) => {
-            caseload::add_user(&cli.storage, name).await
-        }
+        Some(Command::User(command)) => caseload::change_user(&cli.storage, command).await,
         Some(Command::Plugin(command)) => {
             let plugins_dir = cli.storage.data_dir.join("plugins");
             let command = command.clone();

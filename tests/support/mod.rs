@@ -198,22 +198,37 @@ impl TestServer {
 
     /// Creates a user with the real `caseload user add`, beside the running server.
     pub fn add_user(&self, name: &str, password: &str) {
+        let (ok, output) = self.user_command(&["add", name, "--password-stdin"], Some(password));
+        assert!(ok, "user add failed: {output}");
+    }
+
+    /// Runs `caseload user ARGS...` on the server's data directory, with `stdin` as its input;
+    /// whether it succeeded, and what it printed on both outputs.
+    pub fn user_command(&self, args: &[&str], stdin: Option<&str>) -> (bool, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
-            .args(["user", "add", name, "--password-stdin", "--data-dir"])
+            .arg("user")
+            .args(args)
+            .arg("--data-dir")
             .arg(self.data_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("caseload user add starts");
-        writeln!(child.stdin.take().expect("piped stdin"), "{password}")
-            .expect("the password is written");
-        let output = child.wait_with_output().expect("caseload user add ends");
-        assert!(
+            .expect("caseload user starts");
+        let mut input = child.stdin.take().expect("piped stdin");
+        if let Some(stdin) = stdin {
+            writeln!(input, "{stdin}").expect("the input is written");
+        }
+        drop(input);
+        let output = child.wait_with_output().expect("caseload user ends");
+        (
             output.status.success(),
-            "user add failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        )
     }
 
     pub async fn login(&self, username: &str, password: &str) -> Response {

@@ -1,5 +1,5 @@
 //! The bearer token on a request, checked: handlers that take an [`AuthUser`] run only for a
-//! valid token, and every other request gets the same 401.
+//! valid token whose user may still use it, and every other request gets a 401.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -25,9 +25,11 @@ impl FromRequestParts<AppState> for AuthUser {
             .ok_or(ApiError::InvalidToken(
                 "the Authorization header is not 'Bearer <token>'",
             ))?;
-        state
+        let user = state
             .tokens
             .verify(token)
-            .ok_or(ApiError::InvalidToken("the token is invalid or expired"))
+            .ok_or(ApiError::InvalidToken("the token is invalid or expired"))?;
+        state.user_access.check(state.store.as_ref(), &user).await?;
+        Ok(user)
     }
 }

@@ -27,8 +27,9 @@ async fn login(
     let matches = state
         .run_blocking(move || verify_password(&hash, &password))
         .await?;
+    // A disabled user answers like a wrong password: the answer says nothing of the account.
     let user = match user {
-        Some(user) if matches => user,
+        Some(user) if matches && !user.disabled => user,
         _ => return Err(ApiError::InvalidCredentials),
     };
     Ok(Json(TokenResponse {

@@ -7,6 +7,7 @@ mod jobs;
 mod login;
 mod options;
 mod problems;
+mod user_access;
 mod wire;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use self::error::ApiError;
+use self::user_access::AccessCache;
 pub use self::wire::format_timestamp;
 use crate::auth::TokenKeys;
 use crate::config::JobLimits;
@@ -55,6 +57,8 @@ pub struct AppState {
     pub max_dataset_bytes: u64,
     /// The sha256 of the token `GET /metrics` asks for, if it asks for one.
     pub metrics_token_sha256: Option<[u8; 32]>,
+    /// Whether tokens' users may still use them.
+    pub user_access: Arc<AccessCache>,
 }
 
 impl AppState {
@@ -82,6 +86,7 @@ impl AppState {
             job_limits,
             max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
             metrics_token_sha256: None,
+            user_access: Arc::default(),
         }
     }
 }

@@ -49,6 +49,22 @@ pub enum UserCommand {
         #[arg(long, required = true)]
         password_stdin: bool,
     },
+    /// Set a user's password, read from standard input; its tokens stop working.
+    Passwd {
+        name: String,
+        /// Read the password from standard input (its first line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+    },
+    /// Stop a user from logging in; its tokens stop working (within seconds on every replica).
+    Disable { name: String },
+    /// Let a disabled user log in again (tokens issued before it was disabled work again).
+    Enable { name: String },
+    /// Make every token issued to a user until now stop working; it can log in again.
+    Revoke { name: String },
+    /// Delete a user with its jobs and data files (refused while a job of it is pending or
+    /// running).
+    Delete { name: String },
 }
 
 /// Where the server keeps its state; accepted by every subcommand.

@@ -63,6 +63,27 @@ pub struct User {
     pub id: String,
     pub username: String,
     pub password_hash: String,
+    /// A disabled user cannot log in, and its tokens are refused.
+    pub disabled: bool,
+}
+
+/// What a request's token is checked against, on every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserAccess {
+    pub disabled: bool,
+    /// Tokens issued before this (milliseconds since the epoch) are revoked.
+    pub tokens_valid_after: i64,
+}
+
+/// What `caseload user` changes of a user.
+#[derive(Debug, Clone)]
+pub enum UserChange {
+    Disable,
+    Enable,
+    /// Every token issued until now stops working.
+    RevokeTokens,
+    /// A new password hash; the tokens issued until now stop working too.
+    Password(String),
 }
 
 /// What a job is doing, as clients see it.
@@ -342,6 +363,13 @@ pub trait JobStore: Send + Sync + 'static {
     async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError>;
 
     async fn user_count(&self) -> Result<u64, StoreError>;
+    /// Whether the user with this id may use its tokens; `None` if there is no such user.
+    async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError>;
+    /// Changes a user; false if there is no such user.
+    async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError>;
+    /// Deletes a user with its jobs and data files, in one transaction; false if there is no
+    /// such user, [`StoreError::Conflict`] while any of its jobs is pending or running.
+    async fn delete_user(&self, username: &str) -> Result<bool, StoreError>;
 
     /// Stores a new `PENDING` job durably; returns once it is committed. With an idempotency key
     /// the owner used before, stores nothing and names the job that key created.
@@ -638,6 +666,7 @@ impl User {
         User {
             id: uuid::Uuid::now_v7().to_string(),
             username: username.to_owned(),
+            disabled: false,
             password_hash: password_hash.to_owned(),
         }
     }

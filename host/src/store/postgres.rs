@@ -28,6 +28,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/postgres/0003_datasets.sql"),
     ),
     (4, include_str!("../../migrations/postgres/0004_cancel.sql")),
+    (
+        5,
+        include_str!("../../migrations/postgres/0005_user_access.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -13,8 +13,8 @@ use super::batch::{Batcher, Outcome, Write};
 use super::{
     CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
     JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
-    StoreError, User, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
-    summary_from_row, user_conflict,
+    StoreError, User, UserAccess, UserChange, claim_from_row, data_file_from_row,
+    execution_from_row, now_millis, sql, summary_from_row, user_conflict,
 };
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -349,9 +349,70 @@ where
                 id: row.try_get("id")?,
                 username: row.try_get("username")?,
                 password_hash: row.try_get("password_hash")?,
+                disabled: row.try_get("disabled")?,
             })
         })
         .transpose()
+    }
+
+    async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError> {
+        let row = sqlx::query(sql::USER_ACCESS)
+            .bind(user_id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            Ok(UserAccess {
+                disabled: row.try_get("disabled")?,
+                tokens_valid_after: row.try_get("tokens_valid_after")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError> {
+        let query = match change {
+            UserChange::Disable => sqlx::query(sql::SET_USER_DISABLED)
+                .bind(username)
+                .bind(true),
+            UserChange::Enable => sqlx::query(sql::SET_USER_DISABLED)
+                .bind(username)
+                .bind(false),
+            UserChange::RevokeTokens => sqlx::query(sql::REVOKE_TOKENS)
+                .bind(username)
+                .bind(now_millis()),
+            UserChange::Password(hash) => sqlx::query(sql::SET_PASSWORD)
+                .bind(username)
+                .bind(hash.as_str())
+                .bind(now_millis()),
+        };
+        let result = query.execute(self.writer()).await?;
+        Ok(B::rows_affected(&result) > 0)
+    }
+
+    async fn delete_user(&self, username: &str) -> Result<bool, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let live: i64 = sqlx::query_scalar(sql::USER_LIVE_JOBS)
+            .bind(username)
+            .fetch_one(&mut *transaction)
+            .await?;
+        if live > 0 {
+            return Err(StoreError::Conflict(format!(
+                "user {username:?} has {live} jobs pending or running; cancel them, or disable \
+                 the user and wait for them to end"
+            )));
+        }
+        for statement in [sql::DELETE_USER_JOBS, sql::DELETE_USER_DATA_FILES] {
+            sqlx::query(statement)
+                .bind(username)
+                .execute(&mut *transaction)
+                .await?;
+        }
+        let deleted = sqlx::query(sql::DELETE_USER)
+            .bind(username)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(B::rows_affected(&deleted) > 0)
     }
 
     async fn user_count(&self) -> Result<u64, StoreError> {

@@ -6,7 +6,32 @@ pub(super) const INSERT_USER: &str =
     "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)";
 
 pub(super) const USER_BY_NAME: &str =
-    "SELECT id, username, password_hash FROM users WHERE username = $1";
+    "SELECT id, username, password_hash, disabled FROM users WHERE username = $1";
+
+pub(super) const USER_ACCESS: &str = "SELECT disabled, tokens_valid_after FROM users WHERE id = $1";
+
+pub(super) const SET_USER_DISABLED: &str = "UPDATE users SET disabled = $2 WHERE username = $1";
+
+pub(super) const REVOKE_TOKENS: &str =
+    "UPDATE users SET tokens_valid_after = $2 WHERE username = $1";
+
+pub(super) const SET_PASSWORD: &str =
+    "UPDATE users SET password_hash = $2, tokens_valid_after = $3 WHERE username = $1";
+
+/// A user's jobs that are still to run or running: a user with any is not deleted.
+pub(super) const USER_LIVE_JOBS: &str = "SELECT COUNT(*) FROM jobs
+     WHERE owner_id = (SELECT id FROM users WHERE username = $1)
+       AND status IN ('PENDING', 'RUNNING')";
+
+/// A user's jobs, with their executions and outputs (by cascade).
+pub(super) const DELETE_USER_JOBS: &str =
+    "DELETE FROM jobs WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
+
+/// A user's data files; their blobs go with the next sweep, once nothing refers to them.
+pub(super) const DELETE_USER_DATA_FILES: &str =
+    "DELETE FROM data_files WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
+
+pub(super) const DELETE_USER: &str = "DELETE FROM users WHERE username = $1";
 
 pub(super) const USER_COUNT: &str = "SELECT COUNT(*) FROM users";
 

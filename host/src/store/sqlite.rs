@@ -27,6 +27,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (3, include_str!("../../migrations/sqlite/0003_datasets.sql")),
     (4, include_str!("../../migrations/sqlite/0004_cancel.sql")),
+    (
+        5,
+        include_str!("../../migrations/sqlite/0005_user_access.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

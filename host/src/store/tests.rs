@@ -81,6 +81,7 @@ for_each_backend!(
     the_sweep_takes_stale_uploads_and_unreferenced_bytes,
     a_cancelled_job_never_runs_again,
     a_claimed_job_is_listed_pending_until_it_starts,
+    users_are_disabled_revoked_and_deleted_with_their_data,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -1036,6 +1037,112 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     pool.close().await;
+}
+
+async fn users_are_disabled_revoked_and_deleted_with_their_data(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let access = |id: String| async move { store.user_access(&id).await.expect("read") };
+    let initial = access(alice.id.clone()).await.expect("alice exists");
+    assert_eq!(
+        initial,
+        UserAccess {
+            disabled: false,
+            tokens_valid_after: 0
+        }
+    );
+
+    assert!(
+        store
+            .update_user("alice", &UserChange::Disable)
+            .await
+            .expect("disable")
+    );
+    assert!(access(alice.id.clone()).await.expect("exists").disabled);
+    assert!(
+        store
+            .user_by_name("alice")
+            .await
+            .expect("read")
+            .expect("exists")
+            .disabled
+    );
+    assert!(
+        store
+            .update_user("alice", &UserChange::Enable)
+            .await
+            .expect("enable")
+    );
+    assert!(!access(alice.id.clone()).await.expect("exists").disabled);
+
+    let before = now_millis();
+    assert!(
+        store
+            .update_user("alice", &UserChange::RevokeTokens)
+            .await
+            .expect("revoke")
+    );
+    assert!(
+        access(alice.id.clone())
+            .await
+            .expect("exists")
+            .tokens_valid_after
+            >= before
+    );
+    assert!(
+        store
+            .update_user("alice", &UserChange::Password("new hash".into()))
+            .await
+            .expect("passwd")
+    );
+    let changed = store
+        .user_by_name("alice")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(changed.password_hash, "new hash");
+    assert!(
+        !store
+            .update_user("nobody", &UserChange::Disable)
+            .await
+            .expect("no user")
+    );
+
+    // A pending job holds the user back; once it ended, the user goes with its jobs and files.
+    let pending = new_job(&alice);
+    store.insert_job(&pending).await.expect("insert");
+    let file = upload(store, &alice, &[b"0 1 1\n"]).await;
+    assert!(matches!(
+        store.delete_user("alice").await,
+        Err(StoreError::Conflict(_))
+    ));
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, "{}"))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    assert!(store.delete_user("alice").await.expect("delete"));
+    assert_eq!(access(alice.id.clone()).await, None);
+    assert!(
+        store
+            .job(&alice.id, &pending.id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert!(
+        store
+            .data_file(&alice.id, &file.id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert!(!store.delete_user("alice").await.expect("gone already"));
+    // The name is free again.
+    user(store, "alice").await;
 }
