@@ -342,3 +342,75 @@ async fn a_token_signed_with_the_real_key_for_no_user_is_refused() {
     );
     expect_problem(server.get(&forged, "/jobs").await, StatusCode::UNAUTHORIZED).await;
 }
+
+/// A client whose connections come from `address` (any of 127.0.0.0/8 reaches the server).
+fn client_from(address: [u8; 4]) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from(address))
+        .build()
+        .unwrap()
+}
+
+async fn login_from(
+    server: &TestServer,
+    client: &reqwest::Client,
+    user: &str,
+    password: &str,
+) -> reqwest::Response {
+    client
+        .post(server.url("/login"))
+        .json(&json!({"username": user, "password": password}))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_password_guesser_is_throttled_and_the_owner_is_not_locked_out() {
+    let server = TestServer::start();
+    server.add_user("erin", "erin's password");
+    let guesser = client_from([127, 0, 0, 2]);
+    let owner = client_from([127, 0, 0, 3]);
+    for attempt in 0..5 {
+        let response = login_from(&server, &guesser, "erin", &format!("guess {attempt}")).await;
+        expect_problem(response, StatusCode::UNAUTHORIZED).await;
+    }
+    let throttled = login_from(&server, &guesser, "erin", "guess 5").await;
+    let retry_after: u64 = throttled.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry_after), "{retry_after}");
+    let body = expect_problem(throttled, StatusCode::TOO_MANY_REQUESTS).await;
+    assert_eq!(body["type"], "urn:caseload:problem:too-many-attempts");
+    // Even the right password waits, from the guessing address...
+    let throttled = login_from(&server, &guesser, "erin", "erin's password").await;
+    expect_problem(throttled, StatusCode::TOO_MANY_REQUESTS).await;
+    // ...but not from the owner's, which never failed.
+    let response = login_from(&server, &owner, "erin", "erin's password").await;
+    assert_eq!(response.status(), StatusCode::OK);
+
+    let metrics = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("caseload_logins_failed_total 5"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("caseload_logins_throttled_total 2"),
+        "{metrics}"
+    );
+
+    // Once the wait is over, the guessing address is heard again.
+    tokio::time::sleep(std::time::Duration::from_secs(retry_after)).await;
+    let response = login_from(&server, &guesser, "erin", "erin's password").await;
+    assert_eq!(response.status(), StatusCode::OK);
+}

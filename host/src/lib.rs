@@ -328,9 +328,12 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     println!("listening on http://{address}");
     std::io::stdout().flush()?;
 
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     tracing::info!("stopped accepting requests; waiting for running jobs");
     let grace = args.shutdown_grace;
     tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;

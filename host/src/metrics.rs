@@ -14,11 +14,21 @@ pub struct Metrics {
     /// Ended executions by (status, error code or "").
     executions_ended: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     execution_micros_sum: AtomicU64,
+    logins_failed: AtomicU64,
+    logins_throttled: AtomicU64,
 }
 
 impl Metrics {
     pub fn job_accepted(&self) {
         self.jobs_accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn login_failed(&self) {
+        self.logins_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn login_throttled(&self) {
+        self.logins_throttled.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn execution_started(&self) {
@@ -110,6 +120,24 @@ impl Metrics {
                 ),
                 ("_count".to_owned(), total.to_string()),
             ],
+        );
+        metric(
+            "caseload_logins_failed_total",
+            "counter",
+            "Logins refused for a wrong user name or password, or a disabled user.",
+            &[(
+                String::new(),
+                self.logins_failed.load(Ordering::Relaxed).to_string(),
+            )],
+        );
+        metric(
+            "caseload_logins_throttled_total",
+            "counter",
+            "Logins answered 429 before any check: too many failures from the address.",
+            &[(
+                String::new(),
+                self.logins_throttled.load(Ordering::Relaxed).to_string(),
+            )],
         );
         metric(
             "caseload_plugins_loaded",

@@ -24,6 +24,9 @@ pub enum ApiError {
     /// Wrong username or password (the same answer for both).
     #[error("invalid username or password")]
     InvalidCredentials,
+    /// Too many failed logins from this address (or for this user from it): wait this long.
+    #[error("too many failed logins; try again in {} s", .0.as_secs().max(1))]
+    TooManyAttempts(std::time::Duration),
     /// The resource does not exist, or belongs to someone else.
     #[error("{0}")]
     NotFound(String),
@@ -101,6 +104,7 @@ impl ApiError {
                 (StatusCode::UNAUTHORIZED, "unauthorized")
             }
             ApiError::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid-credentials"),
+            ApiError::TooManyAttempts(_) => (StatusCode::TOO_MANY_REQUESTS, "too-many-attempts"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
@@ -159,6 +163,13 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let ApiError::TooManyAttempts(wait) = &self {
+            // Whole seconds, rounded up: a client that waits as told is admitted.
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
+                headers.insert(header::RETRY_AFTER, value);
+            }
+        }
         if status == StatusCode::UNAUTHORIZED {
             let challenge = match self {
                 ApiError::InvalidToken(_) => "Bearer error=\"invalid_token\"",

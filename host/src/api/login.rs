@@ -1,7 +1,9 @@
 //! `POST /login`: credentials in, a bearer token out.
 
+use std::net::SocketAddr;
+
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::routing::post;
 
 use super::wire::{LoginRequest, TokenResponse};
@@ -14,8 +16,14 @@ pub fn router() -> Router<AppState> {
 
 async fn login(
     State(state): State<AppState>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     Json(request): Json<LoginRequest>,
 ) -> Result<Json<TokenResponse>, ApiError> {
+    let address = client.ip();
+    if let Err(wait) = state.login_throttle.admit(address, &request.username) {
+        state.metrics.login_throttled();
+        return Err(ApiError::TooManyAttempts(wait));
+    }
     let user = state.store.user_by_name(&request.username).await?;
     // An unknown user is checked against a decoy hash, so that both failures take the time
     // of one argon2 verification and answer alike.
@@ -25,13 +33,18 @@ async fn login(
     };
     let password = request.password;
     let matches = state
-        .run_blocking(move || verify_password(&hash, &password))
+        .run_login_work(move || verify_password(&hash, &password))
         .await?;
     // A disabled user answers like a wrong password: the answer says nothing of the account.
     let user = match user {
         Some(user) if matches && !user.disabled => user,
-        _ => return Err(ApiError::InvalidCredentials),
+        _ => {
+            state.login_throttle.failed(address, &request.username);
+            state.metrics.login_failed();
+            return Err(ApiError::InvalidCredentials);
+        }
     };
+    state.login_throttle.succeeded(address, &request.username);
     Ok(Json(TokenResponse {
         access_token: state.tokens.issue(&user.id, &user.username),
         token_type: "Bearer",

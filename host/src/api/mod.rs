@@ -5,6 +5,7 @@ mod data_files;
 mod error;
 mod jobs;
 mod login;
+mod login_throttle;
 mod options;
 mod problems;
 mod user_access;
@@ -24,6 +25,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use self::error::ApiError;
+use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;
 pub use self::wire::format_timestamp;
 use crate::auth::TokenKeys;
@@ -49,10 +51,15 @@ pub struct AppState {
     pub job_limits: JobLimits,
     /// Limits of the `validate` call made while a submission waits.
     pub validate_limits: Limits,
-    /// Permits for the CPU- and memory-heavy work requests do off the async runtime
-    /// (argon2 verification, `validate`), one per CPU: a flood of logins or submissions
-    /// queues here instead of spawning hundreds of blocking threads.
+    /// Permits for the CPU- and memory-heavy work submissions do off the async runtime
+    /// (`validate`, `decode`), one per CPU: a flood of submissions queues here instead of
+    /// spawning hundreds of blocking threads.
     pub blocking_work: Arc<tokio::sync::Semaphore>,
+    /// Permits for password hashing, apart from `blocking_work` so that a flood of logins
+    /// cannot take the submissions' permits: half the CPUs, at least one.
+    pub login_work: Arc<tokio::sync::Semaphore>,
+    /// Failed logins by address and user name.
+    pub login_throttle: Arc<LoginThrottle>,
     /// The largest dataset accepted, in bytes.
     pub max_dataset_bytes: u64,
     /// The sha256 of the token `GET /metrics` asks for, if it asks for one.
@@ -80,9 +87,9 @@ impl AppState {
                 wall_time: Duration::from_secs(5),
                 ..job_limits.sandbox
             },
-            blocking_work: Arc::new(tokio::sync::Semaphore::new(
-                std::thread::available_parallelism().map_or(2, |count| count.get()),
-            )),
+            blocking_work: Arc::new(tokio::sync::Semaphore::new(cpus())),
+            login_work: Arc::new(tokio::sync::Semaphore::new((cpus() / 2).max(1))),
+            login_throttle: Arc::default(),
             job_limits,
             max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
             metrics_token_sha256: None,
@@ -106,28 +113,47 @@ impl AppState {
         }
     }
 
-    /// Runs CPU- or memory-heavy work (argon2, calls into a plugin) on a blocking thread,
-    /// at most one per CPU at a time. The work holds its permit until it is done, even when
-    /// the request is dropped first (the client hung up): a blocking thread cannot be
-    /// stopped, and its sandbox instance holds a slot of the instance pool, which is sized
+    /// Runs CPU- or memory-heavy work of a submission (a call into a plugin) on a blocking
+    /// thread, at most one per CPU at a time. The work holds its permit until it is done,
+    /// even when the request is dropped first (the client hung up): a blocking thread cannot
+    /// be stopped, and its sandbox instance holds a slot of the instance pool, which is sized
     /// for one submission call per permit.
     pub async fn run_blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
-        let permit = self
-            .blocking_work
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|error| ApiError::Internal(error.to_string()))?;
-        Ok(tokio::task::spawn_blocking(move || {
-            let result = work();
-            drop(permit);
-            result
-        })
-        .await?)
+        run_with_permit(&self.blocking_work, work).await
     }
+
+    /// Runs a password hash on a blocking thread, under the logins' own permits.
+    pub async fn run_login_work<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        run_with_permit(&self.login_work, work).await
+    }
+}
+
+/// Runs `work` on a blocking thread once `permits` gives one, held until the work is done.
+async fn run_with_permit<T: Send + 'static>(
+    permits: &Arc<tokio::sync::Semaphore>,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    let permit = permits
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|error| ApiError::Internal(error.to_string()))?;
+    Ok(tokio::task::spawn_blocking(move || {
+        let result = work();
+        drop(permit);
+        result
+    })
+    .await?)
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |count| count.get())
 }
 
 /// `--max-dataset-bytes` when not given: 256 MiB.
