@@ -173,6 +173,16 @@ async fn panic_fails_with_trap_and_the_message_in_the_log() {
         log_tail(&execution).contains("the runaway guest panics on purpose"),
         "{execution}"
     );
+    // One line for the client; the guest's backtrace goes to the server's log only.
+    let message = execution["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        "the plugin trapped: wasm `unreachable` instruction executed (a panic, if the \
+         execution's log shows one)"
+    );
+    let server_log =
+        std::fs::read_to_string(ended.server.data_dir().join("server.log")).unwrap_or_default();
+    assert!(server_log.contains("wasm function"), "{server_log}");
 }
 
 #[tokio::test]

@@ -343,6 +343,8 @@ fn call_error_text(error: &CallError) -> String {
         CallError::InvalidInput(violations) => {
             format!("{error}: {}", violations_text(violations))
         }
+        // An author wants the guest's backtrace.
+        CallError::Trap { details, .. } => format!("{error}\n{details}"),
         other => other.to_string(),
     }
 }

@@ -131,9 +131,11 @@ pub enum CallError {
     /// The instance asked for more memory than its cap.
     #[error("{0}")]
     MemoryLimit(String),
-    /// The guest trapped: a panic, an out-of-bounds access, a stack overflow...
-    #[error("the plugin trapped: {0}")]
-    Trap(String),
+    /// The guest trapped: a panic, an out-of-bounds access, a stack overflow... `summary` is
+    /// one line for clients; `details` has wasmtime's whole account, with the guest's
+    /// backtrace, for the server's log and `caseload plugin check`.
+    #[error("the plugin trapped: {summary}")]
+    Trap { summary: String, details: String },
     /// The plugin rejected the input.
     #[error("the plugin rejected the input")]
     InvalidInput(Vec<Violation>),
@@ -649,16 +651,31 @@ impl Call {
         if let Some(exceeded) = self.store.data().limiter.refused() {
             return CallError::MemoryLimit(exceeded.to_string());
         }
-        let mut message = format!("{error:?}");
-        if message.len() > 4096 {
+        let mut details = format!("{error:?}");
+        if details.len() > 4096 {
             let mut cut = 4096;
-            while !message.is_char_boundary(cut) {
+            while !details.is_char_boundary(cut) {
                 cut -= 1;
             }
-            message.truncate(cut);
-            message.push_str(" …");
+            details.truncate(cut);
+            details.push_str(" …");
         }
-        CallError::Trap(message)
+        let summary = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::UnreachableCodeReached) => {
+                "wasm `unreachable` instruction executed (a panic, if the execution's log \
+                 shows one)"
+                    .to_owned()
+            }
+            Some(trap) => trap.to_string(),
+            None => error
+                .root_cause()
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        CallError::Trap { summary, details }
     }
 }
 

@@ -171,7 +171,11 @@ fn call_failed(
             }),
         ),
         CallError::MemoryLimit(_) => failed(ErrorCode::MemoryLimit, described),
-        CallError::Trap(_) => failed(ErrorCode::Trap, described),
+        CallError::Trap { details, .. } => {
+            // The client reads one line; the guest's backtrace is for the operator.
+            tracing::warn!(%details, "the plugin trapped");
+            failed(ErrorCode::Trap, described)
+        }
         CallError::InvalidInput(violations) => failed(
             ErrorCode::InvalidInput,
             violations
