@@ -740,3 +740,32 @@ async fn a_multipart_upload_with_two_files_is_refused() {
     );
     expect_nothing_stored(&server, "two file parts").await;
 }
+
+/// A G-set file whose header asks for more nodes than the job's memory holds is refused at
+/// launch with a 422 naming the limit, not accepted and failed with a trap at run time.
+#[tokio::test]
+async fn a_dataset_too_large_to_solve_is_refused_at_launch() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let response = upload_raw(
+        &server,
+        &token,
+        "",
+        "text/plain",
+        b"4000000000 1\n1 2 1\n".to_vec(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let file: Value = response.json().await.unwrap();
+    let id = file["data_file_identifier"].as_str().unwrap();
+    let response = server
+        .post_json(
+            &token,
+            "/problem/maxcut",
+            &json!({"data_file_identifier": id}),
+        )
+        .await;
+    let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let errors = problem["errors"].to_string();
+    assert!(errors.contains("memory limit"), "{problem}");
+}

@@ -69,6 +69,21 @@ async fn invalid_max_cut_input_lists_every_violation() {
             vec!["/num_nodes", "/adj_matrix"],
         ),
         ("not an object", json!([1, 2]), vec![""]),
+        (
+            "more nodes than the memory limit holds",
+            json!({"num_nodes": 1_000_000_000u64, "edges": []}),
+            vec!["/num_nodes"],
+        ),
+        (
+            "more nodes than 32 bits number",
+            json!({"num_nodes": 4_294_967_296u64, "edges": []}),
+            vec!["/num_nodes"],
+        ),
+        (
+            "weights whose total overflows",
+            json!({"num_nodes": 3, "edges": [[0, 1, 1.7e308], [1, 2, 1.7e308]]}),
+            vec!["/edges"],
+        ),
     ];
     for (name, body, expected_pointers) in cases {
         let response = server.post_json(&token, "/problem/maxcut", &body).await;

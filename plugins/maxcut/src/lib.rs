@@ -176,6 +176,9 @@ fn output_from(graph: &Graph, solution: Solution, context: &RunContext) -> MaxCu
 
 /// The checks the schema cannot express, for whichever form the graph came in.
 fn input_violations(input: &MaxCutInput) -> Vec<Violation> {
+    if let Some(too_large) = size_violation(input) {
+        return vec![too_large];
+    }
     let mut violations = match (&input.adj_matrix, &input.edges) {
         (Some(matrix), None) => matrix_violations(input.num_nodes, matrix),
         (None, Some(edges)) => edge_violations(input.num_nodes, edges),
@@ -184,6 +187,11 @@ fn input_violations(input: &MaxCutInput) -> Vec<Violation> {
             "give the graph as exactly one of adj_matrix or edges",
         )],
     };
+    if violations.is_empty()
+        && let Some(overflow) = weight_total_violation(input)
+    {
+        violations.push(overflow);
+    }
     if violations.len() > MAX_VIOLATIONS {
         let more = violations.len() - MAX_VIOLATIONS;
         violations.truncate(MAX_VIOLATIONS);
@@ -193,6 +201,75 @@ fn input_violations(input: &MaxCutInput) -> Vec<Violation> {
         ));
     }
     violations
+}
+
+/// What solving takes beyond the parsed input, per node and per edge, measured on the
+/// sandboxed build with room to spare: a 2,000,000-node graph without edges peaked at 88
+/// bytes a node, 1,000,000 edges among 1,000 nodes at 62 bytes an edge, and a 1,000,000-node
+/// path (reductions at work) at 261 bytes a node and edge together.
+const BYTES_PER_NODE: usize = 160;
+const BYTES_PER_EDGE: usize = 100;
+
+/// A graph too large to solve within the job's memory (or to number with 32 bits) is refused
+/// at submission, at `/num_nodes`, instead of failing at run time.
+fn size_violation(input: &MaxCutInput) -> Option<Violation> {
+    let nodes = input.num_nodes;
+    if u32::try_from(nodes).is_err() {
+        return Some(Violation::new(
+            "/num_nodes",
+            format!(
+                "{nodes} nodes are more than the {} this use case takes",
+                u32::MAX
+            ),
+        ));
+    }
+    let edges = input.edges.as_ref().map_or(0, Vec::len);
+    // In u64: a wasm32 `usize` would saturate at 4 GiB and understate the need.
+    let needed = (nodes as u64)
+        .saturating_mul(BYTES_PER_NODE as u64)
+        .saturating_add((edges as u64).saturating_mul(BYTES_PER_EDGE as u64));
+    if caseload_sdk::memory::fits(usize::try_from(needed).unwrap_or(usize::MAX)) {
+        return None;
+    }
+    Some(Violation::new(
+        "/num_nodes",
+        format!(
+            "{nodes} nodes and {edges} edges need about {} MiB to solve, more than this job's \
+             memory limit holds (GET /problem/maxcut shows the use case's; a job's \
+             memory_limit_mib can only lower it)",
+            needed.div_ceil(1 << 20)
+        ),
+    ))
+}
+
+/// The weights' absolute values must add up to a finite number, or a cut's value could
+/// overflow to infinity; such a graph is refused at submission rather than failing at the end.
+fn weight_total_violation(input: &MaxCutInput) -> Option<Violation> {
+    let (pointer, total) = match (&input.adj_matrix, &input.edges) {
+        (Some(matrix), _) => (
+            "/adj_matrix",
+            matrix
+                .iter()
+                .flatten()
+                .map(|weight| weight.abs())
+                .sum::<f64>(),
+        ),
+        (None, Some(edges)) => (
+            "/edges",
+            edges
+                .iter()
+                .map(|&(_, _, weight)| weight.abs())
+                .sum::<f64>(),
+        ),
+        (None, None) => return None,
+    };
+    (!total.is_finite()).then(|| {
+        Violation::new(
+            pointer,
+            "the weights' absolute values add up beyond the largest number (about 1.8e308), \
+             so cut values would overflow; scale the weights down",
+        )
+    })
 }
 
 /// Every edge joins two nodes below `num_nodes` with a finite weight. Self-loops are allowed
