@@ -107,3 +107,84 @@ async fn metrics_can_ask_for_a_token() {
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response.text().await.unwrap().contains("caseload_"));
 }
+
+/// Reads from `stream` until the server closes it or `patience` passes; true if it closed.
+async fn closed_within(stream: &mut tokio::net::TcpStream, patience: std::time::Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = [0u8; 4096];
+    let read = async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => continue,
+            }
+        }
+    };
+    tokio::time::timeout(patience, read).await.is_ok()
+}
+
+#[tokio::test]
+async fn silent_connections_are_closed_and_cannot_keep_a_new_client_out() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-connections", "40", "--header-timeout", "2s"],
+        ..Default::default()
+    });
+    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let mut silent = Vec::new();
+    for _ in 0..200 {
+        silent.push(tokio::net::TcpStream::connect(&address).await.unwrap());
+    }
+    // A new client is served at once: the oldest silent connections made room.
+    let response = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    // Every silent connection is closed: the oldest to make room, the rest once they
+    // have sent no headers for 2 s.
+    for (index, stream) in silent.iter_mut().enumerate() {
+        assert!(
+            closed_within(stream, std::time::Duration::from_secs(10)).await,
+            "silent connection {index} is still open"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_upload_is_cut_off_and_leaves_nothing_behind() {
+    use tokio::io::AsyncWriteExt;
+
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--body-timeout", "1s"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /data_file HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: text/plain\r\nContent-Length: 1000000\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&[b'1'; 100_000]).await.unwrap();
+    // Then nothing more: the server gives up on the body and closes the connection.
+    assert!(closed_within(&mut stream, std::time::Duration::from_secs(10)).await);
+    let database = server.database(true).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let blobs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM blobs")
+            .fetch_one(&database)
+            .await
+            .unwrap();
+        if blobs == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cut-off upload left {blobs} blobs"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -9,6 +9,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod kit;
+pub mod listener;
 pub mod metrics;
 pub mod options;
 pub mod plugins;
@@ -28,6 +29,7 @@ use sha2::Digest;
 pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
 use crate::config::{JobLimits, ServeArgs, StorageArgs, UserCommand};
+use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::plugins::watch::{self, WatchConfig};
@@ -328,16 +330,36 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     println!("listening on http://{address}");
     std::io::stdout().flush()?;
 
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    let connection_limits = ConnectionLimits {
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        max_connections: connection_cap(args.max_connections),
+    };
+    tracing::info!(?connection_limits, "accepting connections");
+    listener::serve(listener, app(state), connection_limits, shutdown_signal()).await?;
     tracing::info!("stopped accepting requests; waiting for running jobs");
     let grace = args.shutdown_grace;
     tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;
     Ok(())
+}
+
+/// The connections served at once: `--max-connections`, or what the open-file limit allows
+/// (raised to its hard limit first), whichever is lower.
+fn connection_cap(asked: Option<usize>) -> usize {
+    let allowed = listener::connections_the_file_limit_allows();
+    match (asked, allowed) {
+        (Some(asked), Some(allowed)) if asked > allowed => {
+            tracing::warn!(
+                asked,
+                allowed,
+                "--max-connections is above what the open-file limit allows; using the latter"
+            );
+            allowed
+        }
+        (Some(asked), _) => asked,
+        (None, Some(allowed)) => allowed,
+        (None, None) => 1024,
+    }
 }
 
 /// How many plugin instances can exist at once, which the instance pool must hold: one per

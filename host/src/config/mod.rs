@@ -161,6 +161,21 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
     pub max_dataset_bytes: u64,
 
+    /// The longest a connection may take to send a request's headers, from its start or its
+    /// previous response (so also how long an idle keep-alive connection stays open).
+    #[arg(long, env = "CASELOAD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+
+    /// The longest a request body may pause between two parts; a stalled upload is cut off
+    /// and what it wrote deleted.
+    #[arg(long, env = "CASELOAD_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+
+    /// Connections open at once; one more closes the oldest (after its request in flight)
+    /// [default: the open-file limit, raised to its hard limit, less 256].
+    #[arg(long, env = "CASELOAD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
     /// A secret `GET /metrics` then asks for as `Authorization: Bearer <token>`; without it,
     /// the metrics are open to anyone who reaches the port.
     #[arg(long, env = "CASELOAD_METRICS_TOKEN", hide_env_values = true)]

@@ -1,0 +1,154 @@
+//! The HTTP listener: the accept loop, and the limits every connection lives under.
+//!
+//! A connection must send a request's headers within `header_timeout` of being opened, or of
+//! its previous response (an idle keep-alive connection gets the same time), and a body must
+//! make progress (a frame at least every `body_timeout`), or the connection is closed; an
+//! upload cut off so deletes what it wrote. At most `max_connections` are open at once: one
+//! more closes the oldest, gracefully (a request in flight finishes first), so a flood of
+//! silent connections cannot keep a new client out, nor push the process past its file limit.
+//! Connections speak HTTP/1.1, which every client of the API does.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+use tower_http::timeout::TimeoutBody;
+use tower_service::Service;
+
+/// What a connection may do.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// The longest wait for a request's headers, from the connection's start or its previous
+    /// response.
+    pub header_timeout: Duration,
+    /// The longest gap between two parts of a request's body.
+    pub body_timeout: Duration,
+    /// Connections open at once.
+    pub max_connections: usize,
+}
+
+/// File descriptors kept for everything but connections: the database, plugin files, the
+/// compile cache, the engine.
+const RESERVED_FILES: u64 = 256;
+
+/// Raises the soft limit on open files to the hard one, and returns how many connections fit
+/// under it with [`RESERVED_FILES`] to spare (`None` if the limit cannot be read).
+pub fn connections_the_file_limit_allows() -> Option<usize> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        if let Err(error) = setrlimit(Resource::Nofile, limit) {
+            tracing::warn!(%error, "cannot raise the open-file limit to its hard limit");
+            limit = getrlimit(Resource::Nofile);
+        }
+    }
+    let files = limit.current?;
+    Some(usize::try_from(files.saturating_sub(RESERVED_FILES).max(16)).unwrap_or(usize::MAX))
+}
+
+/// The open connections, oldest first, each with the signal that closes it.
+#[derive(Default)]
+struct Open {
+    next_id: u64,
+    connections: BTreeMap<u64, Arc<Notify>>,
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves; then stops accepting, closes idle
+/// connections, and returns once every request in flight has been answered.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let open = Arc::new(Mutex::new(Open::default()));
+    let (stopping, stop) = watch::channel(false);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, remote) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, or a connection reset before it was accepted:
+                    // the listener itself is fine.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let (id, close) = {
+            let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
+            while open.connections.len() >= limits.max_connections.max(1) {
+                let Some((_, oldest)) = open.connections.pop_first() else {
+                    break;
+                };
+                oldest.notify_one();
+            }
+            let id = open.next_id;
+            open.next_id += 1;
+            let close = Arc::new(Notify::new());
+            open.connections.insert(id, close.clone());
+            (id, close)
+        };
+        let router = app.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let mut request =
+                request.map(|body| Body::new(TimeoutBody::new(limits.body_timeout, body)));
+            request.extensions_mut().insert(ConnectInfo(remote));
+            let mut router = router.clone();
+            async move { router.call(request).await }
+        });
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let open = open.clone();
+        let mut stop = stop.clone();
+        tokio::spawn(async move {
+            let mut connection = std::pin::pin!(connection);
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    result = connection.as_mut() => {
+                        if let Err(error) = result {
+                            tracing::debug!(%error, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    () = close.notified(), if !closing => {
+                        closing = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                    _ = stop.wait_for(|stopping| *stopping), if !closing => {
+                        closing = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+            open.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .connections
+                .remove(&id);
+        });
+    }
+    drop(listener);
+    let _ = stopping.send(true);
+    // Every connection task holds a receiver: when the last one ends, they are all done.
+    drop(stop);
+    stopping.closed().await;
+    Ok(())
+}
