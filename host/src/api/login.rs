@@ -10,6 +10,9 @@ use super::wire::{LoginRequest, TokenResponse};
 use super::{ApiError, AppState, Json};
 use crate::auth::verify_password;
 
+/// The longest a throttled login waits for its 429.
+const THROTTLED_ANSWER_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub fn router() -> Router<AppState> {
     Router::new().route("/login", post(login))
 }
@@ -22,7 +25,11 @@ async fn login(
     let address = client.ip();
     if let Err(wait) = state.login_throttle.admit(address, &request.username) {
         state.metrics.login_throttled();
-        return Err(ApiError::TooManyAttempts(wait));
+        // Answered late, up to a second: a guesser that ignores Retry-After gets one answer
+        // a second per connection, not tens of thousands, and a waiting task costs nothing.
+        let delay = wait.min(THROTTLED_ANSWER_DELAY);
+        tokio::time::sleep(delay).await;
+        return Err(ApiError::TooManyAttempts(wait - delay));
     }
     let user = state.store.user_by_name(&request.username).await?;
     // An unknown user is checked against a decoy hash, so that both failures take the time
