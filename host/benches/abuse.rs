@@ -1,0 +1,324 @@
+//! Many clients at once, some hostile, against the release binary, each figure beside the
+//! undisturbed one measured in the same run:
+//!
+//! 1. **Connection flood.** With the server started under `ulimit -n 1024`, 5,000 TCP
+//!    connections are opened and held without sending a byte, while a probe opens a fresh
+//!    connection for `GET /healthz` every 50 ms. It reports the probe's latency (p50, p99,
+//!    max) and failures during the flood, and how long after the flood's last connection
+//!    the server had closed every one of them.
+//! 2. **Login flood.** 128 clients send wrong passwords as fast as they are answered, each
+//!    from an address of its own in 127.1.0.0/16 (so each gets its 5 failures before the
+//!    throttle holds it back), while a probe submits tiny max-cut jobs one after another. It
+//!    reports the submissions' p50 and p99 before and during the flood, and the logins
+//!    answered 401 and 429.
+//!
+//! ```sh
+//! cargo bench -p caseload-host --bench abuse -- [--seconds 10]
+//! ```
+//!
+//! Traffic goes to 127.0.0.0/8 only; every loop is bounded by `--seconds`.
+
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+
+const ADMIN_PASSWORD: &str = "bench-password";
+const FIVE_CYCLE: &str =
+    r#"{"num_nodes":5,"adj_matrix":[[0,1,0,0,1],[1,0,1,0,0],[0,1,0,1,0],[0,0,1,0,1],[1,0,0,1,0]]}"#;
+
+#[derive(Debug, Parser)]
+#[command(about = "Measures the server under connection and login floods")]
+struct Args {
+    /// How long each measured phase lasts.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Connections the flood opens.
+    #[arg(long, default_value_t = 5000)]
+    connections: usize,
+    /// Clients sending wrong passwords.
+    #[arg(long, default_value_t = 128)]
+    login_clients: usize,
+    // `cargo bench` passes `--bench` to every bench target.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+struct Server {
+    child: Child,
+    base_url: String,
+    _data_dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// The release binary under `ulimit -n 1024`, its defaults otherwise.
+    fn start() -> anyhow::Result<Server> {
+        let data_dir = tempfile::tempdir()?;
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -n 1024 && exec \"$0\" --listen 127.0.0.1:0 --data-dir \"$1\"")
+            .arg(env!("CARGO_BIN_EXE_caseload"))
+            .arg(data_dir.path())
+            .env("CASELOAD_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start the server")?;
+        let stdout = child.stdout.take().context("piped")?;
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    let _ = sender.send(url.to_owned());
+                }
+            }
+        });
+        let base_url = receiver
+            .recv_timeout(Duration::from_secs(60))
+            .context("the server did not start")?;
+        Ok(Server {
+            child,
+            base_url,
+            _data_dir: data_dir,
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    fn address(&self) -> String {
+        self.base_url.trim_start_matches("http://").to_owned()
+    }
+
+    async fn token(&self, client: &Client) -> anyhow::Result<String> {
+        let body: Value = client
+            .post(self.url("/login"))
+            .json(&json!({"username": "admin", "password": ADMIN_PASSWORD}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        Ok(body["access_token"]
+            .as_str()
+            .context("no token")?
+            .to_owned())
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let server = Server::start()?;
+    connection_flood(&server, &args).await?;
+    login_flood(&server, &args).await?;
+    Ok(())
+}
+
+/// `GET /healthz` on a fresh connection every 50 ms for `seconds`: latencies and failures.
+async fn probe_healthz(server: &Server, seconds: u64) -> (Vec<Duration>, usize) {
+    let mut latencies = Vec::new();
+    let mut failures = 0;
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    while Instant::now() < end {
+        tick.tick().await;
+        // A client of its own: a new connection each time, as a new user would open.
+        let client = Client::builder()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("a client");
+        let started = Instant::now();
+        match client.get(server.url("/healthz")).send().await {
+            Ok(response) if response.status() == StatusCode::OK => {
+                latencies.push(started.elapsed())
+            }
+            _ => failures += 1,
+        }
+    }
+    (latencies, failures)
+}
+
+async fn connection_flood(server: &Server, args: &Args) -> anyhow::Result<()> {
+    println!(
+        "connection flood: {} silent connections, the server under ulimit -n 1024",
+        args.connections
+    );
+    let (idle, idle_failures) = probe_healthz(server, args.seconds.min(5)).await;
+    println!(
+        "  /healthz undisturbed: {}, {idle_failures} failed",
+        summary(idle)
+    );
+
+    let address = server.address();
+    let opened = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
+    let flood = {
+        let (opened, refused) = (opened.clone(), refused.clone());
+        let connections = args.connections;
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            for _ in 0..connections {
+                match tokio::net::TcpStream::connect(&address).await {
+                    Ok(stream) => {
+                        opened.fetch_add(1, Ordering::Relaxed);
+                        held.push(stream);
+                    }
+                    Err(_) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            held
+        })
+    };
+    let (during, failures) = probe_healthz(server, args.seconds).await;
+    let held = flood.await?;
+    let flood_ended = Instant::now();
+    println!(
+        "  /healthz during the flood: {}, {failures} failed ({} connections opened, {} refused)",
+        summary(during),
+        opened.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed)
+    );
+    // How long until the server has closed them all.
+    let mut closing = Vec::new();
+    for mut stream in held {
+        closing.push(tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buffer = [0u8; 64];
+            let _ = tokio::time::timeout(Duration::from_secs(120), stream.read(&mut buffer)).await;
+        }));
+    }
+    for task in closing {
+        task.await?;
+    }
+    println!(
+        "  every flood connection closed by the server {:.1} s after the flood ended",
+        flood_ended.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Tiny max-cut jobs submitted one after another for `seconds`: the submissions' latencies.
+async fn probe_submissions(
+    server: &Server,
+    client: &Client,
+    token: &str,
+    seconds: u64,
+) -> anyhow::Result<Vec<Duration>> {
+    let body: Value = serde_json::from_str(FIVE_CYCLE)?;
+    let mut latencies = Vec::new();
+    let end = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < end {
+        let started = Instant::now();
+        let response = client
+            .post(server.url("/problem/maxcut"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await?;
+        if response.status() != StatusCode::ACCEPTED {
+            bail!("a submission answered {}", response.status());
+        }
+        latencies.push(started.elapsed());
+    }
+    Ok(latencies)
+}
+
+async fn login_flood(server: &Server, args: &Args) -> anyhow::Result<()> {
+    println!(
+        "login flood: {} clients sending wrong passwords, each from its own address",
+        args.login_clients
+    );
+    let client = Client::new();
+    let token = server.token(&client).await?;
+    let idle = probe_submissions(server, &client, &token, args.seconds).await?;
+    println!("  POST /problem undisturbed: {}", summary(idle.clone()));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let unauthorized = Arc::new(AtomicU64::new(0));
+    let throttled = Arc::new(AtomicU64::new(0));
+    let mut clients = Vec::new();
+    for index in 0..args.login_clients {
+        let address = IpAddr::V4(Ipv4Addr::new(
+            127,
+            1,
+            (index / 250) as u8,
+            (index % 250 + 1) as u8,
+        ));
+        let client = Client::builder().local_address(address).build()?;
+        let url = server.url("/login");
+        let (stop, unauthorized, throttled) =
+            (stop.clone(), unauthorized.clone(), throttled.clone());
+        clients.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let answer = client
+                    .post(&url)
+                    .json(&json!({"username": "admin", "password": "a wrong guess"}))
+                    .send()
+                    .await;
+                match answer.map(|response| response.status()) {
+                    Ok(StatusCode::UNAUTHORIZED) => unauthorized.fetch_add(1, Ordering::Relaxed),
+                    Ok(StatusCode::TOO_MANY_REQUESTS) => throttled.fetch_add(1, Ordering::Relaxed),
+                    _ => 0,
+                };
+            }
+        }));
+    }
+    let during = probe_submissions(server, &client, &token, args.seconds).await?;
+    stop.store(true, Ordering::Relaxed);
+    for task in clients {
+        task.await?;
+    }
+    let ratio = percentile(&sorted(during.clone()), 0.5).as_secs_f64()
+        / percentile(&sorted(idle), 0.5).as_secs_f64();
+    println!(
+        "  POST /problem during the flood: {} (p50 {ratio:.2}× undisturbed); logins answered 401: {}, 429: {}",
+        summary(during),
+        unauthorized.load(Ordering::Relaxed),
+        throttled.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+fn sorted(mut latencies: Vec<Duration>) -> Vec<Duration> {
+    latencies.sort();
+    latencies
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
+}
+
+fn summary(latencies: Vec<Duration>) -> String {
+    let latencies = sorted(latencies);
+    let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
+    format!(
+        "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} requests",
+        ms(percentile(&latencies, 0.5)),
+        ms(percentile(&latencies, 0.99)),
+        ms(latencies.last().copied().unwrap_or_default()),
+        latencies.len()
+    )
+}
