@@ -323,9 +323,8 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .metrics_token
         .as_deref()
         .map(|token| sha2::Sha256::digest(token.as_bytes()).into());
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listener =
+        listener::bind(args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
     println!("listening on http://{address}");
     std::io::stdout().flush()?;

@@ -35,6 +35,23 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
 }
 
+/// Connections the kernel queues before they are accepted. A burst of connections beyond it
+/// has SYNs dropped, and a client retransmits only after a second; Linux caps it at
+/// `net.core.somaxconn` (4,096 by default).
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listening socket on `address` with a backlog of [`LISTEN_BACKLOG`].
+pub fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// File descriptors kept for everything but connections: the database, plugin files, the
 /// compile cache, the engine.
 const RESERVED_FILES: u64 = 256;
