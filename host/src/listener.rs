@@ -35,6 +35,9 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
 }
 
+/// Connections asked to close that may still hold their sockets, beyond `max_connections`.
+const CLOSING_SLACK: usize = 64;
+
 /// Connections the kernel queues before they are accepted. A burst of connections beyond it
 /// has SYNs dropped, and a client retransmits only after a second; Linux caps it at
 /// `net.core.somaxconn` (4,096 by default).
@@ -52,9 +55,9 @@ pub fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// File descriptors kept for everything but connections: the database, plugin files, the
-/// compile cache, the engine.
-const RESERVED_FILES: u64 = 256;
+/// File descriptors kept for everything but connections (the database, plugin files, the
+/// compile cache, the engine) and for connections still closing ([`CLOSING_SLACK`]).
+const RESERVED_FILES: u64 = 256 + CLOSING_SLACK as u64;
 
 /// Raises the soft limit on open files to the hard one, and returns how many connections fit
 /// under it with [`RESERVED_FILES`] to spare (`None` if the limit cannot be read).
@@ -77,7 +80,10 @@ pub fn connections_the_file_limit_allows() -> Option<usize> {
 #[derive(Default)]
 struct Open {
     next_id: u64,
+    /// Connections not yet asked to close.
     connections: BTreeMap<u64, Arc<Notify>>,
+    /// Connections whose socket is still open, those closing included.
+    alive: usize,
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves; then stops accepting, closes idle
@@ -94,8 +100,17 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
+    // Signalled whenever a connection's socket is closed.
+    let closed = Arc::new(Notify::new());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        // Connections asked to close hold their sockets until their tasks run: wait for
+        // them rather than accept past the file limit.
+        while open.lock().unwrap_or_else(PoisonError::into_inner).alive
+            >= limits.max_connections.max(1) + CLOSING_SLACK
+        {
+            let _ = tokio::time::timeout(Duration::from_millis(10), closed.notified()).await;
+        }
         let (stream, remote) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -120,6 +135,7 @@ pub async fn serve(
             }
             let id = open.next_id;
             open.next_id += 1;
+            open.alive += 1;
             let close = Arc::new(Notify::new());
             open.connections.insert(id, close.clone());
             (id, close)
@@ -134,9 +150,11 @@ pub async fn serve(
         });
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let open = open.clone();
+        let closed = closed.clone();
         let mut stop = stop.clone();
         tokio::spawn(async move {
-            let mut connection = std::pin::pin!(connection);
+            // In a box, so that it can be dropped (its socket closed) before it is counted out.
+            let mut connection = Box::pin(connection);
             let mut closing = false;
             loop {
                 tokio::select! {
@@ -156,10 +174,13 @@ pub async fn serve(
                     }
                 }
             }
-            open.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .connections
-                .remove(&id);
+            drop(connection);
+            {
+                let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
+                open.connections.remove(&id);
+                open.alive -= 1;
+            }
+            closed.notify_waiters();
         });
     }
     drop(listener);
