@@ -32,6 +32,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         5,
         include_str!("../../migrations/postgres/0005_user_access.sql"),
     ),
+    (
+        6,
+        include_str!("../../migrations/postgres/0006_fair_share.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -54,7 +58,7 @@ const CANCEL_CHANNEL: &str = "caseload_cancel";
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
 /// It returns the columns [`super::claim_from_row`] reads.
 const CLAIM: &str = "WITH picked AS (
-         SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id
+         SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id
          LIMIT $2 FOR UPDATE SKIP LOCKED)
      UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,

@@ -212,6 +212,7 @@ where
         .bind(job.dataset.as_ref().map(|dataset| &dataset.data_file_id))
         .bind(job.dataset.as_ref().map(|dataset| &dataset.blob_id))
         .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
+        .bind(sql::FAIR_SHARE_SPACING_MS)
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {

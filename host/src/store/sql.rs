@@ -35,8 +35,15 @@ pub(super) const DELETE_USER: &str = "DELETE FROM users WHERE username = $1";
 
 pub(super) const USER_COUNT: &str = "SELECT COUNT(*) FROM users";
 
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11)
+/// How far apart a user's pending jobs stand in the queue's order, in milliseconds: see
+/// migration 0006 (fair share).
+pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
+
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11,
+         (SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
+                      ELSE MAX(fair_key) + $12 END
+          FROM jobs WHERE owner_id = $2 AND status = 'PENDING'))
      ON CONFLICT DO NOTHING";
 
 pub(super) const JOB_OWNER: &str = "SELECT owner_id FROM jobs WHERE id = $1";

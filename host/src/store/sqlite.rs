@@ -31,6 +31,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         5,
         include_str!("../../migrations/sqlite/0005_user_access.sql"),
     ),
+    (
+        6,
+        include_str!("../../migrations/sqlite/0006_fair_share.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
@@ -38,7 +42,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
-     WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY created_at, id LIMIT $2)
+     WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id LIMIT $2)
      RETURNING id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions

@@ -82,6 +82,7 @@ for_each_backend!(
     a_cancelled_job_never_runs_again,
     a_claimed_job_is_listed_pending_until_it_starts,
     users_are_disabled_revoked_and_deleted_with_their_data,
+    a_user_s_backlog_does_not_hold_back_another_user_s_job,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -1037,7 +1038,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     pool.close().await;
 }
 
@@ -1145,4 +1146,39 @@ async fn users_are_disabled_revoked_and_deleted_with_their_data(backend: Backend
     assert!(!store.delete_user("alice").await.expect("gone already"));
     // The name is free again.
     user(store, "alice").await;
+}
+
+/// Fair share: a job of a user who has none pending is claimed before the rest of another
+/// user's backlog, and each backlog keeps its own order.
+async fn a_user_s_backlog_does_not_hold_back_another_user_s_job(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let mut backlog = Vec::new();
+    for _ in 0..10 {
+        let job = new_job(&alice);
+        store.insert_job(&job).await.expect("insert");
+        backlog.push(job.id);
+    }
+    let bob_job = NewJob {
+        created_at: now_millis() + 5,
+        ..new_job(&bob)
+    };
+    store.insert_job(&bob_job).await.expect("insert");
+    let claim = |count| async move {
+        let mut ids: Vec<String> = store
+            .claim_jobs(LONG, count)
+            .await
+            .expect("claim")
+            .into_iter()
+            .map(|claim| claim.lease.job_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    // Claimed together, in no particular order: alice's first job and bob's.
+    let mut first_two = vec![backlog[0].clone(), bob_job.id];
+    first_two.sort();
+    assert_eq!(claim(2).await, first_two);
+    assert_eq!(claim(1).await, [backlog[1].clone()]);
 }
