@@ -12,6 +12,12 @@
 //!    reports the submissions' p50 and p99 before and during the flood, and the logins
 //!    answered 401 and 429.
 //!
+//! 3. **Fair share.** User `admin` submits `--backlog` max-cut jobs of 3 s each on a
+//!    300-node random graph (each runs its full time) to a server with 2 workers; then a
+//!    second user submits the 5-cycle. It reports how long the second user's job took from
+//!    submission to `COMPLETED`, against one job slot (3 s) and against its wait first in,
+//!    first out (the backlog's length times 3 s over 2 workers).
+//!
 //! ```sh
 //! cargo bench -p caseload-host --bench abuse -- [--seconds 10]
 //! ```
@@ -46,6 +52,9 @@ struct Args {
     /// Clients sending wrong passwords.
     #[arg(long, default_value_t = 128)]
     login_clients: usize,
+    /// Jobs of 3 s the first user queues before the second user's job.
+    #[arg(long, default_value_t = 20)]
+    backlog: usize,
     // `cargo bench` passes `--bench` to every bench target.
     #[arg(long, hide = true)]
     bench: bool,
@@ -54,7 +63,7 @@ struct Args {
 struct Server {
     child: Child,
     base_url: String,
-    _data_dir: tempfile::TempDir,
+    data_dir: tempfile::TempDir,
 }
 
 impl Drop for Server {
@@ -70,7 +79,7 @@ impl Server {
         let data_dir = tempfile::tempdir()?;
         let mut child = Command::new("sh")
             .arg("-c")
-            .arg("ulimit -n 1024 && exec \"$0\" --listen 127.0.0.1:0 --data-dir \"$1\"")
+            .arg("ulimit -n 1024 && exec \"$0\" --listen 127.0.0.1:0 --workers 2 --data-dir \"$1\"")
             .arg(env!("CARGO_BIN_EXE_caseload"))
             .arg(data_dir.path())
             .env("CASELOAD_ADMIN_PASSWORD", ADMIN_PASSWORD)
@@ -95,7 +104,7 @@ impl Server {
         Ok(Server {
             child,
             base_url,
-            _data_dir: data_dir,
+            data_dir,
         })
     }
 
@@ -108,9 +117,18 @@ impl Server {
     }
 
     async fn token(&self, client: &Client) -> anyhow::Result<String> {
+        self.token_of(client, "admin", ADMIN_PASSWORD).await
+    }
+
+    async fn token_of(
+        &self,
+        client: &Client,
+        user: &str,
+        password: &str,
+    ) -> anyhow::Result<String> {
         let body: Value = client
             .post(self.url("/login"))
-            .json(&json!({"username": "admin", "password": ADMIN_PASSWORD}))
+            .json(&json!({"username": user, "password": password}))
             .send()
             .await?
             .json()
@@ -128,6 +146,7 @@ async fn main() -> anyhow::Result<()> {
     let server = Server::start()?;
     connection_flood(&server, &args).await?;
     login_flood(&server, &args).await?;
+    fair_share(&server, &args).await?;
     Ok(())
 }
 
@@ -321,4 +340,91 @@ fn summary(latencies: Vec<Duration>) -> String {
         ms(latencies.last().copied().unwrap_or_default()),
         latencies.len()
     )
+}
+
+async fn fair_share(server: &Server, args: &Args) -> anyhow::Result<()> {
+    use std::io::Write;
+
+    println!(
+        "fair share: {} jobs of 3 s by one user, then one tiny job by another, 2 workers",
+        args.backlog
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .args(["user", "add", "second", "--password-stdin", "--data-dir"])
+        .arg(server.data_dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()?;
+    writeln!(
+        child.stdin.take().context("piped")?,
+        "second user's password"
+    )?;
+    if !child.wait()?.success() {
+        bail!("cannot add the second user");
+    }
+    let client = Client::new();
+    let first = server.token(&client).await?;
+    let second = server
+        .token_of(&client, "second", "second user's password")
+        .await?;
+
+    // A random graph on which max-cut runs its whole time limit.
+    let mut state = 7u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let edges: Vec<Value> = (0..300u64)
+        .flat_map(|i| (0..6).map(move |k| (i, k)))
+        .map(|(i, _)| json!([i, next() % 300, (next() % 21) as i64 - 10]))
+        .filter(|edge| edge[0] != edge[1])
+        .collect();
+    let slow = json!({"num_nodes": 300, "edges": edges, "options": {"time_limit_s": 3}});
+    for _ in 0..args.backlog {
+        let response = client
+            .post(server.url("/problem/maxcut"))
+            .bearer_auth(&first)
+            .json(&slow)
+            .send()
+            .await?;
+        if response.status() != StatusCode::ACCEPTED {
+            bail!("a backlog job answered {}", response.status());
+        }
+    }
+    let submitted = Instant::now();
+    let body: Value = serde_json::from_str(FIVE_CYCLE)?;
+    let answer: Value = client
+        .post(server.url("/problem/maxcut"))
+        .bearer_auth(&second)
+        .json(&body)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let job = answer["job"].as_str().context("a job id")?.to_owned();
+    loop {
+        let view: Value = client
+            .get(server.url(&format!("/job/{job}")))
+            .bearer_auth(&second)
+            .send()
+            .await?
+            .json()
+            .await?;
+        if view["job"][&job]["status"] == "COMPLETED" {
+            break;
+        }
+        if submitted.elapsed() > Duration::from_secs(300) {
+            bail!("the second user's job did not complete");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "  the second user's job: COMPLETED {:.2} s after it was submitted (one job slot: 3 s; \
+         first in, first out it would wait about {} s)",
+        submitted.elapsed().as_secs_f64(),
+        args.backlog * 3 / 2
+    );
+    Ok(())
 }
