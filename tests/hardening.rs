@@ -188,3 +188,74 @@ async fn a_stalled_upload_is_cut_off_and_leaves_nothing_behind() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn a_user_s_pending_jobs_are_capped_and_others_are_not_held_by_it() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-pending-jobs-per-user", "2", "--workers", "1"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    server.add_user("other", "other's password");
+    let other = server.token("other", "other's password").await;
+    // A graph max-cut works on for its whole time limit, so the jobs stay queued.
+    let edges: Vec<serde_json::Value> = (0..200u64)
+        .flat_map(|i| (1..4).map(move |k| serde_json::json!([i, (i * 7 + k * 13) % 200, 1])))
+        .filter(|edge| edge[0] != edge[1])
+        .collect();
+    let slow =
+        serde_json::json!({"num_nodes": 200, "edges": edges, "options": {"time_limit_s": 20}});
+    let mut accepted = 0;
+    let refused = loop {
+        let response = server.post_json(&token, "/problem/maxcut", &slow).await;
+        if response.status() != StatusCode::ACCEPTED {
+            break response;
+        }
+        accepted += 1;
+        assert!(accepted <= 3, "the quota of 2 pending jobs never answered");
+    };
+    assert!(accepted >= 2, "{accepted}");
+    let body = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS).await;
+    assert_eq!(body["type"], "urn:caseload:problem:quota-pending-jobs");
+    assert!(
+        body["detail"].as_str().unwrap().contains("2 jobs pending"),
+        "{body}"
+    );
+    // The quota is the user's own: another user submits as before.
+    let response = server
+        .post_json(
+            &other,
+            "/problem/maxcut",
+            &serde_json::json!({"num_nodes": 2, "edges": []}),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn a_user_s_datasets_are_capped_and_freed_by_deleting() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-dataset-bytes-per-user", "1000"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    let upload = |bytes: usize| {
+        server
+            .client
+            .post(server.url("/data_file"))
+            .bearer_auth(&token)
+            .header("content-type", "text/plain")
+            .body(vec![b'1'; bytes])
+            .send()
+    };
+    let first = upload(600).await.unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: serde_json::Value = first.json().await.unwrap();
+    let refused = upload(600).await.unwrap();
+    let body = expect_problem(refused, StatusCode::INSUFFICIENT_STORAGE).await;
+    assert_eq!(body["type"], "urn:caseload:problem:quota-dataset-bytes");
+    let id = first["data_file_identifier"].as_str().unwrap();
+    let deleted = server.delete(&token, &format!("/data_file/{id}")).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert_eq!(upload(600).await.unwrap().status(), StatusCode::CREATED);
+}

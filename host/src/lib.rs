@@ -319,6 +319,10 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         job_limits,
     );
     state.max_dataset_bytes = args.max_dataset_bytes;
+    state.quotas = api::Quotas {
+        pending_jobs: args.max_pending_jobs_per_user,
+        dataset_bytes: args.max_dataset_bytes_per_user,
+    };
     state.metrics_token_sha256 = args
         .metrics_token
         .as_deref()

@@ -72,12 +72,23 @@ async fn upload(
         tokio::spawn(super::discard(request.into_body().into_data_stream()));
         return Err(ApiError::DatasetTooLarge(limit));
     }
+    // What the user's quota leaves; checked again as the bytes come.
+    let used = state.store.usage(&user.id).await?.dataset_bytes;
+    let room = state.quotas.dataset_bytes.saturating_sub(used);
+    if room == 0 || (!multipart && declared.is_some_and(|length| length > room)) {
+        tokio::spawn(super::discard(request.into_body().into_data_stream()));
+        return Err(ApiError::DatasetBytesQuota(state.quotas.dataset_bytes));
+    }
+    let quota = Quota {
+        room,
+        total: state.quotas.dataset_bytes,
+    };
 
     let file = if multipart {
         let form = Multipart::from_request(request, &state)
             .await
             .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
-        upload_multipart(&state, &user, form, limit).await?
+        upload_multipart(&state, &user, form, limit, quota).await?
     } else {
         let filename = query.filename.map(clean_filename).transpose()?;
         let media_type = media_type(content_type.as_deref(), filename.as_deref());
@@ -85,7 +96,7 @@ async fn upload(
             .into_body()
             .into_data_stream()
             .map(|chunk| chunk.map_err(|error| error.to_string()));
-        let mut upload = Upload::begin(state.store.clone(), limit).await?;
+        let mut upload = Upload::begin(state.store.clone(), limit, quota).await?;
         if let Err(error) = upload.stream(&mut body).await {
             // The client gets its 413 rather than a reset while it is still sending.
             tokio::spawn(super::discard(body));
@@ -112,6 +123,7 @@ async fn upload_multipart(
     user: &AuthUser,
     mut form: Multipart,
     limit: u64,
+    quota: Quota,
 ) -> Result<DataFile, ApiError> {
     let bad_part = |error: axum::extract::multipart::MultipartError| {
         ApiError::BadRequest(format!(
@@ -144,7 +156,7 @@ async fn upload_multipart(
             .to_ascii_lowercase()
     });
     let media_type = media_type(part_type.as_deref(), filename.as_deref());
-    let mut upload = Upload::begin(state.store.clone(), limit).await?;
+    let mut upload = Upload::begin(state.store.clone(), limit, quota).await?;
     let chunks = futures_util::stream::unfold(field, |mut field| async move {
         match field.chunk().await {
             Ok(Some(chunk)) => Some((Ok(chunk), field)),
@@ -167,12 +179,20 @@ async fn upload_multipart(
     upload.complete(user, media_type, filename).await
 }
 
+/// What a user's dataset quota leaves for one upload.
+#[derive(Debug, Clone, Copy)]
+struct Quota {
+    room: u64,
+    total: u64,
+}
+
 /// An upload in progress. Dropped before [`Upload::complete`], it deletes what it wrote: a
 /// client that hangs up mid-body drops the handler and with it this.
 struct Upload {
     store: Arc<dyn JobStore>,
     blob_id: String,
     limit: u64,
+    quota: Quota,
     size: u64,
     next_chunk: u32,
     hasher: Sha256,
@@ -181,12 +201,13 @@ struct Upload {
 }
 
 impl Upload {
-    async fn begin(store: Arc<dyn JobStore>, limit: u64) -> Result<Upload, ApiError> {
+    async fn begin(store: Arc<dyn JobStore>, limit: u64, quota: Quota) -> Result<Upload, ApiError> {
         let blob_id = store.begin_blob().await?;
         Ok(Upload {
             store,
             blob_id,
             limit,
+            quota,
             size: 0,
             next_chunk: 0,
             hasher: Sha256::new(),
@@ -208,6 +229,9 @@ impl Upload {
             self.size += piece.len() as u64;
             if self.size > self.limit {
                 return Err(ApiError::DatasetTooLarge(self.limit));
+            }
+            if self.size > self.quota.room {
+                return Err(ApiError::DatasetBytesQuota(self.quota.total));
             }
             self.hasher.update(&piece);
             let mut piece = &piece[..];

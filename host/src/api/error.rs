@@ -27,6 +27,18 @@ pub enum ApiError {
     /// Too many failed logins from this address (or for this user from it): wait this long.
     #[error("too many failed logins; try again in {} s", .0.as_secs().max(1))]
     TooManyAttempts(std::time::Duration),
+    /// The user has as many jobs pending as its quota allows.
+    #[error(
+        "quota reached: {0} jobs pending, the most one user may have; submit more once some \
+         have started"
+    )]
+    PendingJobsQuota(u64),
+    /// The user's datasets would exceed its storage quota.
+    #[error(
+        "quota reached: your datasets would take more than the {0} bytes one user may store; \
+         delete some (DELETE /data_file/<id>)"
+    )]
+    DatasetBytesQuota(u64),
     /// The resource does not exist, or belongs to someone else.
     #[error("{0}")]
     NotFound(String),
@@ -105,6 +117,10 @@ impl ApiError {
             }
             ApiError::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid-credentials"),
             ApiError::TooManyAttempts(_) => (StatusCode::TOO_MANY_REQUESTS, "too-many-attempts"),
+            ApiError::PendingJobsQuota(_) => (StatusCode::TOO_MANY_REQUESTS, "quota-pending-jobs"),
+            ApiError::DatasetBytesQuota(_) => {
+                (StatusCode::INSUFFICIENT_STORAGE, "quota-dataset-bytes")
+            }
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),

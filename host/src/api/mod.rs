@@ -62,6 +62,8 @@ pub struct AppState {
     pub login_throttle: Arc<LoginThrottle>,
     /// The largest dataset accepted, in bytes.
     pub max_dataset_bytes: u64,
+    /// What one user may hold: pending jobs, and bytes of datasets.
+    pub quotas: Quotas,
     /// The sha256 of the token `GET /metrics` asks for, if it asks for one.
     pub metrics_token_sha256: Option<[u8; 32]>,
     /// Whether tokens' users may still use them.
@@ -92,6 +94,7 @@ impl AppState {
             login_throttle: Arc::default(),
             job_limits,
             max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
+            quotas: Quotas::default(),
             metrics_token_sha256: None,
             user_access: Arc::default(),
         }
@@ -154,6 +157,22 @@ async fn run_with_permit<T: Send + 'static>(
 
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |count| count.get())
+}
+
+/// What one user may hold at once.
+#[derive(Debug, Clone, Copy)]
+pub struct Quotas {
+    pub pending_jobs: u64,
+    pub dataset_bytes: u64,
+}
+
+impl Default for Quotas {
+    fn default() -> Quotas {
+        Quotas {
+            pending_jobs: 10_000,
+            dataset_bytes: 10 << 30,
+        }
+    }
 }
 
 /// `--max-dataset-bytes` when not given: 256 MiB.

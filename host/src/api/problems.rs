@@ -137,6 +137,10 @@ async fn run_job(
         Some((dataset, parameters)) => (Value::Object(parameters).to_string(), Some(dataset)),
     };
 
+    // Counted, not reserved: submissions racing each other may pass the quota by a few.
+    if state.store.usage(&user.id).await?.pending_jobs >= state.quotas.pending_jobs {
+        return Err(ApiError::PendingJobsQuota(state.quotas.pending_jobs));
+    }
     let job = NewJob {
         id: uuid::Uuid::now_v7().to_string(),
         owner_id: user.id.clone(),

@@ -161,6 +161,18 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
     pub max_dataset_bytes: u64,
 
+    /// Jobs one user may have pending at once; a submission beyond is answered 429.
+    #[arg(
+        long,
+        env = "CASELOAD_MAX_PENDING_JOBS_PER_USER",
+        default_value_t = 10_000
+    )]
+    pub max_pending_jobs_per_user: u64,
+
+    /// Bytes of datasets one user may keep (`10GiB`, ...); an upload beyond is answered 507.
+    #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES_PER_USER", default_value = "10GiB", value_parser = parse_bytes)]
+    pub max_dataset_bytes_per_user: u64,
+
     /// The longest a connection may take to send a request's headers, from its start or its
     /// previous response (so also how long an idle keep-alive connection stays open).
     #[arg(long, env = "CASELOAD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration)]

@@ -75,6 +75,13 @@ pub struct UserAccess {
     pub tokens_valid_after: i64,
 }
 
+/// What counts against a user's quotas.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub pending_jobs: u64,
+    pub dataset_bytes: u64,
+}
+
 /// What `caseload user` changes of a user.
 #[derive(Debug, Clone)]
 pub enum UserChange {
@@ -365,6 +372,8 @@ pub trait JobStore: Send + Sync + 'static {
     async fn user_count(&self) -> Result<u64, StoreError>;
     /// Whether the user with this id may use its tokens; `None` if there is no such user.
     async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError>;
+    /// What counts against the user's quotas now.
+    async fn usage(&self, user_id: &str) -> Result<Usage, StoreError>;
     /// Changes a user; false if there is no such user.
     async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError>;
     /// Deletes a user with its jobs and data files, in one transaction; false if there is no

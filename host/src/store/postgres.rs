@@ -36,6 +36,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         6,
         include_str!("../../migrations/postgres/0006_fair_share.sql"),
     ),
+    (7, include_str!("../../migrations/postgres/0007_quotas.sql")),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

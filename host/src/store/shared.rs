@@ -13,7 +13,7 @@ use super::batch::{Batcher, Outcome, Write};
 use super::{
     CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
     JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
-    StoreError, User, UserAccess, UserChange, claim_from_row, data_file_from_row,
+    StoreError, Usage, User, UserAccess, UserChange, claim_from_row, data_file_from_row,
     execution_from_row, now_millis, sql, summary_from_row, user_conflict,
 };
 
@@ -368,6 +368,21 @@ where
             })
         })
         .transpose()
+    }
+
+    async fn usage(&self, user_id: &str) -> Result<Usage, StoreError> {
+        let row = sqlx::query(sql::USAGE)
+            .bind(user_id)
+            .fetch_one(self.readers())
+            .await?;
+        let count = |column: &str| -> Result<u64, StoreError> {
+            let value: i64 = row.try_get(column)?;
+            Ok(u64::try_from(value).unwrap_or(0))
+        };
+        Ok(Usage {
+            pending_jobs: count("pending_jobs")?,
+            dataset_bytes: count("dataset_bytes")?,
+        })
     }
 
     async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError> {

@@ -31,6 +31,12 @@ pub(super) const DELETE_USER_JOBS: &str =
 pub(super) const DELETE_USER_DATA_FILES: &str =
     "DELETE FROM data_files WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
 
+/// What counts against a user's quotas: its pending jobs and its datasets' bytes.
+pub(super) const USAGE: &str = "SELECT
+     (SELECT COUNT(*) FROM jobs WHERE owner_id = $1 AND status = 'PENDING') AS pending_jobs,
+     (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files WHERE owner_id = $1)
+         AS dataset_bytes";
+
 pub(super) const DELETE_USER: &str = "DELETE FROM users WHERE username = $1";
 
 pub(super) const USER_COUNT: &str = "SELECT COUNT(*) FROM users";

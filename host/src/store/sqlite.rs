@@ -35,6 +35,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         6,
         include_str!("../../migrations/sqlite/0006_fair_share.sql"),
     ),
+    (7, include_str!("../../migrations/sqlite/0007_quotas.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -83,6 +83,7 @@ for_each_backend!(
     a_claimed_job_is_listed_pending_until_it_starts,
     users_are_disabled_revoked_and_deleted_with_their_data,
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
+    a_user_s_usage_is_counted_for_quotas,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -1038,7 +1039,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
     pool.close().await;
 }
 
@@ -1181,4 +1182,22 @@ async fn a_user_s_backlog_does_not_hold_back_another_user_s_job(backend: Backend
     first_two.sort();
     assert_eq!(claim(2).await, first_two);
     assert_eq!(claim(1).await, [backlog[1].clone()]);
+}
+
+async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    assert_eq!(
+        store.usage(&alice.id).await.expect("usage"),
+        Usage::default()
+    );
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    store.insert_job(&new_job(&bob)).await.expect("insert");
+    upload(store, &alice, &[b"0 1 1\n", b"1 2 1\n"]).await;
+    let usage = store.usage(&alice.id).await.expect("usage");
+    assert_eq!(usage.pending_jobs, 2);
+    assert_eq!(usage.dataset_bytes, 12);
+    assert_eq!(store.usage(&bob.id).await.expect("usage").pending_jobs, 1);
 }
