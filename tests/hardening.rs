@@ -259,3 +259,38 @@ async fn a_user_s_datasets_are_capped_and_freed_by_deleting() {
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     assert_eq!(upload(600).await.unwrap().status(), StatusCode::CREATED);
 }
+
+#[tokio::test]
+async fn large_bodies_wait_for_room_in_the_budget_then_get_503() {
+    use tokio::io::AsyncWriteExt;
+
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-inflight-body-bytes", "4000000"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    // A 3.5 MB submission that stalls after its first bytes holds most of the budget.
+    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let mut stalled = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /problem/maxcut HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 3500000\r\n\r\n{{\"num_nodes\": 1, "
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+
+    let padded = serde_json::json!({"num_nodes": 1, "edges": [], "pad": "x".repeat(1_000_000)});
+    let response = server.post_json(&token, "/problem/maxcut", &padded).await;
+    assert_eq!(response.headers()["retry-after"], "1");
+    let body = expect_problem(response, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert_eq!(body["type"], "urn:caseload:problem:overloaded");
+    // A small body still fits beside it.
+    let small = serde_json::json!({"num_nodes": 2, "edges": [[0, 1, 1]]});
+    let response = server.post_json(&token, "/problem/maxcut", &small).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    // Once the stalled one is gone, the large one is read (and refused for its content).
+    drop(stalled);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let response = server.post_json(&token, "/problem/maxcut", &padded).await;
+    expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+}

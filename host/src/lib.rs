@@ -319,6 +319,11 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         job_limits,
     );
     state.max_dataset_bytes = args.max_dataset_bytes;
+    if let Some(bytes) = args.max_inflight_body_bytes {
+        // At least one inline body of the largest size must fit, or it would never be read.
+        let bytes = bytes.max(api::INLINE_BODY_LIMIT as u64);
+        state.body_budget = Arc::new(tokio::sync::Semaphore::new(api::kib(bytes)));
+    }
     state.quotas = api::Quotas {
         pending_jobs: args.max_pending_jobs_per_user,
         dataset_bytes: args.max_dataset_bytes_per_user,

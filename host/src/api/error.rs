@@ -27,6 +27,12 @@ pub enum ApiError {
     /// Too many failed logins from this address (or for this user from it): wait this long.
     #[error("too many failed logins; try again in {} s", .0.as_secs().max(1))]
     TooManyAttempts(std::time::Duration),
+    /// The server is holding as many request bodies as its budget allows: try again shortly.
+    #[error(
+        "the server is busy with other large requests; try again in {} s",
+        .0.as_secs().max(1)
+    )]
+    Overloaded(std::time::Duration),
     /// The user has as many jobs pending as its quota allows.
     #[error(
         "quota reached: {0} jobs pending, the most one user may have; submit more once some \
@@ -135,6 +141,7 @@ impl ApiError {
                 (StatusCode::UNPROCESSABLE_ENTITY, "idempotency-key-reused")
             }
             ApiError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting-down"),
+            ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -179,7 +186,7 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let ApiError::TooManyAttempts(wait) = &self {
+        if let ApiError::TooManyAttempts(wait) | ApiError::Overloaded(wait) = &self {
             // Whole seconds, rounded up: a client that waits as told is admitted.
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {

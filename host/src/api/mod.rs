@@ -64,6 +64,8 @@ pub struct AppState {
     pub max_dataset_bytes: u64,
     /// What one user may hold: pending jobs, and bytes of datasets.
     pub quotas: Quotas,
+    /// Inline job bodies being read and checked, in KiB, server-wide.
+    pub body_budget: Arc<tokio::sync::Semaphore>,
     /// The sha256 of the token `GET /metrics` asks for, if it asks for one.
     pub metrics_token_sha256: Option<[u8; 32]>,
     /// Whether tokens' users may still use them.
@@ -95,6 +97,9 @@ impl AppState {
             job_limits,
             max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
             quotas: Quotas::default(),
+            body_budget: Arc::new(tokio::sync::Semaphore::new(kib(
+                default_inflight_body_bytes(),
+            ))),
             metrics_token_sha256: None,
             user_access: Arc::default(),
         }
@@ -153,6 +158,25 @@ async fn run_with_permit<T: Send + 'static>(
         result
     })
     .await?)
+}
+
+/// `--max-inflight-body-bytes` when not given: a sixteenth of the machine's memory, between
+/// 64 MiB and 1 GiB (256 MiB where the memory cannot be read). A parsed JSON body takes
+/// several times its bytes, so this bounds the submissions' memory to a fraction of it.
+pub fn default_inflight_body_bytes() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|meminfo| {
+            let line = meminfo.lines().find(|line| line.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+    total.map_or(256 << 20, |total| (total / 16).clamp(64 << 20, 1 << 30))
+}
+
+/// Bytes as the body budget's permits, whole KiB rounded up.
+pub fn kib(bytes: u64) -> usize {
+    usize::try_from(bytes.div_ceil(1024)).unwrap_or(usize::MAX)
 }
 
 fn cpus() -> usize {

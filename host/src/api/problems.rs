@@ -65,6 +65,8 @@ async fn run_job(
     let plugin = resolve(&state, &problem_id)?;
     check_json_content_type(&headers)?;
     let idempotency_key = idempotency_key(&headers)?;
+    // Room in the server's budget for the body, held until the submission is answered.
+    let _room = body_room(&state, &headers).await?;
     let body = read_limited(&headers, body).await?;
     let idempotency = idempotency_key.map(|key| Idempotency {
         key,
@@ -78,7 +80,17 @@ async fn run_job(
     {
         return replay(&user, &plugin, idempotency, job_id, &request_hash);
     }
-    let body: Value = serde_json::from_slice(&body)
+    // Parsing a few MB and checking it against the schema take milliseconds of CPU: not on
+    // the async runtime's threads, and no more at once than there are CPUs.
+    let large = body.len() > BLOCKING_WORK_ABOVE;
+    let parsed = if large {
+        state
+            .run_blocking(move || serde_json::from_slice(&body))
+            .await?
+    } else {
+        serde_json::from_slice(&body)
+    };
+    let body: Value = parsed
         .map_err(|error| ApiError::BadRequest(format!("the body is not valid JSON: {error}")))?;
     let Value::Object(mut fields) = body else {
         return Err(invalid(
@@ -115,7 +127,19 @@ async fn run_job(
         }
         None => (Value::Object(fields), None),
     };
-    errors.extend(plugin.input_violations(&input));
+    let (input, violations) = if large || dataset.is_some() {
+        let checked = plugin.clone();
+        state
+            .run_blocking(move || {
+                let violations = checked.input_violations(&input);
+                (input, violations)
+            })
+            .await?
+    } else {
+        let violations = plugin.input_violations(&input);
+        (input, violations)
+    };
+    errors.extend(violations);
     let options = match options {
         Some(options) if errors.is_empty() => options,
         _ => {
@@ -275,6 +299,34 @@ fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 /// Reads the body if it is smaller than [`INLINE_BODY_LIMIT`]. A declared length at or over
 /// the limit is refused before a byte is read; a chunked body is refused as soon as it passes
 /// the limit. Either way the rest of the body is never kept.
+/// Bodies larger than this are parsed and checked on a blocking thread; smaller ones take
+/// microseconds, less than the hand-over would.
+const BLOCKING_WORK_ABOVE: usize = 64 << 10;
+
+/// How long a submission waits for room in the body budget before its 503.
+const BODY_ROOM_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Room for this request's body in the server-wide budget: its declared length, or the
+/// largest inline body when it declares none.
+async fn body_room(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok())
+        .unwrap_or(INLINE_BODY_LIMIT as u64)
+        .min(INLINE_BODY_LIMIT as u64);
+    let permits = u32::try_from(super::kib(declared).max(1)).unwrap_or(u32::MAX);
+    let budget = state.body_budget.clone();
+    match tokio::time::timeout(BODY_ROOM_PATIENCE, budget.acquire_many_owned(permits)).await {
+        Ok(Ok(permit)) => Ok(permit),
+        Ok(Err(error)) => Err(ApiError::Internal(error.to_string())),
+        Err(_) => Err(ApiError::Overloaded(std::time::Duration::from_secs(1))),
+    }
+}
+
 async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
     use futures_util::StreamExt;
 
