@@ -265,11 +265,11 @@ async fn large_bodies_wait_for_room_in_the_budget_then_get_503() {
     use tokio::io::AsyncWriteExt;
 
     let server = TestServer::start_with(ServerOptions {
-        args: &["--max-inflight-body-bytes", "4000000"],
+        args: &["--max-inflight-body-bytes", "64000000"],
         ..Default::default()
     });
     let token = server.admin_token().await;
-    // A 3.5 MB submission that stalls after its first bytes holds most of the budget.
+    // A 3.5 MB submission (56 MB of budget, parsed) that stalls after its first bytes.
     let address = server.base_url.trim_start_matches("http://").to_owned();
     let mut stalled = tokio::net::TcpStream::connect(&address).await.unwrap();
     let head = format!(

@@ -18,6 +18,10 @@
 //!    submission to `COMPLETED`, against one job slot (3 s) and against its wait first in,
 //!    first out (the backlog's length times 3 s over 2 workers).
 //!
+//! 4. **Large bodies.** 64 submissions of a 3.9 MB max-cut matrix, 32 at a time, while the
+//!    `/healthz` probe runs. It reports the burst's duration, the probe's latency, and the
+//!    server's peak and remaining resident memory (`VmHWM` and `VmRSS` of `/proc`).
+//!
 //! ```sh
 //! cargo bench -p caseload-host --bench abuse -- [--seconds 10]
 //! ```
@@ -33,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
+use futures_util::StreamExt;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 
@@ -147,6 +152,7 @@ async fn main() -> anyhow::Result<()> {
     connection_flood(&server, &args).await?;
     login_flood(&server, &args).await?;
     fair_share(&server, &args).await?;
+    large_bodies(&server).await?;
     Ok(())
 }
 
@@ -425,6 +431,98 @@ async fn fair_share(server: &Server, args: &Args) -> anyhow::Result<()> {
          first in, first out it would wait about {} s)",
         submitted.elapsed().as_secs_f64(),
         args.backlog * 3 / 2
+    );
+    Ok(())
+}
+
+/// A line of the server's `/proc/<pid>/status`, such as `VmHWM`, in MB.
+fn memory_mb(server: &Server, field: &str) -> f64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+    status
+        .lines()
+        .find(|line| line.starts_with(field))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|kib| kib.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+async fn large_bodies(server: &Server) -> anyhow::Result<()> {
+    println!("large bodies: 64 submissions of a 3.9 MB matrix, 32 at a time");
+    let client = Client::new();
+    let token = server.token(&client).await?;
+    let n = 1390;
+    let mut state = 11u64;
+    let matrix: Vec<Vec<u8>> = (0..n)
+        .map(|_| {
+            (0..n)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    0
+                })
+                .collect()
+        })
+        .collect();
+    let body = serde_json::to_vec(
+        &json!({"num_nodes": n, "adj_matrix": matrix, "options": {"time_limit_s": 1}}),
+    )?;
+    println!(
+        "  body: {:.1} MB; server resident before: {:.0} MB (peak so far {:.0} MB)",
+        body.len() as f64 / 1e6,
+        memory_mb(server, "VmRSS"),
+        memory_mb(server, "VmHWM")
+    );
+    let body = bytes::Bytes::from(body);
+    let started = Instant::now();
+    let burst = {
+        let client = client.clone();
+        let url = server.url("/problem/maxcut");
+        tokio::spawn(async move {
+            let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+            let mut answers = futures_util::stream::iter(0..64)
+                .map(|_| {
+                    client
+                        .post(&url)
+                        .bearer_auth(&token)
+                        .header("content-type", "application/json")
+                        .body(body.clone())
+                        .send()
+                })
+                .buffer_unordered(32);
+            while let Some(answer) = answers.next().await {
+                let status = answer.map_or(0, |response| response.status().as_u16());
+                *statuses.entry(status).or_default() += 1;
+            }
+            statuses
+        })
+    };
+    let mut probes = Vec::new();
+    let mut failures = 0;
+    while !burst.is_finished() {
+        let probe = Client::builder()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(5))
+            .build()?;
+        let sent = Instant::now();
+        match probe.get(server.url("/healthz")).send().await {
+            Ok(response) if response.status() == StatusCode::OK => probes.push(sent.elapsed()),
+            _ => failures += 1,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let statuses = burst.await?;
+    println!(
+        "  burst over in {:.1} s, answers by status {statuses:?}; /healthz meanwhile: {}, {failures} failed",
+        started.elapsed().as_secs_f64(),
+        summary(probes)
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    println!(
+        "  server resident: peak {:.0} MB, 2 s after the burst {:.0} MB",
+        memory_mb(server, "VmHWM"),
+        memory_mb(server, "VmRSS")
     );
     Ok(())
 }

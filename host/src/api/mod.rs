@@ -160,9 +160,14 @@ async fn run_with_permit<T: Send + 'static>(
     .await?)
 }
 
-/// `--max-inflight-body-bytes` when not given: a sixteenth of the machine's memory, between
-/// 64 MiB and 1 GiB (256 MiB where the memory cannot be read). A parsed JSON body takes
-/// several times its bytes, so this bounds the submissions' memory to a fraction of it.
+/// A parsed JSON body takes up to this many times its bytes (a `Value` per number of a
+/// matrix is 32 bytes or more, for 2 to 4 bytes of text): what a submission holds in the
+/// body budget.
+pub const PARSED_EXPANSION: u64 = 16;
+
+/// `--max-inflight-body-bytes` when not given: a thirty-second of the machine's memory,
+/// between 64 MiB and 512 MiB (256 MiB where the memory cannot be read), and never less than
+/// one inline body of the largest size, parsed.
 pub fn default_inflight_body_bytes() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -171,7 +176,14 @@ pub fn default_inflight_body_bytes() -> u64 {
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
             Some(kib * 1024)
         });
-    total.map_or(256 << 20, |total| (total / 16).clamp(64 << 20, 1 << 30))
+    total
+        .map_or(256 << 20, |total| (total / 32).clamp(64 << 20, 512 << 20))
+        .max(min_inflight_body_bytes())
+}
+
+/// The smallest body budget: one inline body of the largest size, parsed.
+pub fn min_inflight_body_bytes() -> u64 {
+    INLINE_BODY_LIMIT as u64 * PARSED_EXPANSION
 }
 
 /// Bytes as the body budget's permits, whole KiB rounded up.

@@ -127,17 +127,19 @@ async fn run_job(
         }
         None => (Value::Object(fields), None),
     };
+    // The parsed tree is dropped where it was checked: a large one takes milliseconds to
+    // write out and to free, which the async runtime's threads must not spend.
     let (input, violations) = if large || dataset.is_some() {
         let checked = plugin.clone();
         state
             .run_blocking(move || {
                 let violations = checked.input_violations(&input);
-                (input, violations)
+                (input.to_string(), violations)
             })
             .await?
     } else {
         let violations = plugin.input_violations(&input);
-        (input, violations)
+        (input.to_string(), violations)
     };
     errors.extend(violations);
     let options = match options {
@@ -152,7 +154,7 @@ async fn run_job(
         }
     };
 
-    let input = validate_with_plugin(&state, &plugin, input.to_string(), &options).await?;
+    let input = validate_with_plugin(&state, &plugin, input, &options).await?;
     // A dataset job reads its input from its own reference to the dataset's bytes; it stores
     // only the parameters given beside it, if any.
     let (input, dataset) = match dataset {
@@ -306,8 +308,8 @@ const BLOCKING_WORK_ABOVE: usize = 64 << 10;
 /// How long a submission waits for room in the body budget before its 503.
 const BODY_ROOM_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Room for this request's body in the server-wide budget: its declared length, or the
-/// largest inline body when it declares none.
+/// Room for this request's body in the server-wide budget: its declared length (or the
+/// largest inline body's, when it declares none) times what parsing it may take.
 async fn body_room(
     state: &AppState,
     headers: &HeaderMap,
@@ -318,7 +320,8 @@ async fn body_room(
         .and_then(|value| value.parse::<u64>().ok())
         .unwrap_or(INLINE_BODY_LIMIT as u64)
         .min(INLINE_BODY_LIMIT as u64);
-    let permits = u32::try_from(super::kib(declared).max(1)).unwrap_or(u32::MAX);
+    let permits =
+        u32::try_from(super::kib(declared * super::PARSED_EXPANSION).max(1)).unwrap_or(u32::MAX);
     let budget = state.body_budget.clone();
     match tokio::time::timeout(BODY_ROOM_PATIENCE, budget.acquire_many_owned(permits)).await {
         Ok(Ok(permit)) => Ok(permit),

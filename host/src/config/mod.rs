@@ -161,9 +161,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
     pub max_dataset_bytes: u64,
 
-    /// Bytes of inline job bodies the server reads and checks at once; beyond, a submission
-    /// waits up to 2 s for room, then gets 503 with Retry-After [default: a sixteenth of
-    /// the memory, 64 MiB to 1 GiB].
+    /// Memory for inline job bodies read and checked at once, each counted as 16 times its
+    /// declared length (what parsing it may take); beyond, a submission waits up to 2 s for
+    /// room, then gets 503 with Retry-After [default: a thirty-second of the memory, 64 MiB
+    /// to 512 MiB, at least 64 MB].
     #[arg(long, env = "CASELOAD_MAX_INFLIGHT_BODY_BYTES", value_parser = parse_bytes)]
     pub max_inflight_body_bytes: Option<u64>,
 
