@@ -222,13 +222,13 @@ async fn a_user_s_pending_jobs_are_capped_and_others_are_not_held_by_it() {
         "{body}"
     );
     // The quota is the user's own: another user submits as before.
-    let response = server
-        .post_json(
-            &other,
-            "/problem/maxcut",
-            &serde_json::json!({"num_nodes": 2, "edges": []}),
-        )
-        .await;
+    let tiny = serde_json::json!({"num_nodes": 2, "edges": []});
+    let response = server.post_json(&other, "/problem/maxcut", &tiny).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    // A quota of the user's own replaces the server's at once.
+    let (ok, output) = server.user_command(&["quota", "admin", "--pending-jobs", "100"], None);
+    assert!(ok, "{output}");
+    let response = server.post_json(&token, "/problem/maxcut", &tiny).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
 }
 
@@ -257,6 +257,10 @@ async fn a_user_s_datasets_are_capped_and_freed_by_deleting() {
     let id = first["data_file_identifier"].as_str().unwrap();
     let deleted = server.delete(&token, &format!("/data_file/{id}")).await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert_eq!(upload(600).await.unwrap().status(), StatusCode::CREATED);
+    // A larger quota of the user's own: the next upload fits.
+    let (ok, output) = server.user_command(&["quota", "admin", "--dataset-bytes", "2KiB"], None);
+    assert!(ok, "{output}");
     assert_eq!(upload(600).await.unwrap().status(), StatusCode::CREATED);
 }
 

@@ -34,7 +34,7 @@ use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
-use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError, UserChange};
+use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError, UserChange, UserQuotas};
 use crate::worker::{LocalJobs, WorkerPool};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
@@ -142,6 +142,18 @@ pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow
         UserCommand::Disable { name } => (name, UserChange::Disable, "disabled"),
         UserCommand::Enable { name } => (name, UserChange::Enable, "enabled"),
         UserCommand::Revoke { name } => (name, UserChange::RevokeTokens, "revoked the tokens of"),
+        UserCommand::Quota {
+            name,
+            pending_jobs,
+            dataset_bytes,
+        } => (
+            name,
+            UserChange::Quotas(UserQuotas {
+                pending_jobs: *pending_jobs,
+                dataset_bytes: *dataset_bytes,
+            }),
+            "set the quotas of",
+        ),
     };
     let store = open_store(storage).await?;
     if !store.update_user(name, &change).await? {

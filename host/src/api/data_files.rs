@@ -73,16 +73,17 @@ async fn upload(
         return Err(ApiError::DatasetTooLarge(limit));
     }
     // What the user's quota leaves; checked again as the bytes come.
-    let used = state.store.usage(&user.id).await?.dataset_bytes;
-    let room = state.quotas.dataset_bytes.saturating_sub(used);
+    let usage = state.store.usage(&user.id).await?;
+    let total = usage
+        .quotas
+        .dataset_bytes
+        .unwrap_or(state.quotas.dataset_bytes);
+    let room = total.saturating_sub(usage.dataset_bytes);
     if room == 0 || (!multipart && declared.is_some_and(|length| length > room)) {
         tokio::spawn(super::discard(request.into_body().into_data_stream()));
-        return Err(ApiError::DatasetBytesQuota(state.quotas.dataset_bytes));
+        return Err(ApiError::DatasetBytesQuota(total));
     }
-    let quota = Quota {
-        room,
-        total: state.quotas.dataset_bytes,
-    };
+    let quota = Quota { room, total };
 
     let file = if multipart {
         let form = Multipart::from_request(request, &state)

@@ -164,8 +164,13 @@ async fn run_job(
     };
 
     // Counted, not reserved: submissions racing each other may pass the quota by a few.
-    if state.store.usage(&user.id).await?.pending_jobs >= state.quotas.pending_jobs {
-        return Err(ApiError::PendingJobsQuota(state.quotas.pending_jobs));
+    let usage = state.store.usage(&user.id).await?;
+    let quota = usage
+        .quotas
+        .pending_jobs
+        .unwrap_or(state.quotas.pending_jobs);
+    if usage.pending_jobs >= quota {
+        return Err(ApiError::PendingJobsQuota(quota));
     }
     let job = NewJob {
         id: uuid::Uuid::now_v7().to_string(),

@@ -62,6 +62,16 @@ pub enum UserCommand {
     Enable { name: String },
     /// Make every token issued to a user until now stop working; it can log in again.
     Revoke { name: String },
+    /// Set a user's own quotas; a flag left out means the server's default for it.
+    Quota {
+        name: String,
+        /// Jobs the user may have pending at once.
+        #[arg(long)]
+        pending_jobs: Option<u64>,
+        /// Bytes of datasets the user may keep (`500MiB`, `20GiB`...).
+        #[arg(long, value_parser = parse_bytes)]
+        dataset_bytes: Option<u64>,
+    },
     /// Delete a user with its jobs and data files (refused while a job of it is pending or
     /// running).
     Delete { name: String },

@@ -75,11 +75,19 @@ pub struct UserAccess {
     pub tokens_valid_after: i64,
 }
 
-/// What counts against a user's quotas.
+/// What counts against a user's quotas, and the user's own quotas.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub pending_jobs: u64,
     pub dataset_bytes: u64,
+    pub quotas: UserQuotas,
+}
+
+/// A user's own quotas; `None` is the server's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserQuotas {
+    pub pending_jobs: Option<u64>,
+    pub dataset_bytes: Option<u64>,
 }
 
 /// What `caseload user` changes of a user.
@@ -91,6 +99,8 @@ pub enum UserChange {
     RevokeTokens,
     /// A new password hash; the tokens issued until now stop working too.
     Password(String),
+    /// The user's own quotas, both replaced.
+    Quotas(UserQuotas),
 }
 
 /// What a job is doing, as clients see it.

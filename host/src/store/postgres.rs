@@ -37,6 +37,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/postgres/0006_fair_share.sql"),
     ),
     (7, include_str!("../../migrations/postgres/0007_quotas.sql")),
+    (
+        8,
+        include_str!("../../migrations/postgres/0008_user_quotas.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -13,8 +13,8 @@ use super::batch::{Batcher, Outcome, Write};
 use super::{
     CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
     JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
-    StoreError, Usage, User, UserAccess, UserChange, claim_from_row, data_file_from_row,
-    execution_from_row, now_millis, sql, summary_from_row, user_conflict,
+    StoreError, Usage, User, UserAccess, UserChange, UserQuotas, claim_from_row,
+    data_file_from_row, execution_from_row, now_millis, sql, summary_from_row, user_conflict,
 };
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -379,9 +379,17 @@ where
             let value: i64 = row.try_get(column)?;
             Ok(u64::try_from(value).unwrap_or(0))
         };
+        let quota = |column: &str| -> Result<Option<u64>, StoreError> {
+            let value: Option<i64> = row.try_get(column)?;
+            Ok(value.map(|value| u64::try_from(value).unwrap_or(0)))
+        };
         Ok(Usage {
             pending_jobs: count("pending_jobs")?,
             dataset_bytes: count("dataset_bytes")?,
+            quotas: UserQuotas {
+                pending_jobs: quota("max_pending_jobs")?,
+                dataset_bytes: quota("max_dataset_bytes")?,
+            },
         })
     }
 
@@ -400,6 +408,14 @@ where
                 .bind(username)
                 .bind(hash.as_str())
                 .bind(now_millis()),
+            UserChange::Quotas(quotas) => {
+                let stored =
+                    |quota: Option<u64>| quota.map(|quota| quota.min(i64::MAX as u64) as i64);
+                sqlx::query(sql::SET_USER_QUOTAS)
+                    .bind(username)
+                    .bind(stored(quotas.pending_jobs))
+                    .bind(stored(quotas.dataset_bytes))
+            }
         };
         let result = query.execute(self.writer()).await?;
         Ok(B::rows_affected(&result) > 0)

@@ -35,7 +35,12 @@ pub(super) const DELETE_USER_DATA_FILES: &str =
 pub(super) const USAGE: &str = "SELECT
      (SELECT COUNT(*) FROM jobs WHERE owner_id = $1 AND status = 'PENDING') AS pending_jobs,
      (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files WHERE owner_id = $1)
-         AS dataset_bytes";
+         AS dataset_bytes,
+     (SELECT max_pending_jobs FROM users WHERE id = $1) AS max_pending_jobs,
+     (SELECT max_dataset_bytes FROM users WHERE id = $1) AS max_dataset_bytes";
+
+pub(super) const SET_USER_QUOTAS: &str =
+    "UPDATE users SET max_pending_jobs = $2, max_dataset_bytes = $3 WHERE username = $1";
 
 pub(super) const DELETE_USER: &str = "DELETE FROM users WHERE username = $1";
 

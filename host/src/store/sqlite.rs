@@ -36,6 +36,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/sqlite/0006_fair_share.sql"),
     ),
     (7, include_str!("../../migrations/sqlite/0007_quotas.sql")),
+    (
+        8,
+        include_str!("../../migrations/sqlite/0008_user_quotas.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -1039,7 +1039,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
     pool.close().await;
 }
 
@@ -1199,5 +1199,17 @@ async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
     let usage = store.usage(&alice.id).await.expect("usage");
     assert_eq!(usage.pending_jobs, 2);
     assert_eq!(usage.dataset_bytes, 12);
+    assert_eq!(usage.quotas, UserQuotas::default());
+    let own = UserQuotas {
+        pending_jobs: Some(5),
+        dataset_bytes: None,
+    };
+    assert!(
+        store
+            .update_user("alice", &UserChange::Quotas(own))
+            .await
+            .expect("quota")
+    );
+    assert_eq!(store.usage(&alice.id).await.expect("usage").quotas, own);
     assert_eq!(store.usage(&bob.id).await.expect("usage").pending_jobs, 1);
 }
