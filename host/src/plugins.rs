@@ -478,8 +478,8 @@ pub fn is_plugin_file_name(path: &Path) -> bool {
         .is_some_and(|name| name.ends_with(".wasm") && !name.starts_with('.'))
 }
 
-/// `sha256:<hex>` of a component's bytes.
-fn digest(wasm: &[u8]) -> String {
+/// `sha256:<hex>` of a component's bytes: what `GET /problem` shows as its `digest`.
+pub fn digest(wasm: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(wasm)))
 }
 

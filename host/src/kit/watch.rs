@@ -10,10 +10,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use notify::{Event, EventKind, RecursiveMode, Watcher};
-use sha2::{Digest, Sha256};
 
 use super::build::{BuildOptions, build_project};
 use super::check::{CheckOptions, Checker};
+use crate::plugins::digest;
 
 /// Changes closer together than this make one rebuild: an editor's save is several events.
 const QUIET: Duration = Duration::from_millis(200);
@@ -198,10 +198,6 @@ fn is_source_change(dir: &Path, event: &Event) -> bool {
                 part == "target" || part == "__pycache__" || part.starts_with('.')
             })
         })
-}
-
-fn digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 fn seconds(since: Instant) -> String {
