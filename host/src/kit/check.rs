@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::config::UseCaseLimits;
+use crate::options::JobOptions;
 use crate::plugins::{Plugin, PluginRegistry, PluginSource};
 use crate::runtime::{
     BoundedLog, CallError, ExecutionObserver, Limits, PLUGIN_WORLD, RunOptions, Runtime,
@@ -43,17 +45,14 @@ pub struct Checker {
     call_limits: Limits,
 }
 
-/// The server's default memory cap of one instance (`--memory-limit-mib`).
-const MEMORY_BYTES: usize = 512 << 20;
-
 impl Checker {
     pub fn new(options: CheckOptions) -> anyhow::Result<Checker> {
         // As the server's engine: a pool, so that a component too large for its slots is
         // refused here as it would be there. Two slots: a check makes one call at a time.
+        let memory_bytes = Limits::default().memory_bytes;
         let runtime =
-            Runtime::with_config(&RuntimeConfig::default().with_pooling(MEMORY_BYTES, 2))?;
+            Runtime::with_config(&RuntimeConfig::default().with_pooling(memory_bytes, 2))?;
         let call_limits = Limits {
-            memory_bytes: MEMORY_BYTES,
             wall_time: Duration::from_secs(5),
             ..Limits::default()
         };
@@ -185,16 +184,23 @@ impl Checker {
             .map_err(|error| format!("validating it: {}", call_error_text(&error)))?;
         let validated_in = started.elapsed();
 
+        // A job's limits as the server derives them, its grace after the time limit included.
         let time_limit = self.options.time_limit;
-        let limits = Limits {
-            memory_bytes: MEMORY_BYTES,
-            // The server's grace after a job's time limit.
-            wall_time: time_limit + (time_limit / 10).max(Duration::from_secs(1)),
-            ..Limits::default()
+        let job = JobOptions {
+            time_limit_ms: time_limit.as_millis() as u64,
+            seed: 0,
+            max_iterations: None,
+            memory_limit_mib: None,
         };
+        let limits = UseCaseLimits {
+            default_time_limit: time_limit,
+            max_time_limit: time_limit,
+            sandbox: Limits::default(),
+        }
+        .for_run(&job);
         let options = RunOptions {
             time_limit,
-            seed: 0,
+            seed: job.seed,
             max_iterations: None,
         };
         let started = Instant::now();
