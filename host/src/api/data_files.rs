@@ -58,10 +58,7 @@ async fn upload(
     let limit = state.max_dataset_bytes;
     let headers = request.headers().clone();
     let content_type = essence(&headers);
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok());
+    let declared = super::declared_length(&headers);
     let multipart = content_type.as_deref() == Some("multipart/form-data");
     let allowance = if multipart {
         limit + MULTIPART_OVERHEAD

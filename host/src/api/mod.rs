@@ -332,6 +332,14 @@ async fn metrics(
     ))
 }
 
+/// The body length a request declares (`Content-Length`), if it declares one that parses.
+fn declared_length(headers: &axum::http::HeaderMap) -> Option<u64> {
+    headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok())
+}
+
 /// Reads and drops what a refused client is still sending, a bounded amount for a bounded
 /// time, so that the connection closes cleanly and the client reads its error rather than a
 /// reset. Nothing is kept.

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::options::parse_options;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
-use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path};
+use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
 use crate::auth::AuthUser;
 use crate::options::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
@@ -319,10 +319,7 @@ async fn body_room(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok())
+    let declared = declared_length(headers)
         .unwrap_or(INLINE_BODY_LIMIT as u64)
         .min(INLINE_BODY_LIMIT as u64);
     let permits =
@@ -338,10 +335,7 @@ async fn body_room(
 async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
     use futures_util::StreamExt;
 
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok());
+    let declared = declared_length(headers);
     let mut stream = body.into_data_stream();
     if declared.is_some_and(|length| length >= INLINE_BODY_LIMIT as u64) {
         // The 413 goes out before the body is read, so a client waiting for `100 Continue`
