@@ -467,7 +467,7 @@ async fn uploads_over_the_cap_or_cut_off_leave_nothing() {
     assert_eq!(upload_rows(&server).await, (1, 1, 3));
 
     // Cut off: the client announces 3 MiB, sends 2.5 and hangs up.
-    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let address = server.address();
     let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
     let head = format!(
         "POST /data_file HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\

@@ -129,7 +129,7 @@ async fn silent_connections_are_closed_and_cannot_keep_a_new_client_out() {
         args: &["--max-connections", "40", "--header-timeout", "2s"],
         ..Default::default()
     });
-    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let address = server.address();
     let mut silent = Vec::new();
     for _ in 0..200 {
         silent.push(tokio::net::TcpStream::connect(&address).await.unwrap());
@@ -161,7 +161,7 @@ async fn a_stalled_upload_is_cut_off_and_leaves_nothing_behind() {
         ..Default::default()
     });
     let token = server.admin_token().await;
-    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let address = server.address();
     let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
     let head = format!(
         "POST /data_file HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
@@ -274,7 +274,7 @@ async fn large_bodies_wait_for_room_in_the_budget_then_get_503() {
     });
     let token = server.admin_token().await;
     // A 3.5 MB submission (56 MB of budget, parsed) that stalls after its first bytes.
-    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let address = server.address();
     let mut stalled = tokio::net::TcpStream::connect(&address).await.unwrap();
     let head = format!(
         "POST /problem/maxcut HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\

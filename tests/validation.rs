@@ -178,7 +178,7 @@ async fn an_oversized_declared_body_is_refused_before_it_is_sent() {
 
     let server = TestServer::start();
     let token = server.admin_token().await;
-    let address = server.base_url.trim_start_matches("http://").to_owned();
+    let address = server.address();
     // Without and with `Expect: 100-continue`: the second client must get its 413 straight
     // away, never a `100 Continue` asking for the body.
     for expect in ["", "Expect: 100-continue\r\n"] {

@@ -192,6 +192,11 @@ impl TestServer {
         std::mem::replace(&mut self.data_dir, placeholder)
     }
 
+    /// `host:port`, for a raw TCP connection.
+    pub fn address(&self) -> String {
+        self.base_url.trim_start_matches("http://").to_owned()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }
