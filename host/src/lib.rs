@@ -332,9 +332,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     );
     state.max_dataset_bytes = args.max_dataset_bytes;
     if let Some(bytes) = args.max_inflight_body_bytes {
-        // At least one inline body of the largest size must fit, or it would never be read.
-        let bytes = bytes.max(api::min_inflight_body_bytes());
-        state.body_budget = Arc::new(tokio::sync::Semaphore::new(api::kib(bytes)));
+        state.body_budget = api::BodyBudget::new(bytes);
     }
     state.quotas = api::Quotas {
         pending_jobs: args.max_pending_jobs_per_user,

@@ -1,6 +1,7 @@
 //! The HTTP API: the router, its shared state and middleware, one module per route group.
 
 mod bearer;
+mod body_budget;
 mod data_files;
 mod error;
 mod jobs;
@@ -24,6 +25,7 @@ use axum::response::IntoResponse;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
+pub use self::body_budget::BodyBudget;
 pub use self::error::ApiError;
 use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;
@@ -65,7 +67,7 @@ pub struct AppState {
     /// What one user may hold: pending jobs, and bytes of datasets.
     pub quotas: Quotas,
     /// Inline job bodies being read and checked, in KiB, server-wide.
-    pub body_budget: Arc<tokio::sync::Semaphore>,
+    pub body_budget: BodyBudget,
     /// The sha256 of the token `GET /metrics` asks for, if it asks for one.
     pub metrics_token_sha256: Option<[u8; 32]>,
     /// Whether tokens' users may still use them.
@@ -97,9 +99,7 @@ impl AppState {
             job_limits,
             max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
             quotas: Quotas::default(),
-            body_budget: Arc::new(tokio::sync::Semaphore::new(kib(
-                default_inflight_body_bytes(),
-            ))),
+            body_budget: BodyBudget::default(),
             metrics_token_sha256: None,
             user_access: Arc::default(),
         }
@@ -158,37 +158,6 @@ async fn run_with_permit<T: Send + 'static>(
         result
     })
     .await?)
-}
-
-/// A parsed JSON body takes up to this many times its bytes (a `Value` per number of a
-/// matrix is 32 bytes or more, for 2 to 4 bytes of text): what a submission holds in the
-/// body budget.
-pub const PARSED_EXPANSION: u64 = 16;
-
-/// `--max-inflight-body-bytes` when not given: a thirty-second of the machine's memory,
-/// between 64 MiB and 512 MiB (256 MiB where the memory cannot be read), and never less than
-/// one inline body of the largest size, parsed.
-pub fn default_inflight_body_bytes() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|meminfo| {
-            let line = meminfo.lines().find(|line| line.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024)
-        });
-    total
-        .map_or(256 << 20, |total| (total / 32).clamp(64 << 20, 512 << 20))
-        .max(min_inflight_body_bytes())
-}
-
-/// The smallest body budget: one inline body of the largest size, parsed.
-pub fn min_inflight_body_bytes() -> u64 {
-    INLINE_BODY_LIMIT as u64 * PARSED_EXPANSION
-}
-
-/// Bytes as the body budget's permits, whole KiB rounded up.
-pub fn kib(bytes: u64) -> usize {
-    usize::try_from(bytes.div_ceil(1024)).unwrap_or(usize::MAX)
 }
 
 fn cpus() -> usize {

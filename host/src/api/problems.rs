@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Map, Value};
 
+use super::body_budget::BodyRoom;
 use super::options::parse_options;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
@@ -310,26 +311,13 @@ fn check_json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 /// microseconds, less than the hand-over would.
 const BLOCKING_WORK_ABOVE: usize = 64 << 10;
 
-/// How long a submission waits for room in the body budget before its 503.
-const BODY_ROOM_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Room for this request's body in the server-wide budget: its declared length (or the
-/// largest inline body's, when it declares none) times what parsing it may take.
-async fn body_room(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+/// Room for this request's body in the server's budget: its declared length, or the
+/// largest inline body's when it declares none.
+async fn body_room(state: &AppState, headers: &HeaderMap) -> Result<BodyRoom, ApiError> {
     let declared = declared_length(headers)
         .unwrap_or(INLINE_BODY_LIMIT as u64)
         .min(INLINE_BODY_LIMIT as u64);
-    let permits =
-        u32::try_from(super::kib(declared * super::PARSED_EXPANSION).max(1)).unwrap_or(u32::MAX);
-    let budget = state.body_budget.clone();
-    match tokio::time::timeout(BODY_ROOM_PATIENCE, budget.acquire_many_owned(permits)).await {
-        Ok(Ok(permit)) => Ok(permit),
-        Ok(Err(error)) => Err(ApiError::Internal(error.to_string())),
-        Err(_) => Err(ApiError::Overloaded(std::time::Duration::from_secs(1))),
-    }
+    state.body_budget.room(declared).await
 }
 
 async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, ApiError> {
