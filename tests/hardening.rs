@@ -265,6 +265,39 @@ async fn a_user_s_datasets_are_capped_and_freed_by_deleting() {
 }
 
 #[tokio::test]
+async fn a_user_s_stored_outputs_are_capped() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-output-bytes-per-user", "1000"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    server.add_user("other", "other's password");
+    let other = server.token("other", "other's password").await;
+    // 600 nodes and no edges: an output of more than 1,000 bytes (the assignment alone).
+    let large = serde_json::json!({"num_nodes": 600, "edges": []});
+    let job = server.launch(&token, "maxcut", &large).await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
+    let refused = server.post_json(&token, "/problem/maxcut", &large).await;
+    let body = expect_problem(refused, StatusCode::INSUFFICIENT_STORAGE).await;
+    assert_eq!(body["type"], "urn:caseload:problem:quota-output-bytes");
+    assert!(
+        body["detail"].as_str().unwrap().contains("1000 bytes"),
+        "{body}"
+    );
+    // Another user's outputs are counted apart.
+    let response = server.post_json(&other, "/problem/maxcut", &large).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    // A larger quota of the user's own lets it submit again.
+    let (ok, output) = server.user_command(&["quota", "admin", "--output-bytes", "1MiB"], None);
+    assert!(ok, "{output}");
+    let response = server.post_json(&token, "/problem/maxcut", &large).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
 async fn large_bodies_wait_for_room_in_the_budget_then_get_503() {
     use tokio::io::AsyncWriteExt;
 

@@ -146,11 +146,13 @@ pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow
             name,
             pending_jobs,
             dataset_bytes,
+            output_bytes,
         } => (
             name,
             UserChange::Quotas(UserQuotas {
                 pending_jobs: *pending_jobs,
                 dataset_bytes: *dataset_bytes,
+                output_bytes: *output_bytes,
             }),
             "set the quotas of",
         ),
@@ -337,6 +339,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     state.quotas = api::Quotas {
         pending_jobs: args.max_pending_jobs_per_user,
         dataset_bytes: args.max_dataset_bytes_per_user,
+        output_bytes: args.max_output_bytes_per_user,
     };
     state.metrics_token_sha256 = args
         .metrics_token

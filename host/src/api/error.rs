@@ -45,6 +45,12 @@ pub enum ApiError {
          delete some (DELETE /data_file/<id>)"
     )]
     DatasetBytesQuota(u64),
+    /// The user's stored job outputs take all of its storage quota for them.
+    #[error(
+        "quota reached: your jobs' outputs take {0} bytes, the most one user may store; \
+         submit more once retention deletes old jobs, or ask for a larger quota"
+    )]
+    OutputBytesQuota(u64),
     /// The resource does not exist, or belongs to someone else.
     #[error("{0}")]
     NotFound(String),
@@ -126,6 +132,9 @@ impl ApiError {
             ApiError::PendingJobsQuota(_) => (StatusCode::TOO_MANY_REQUESTS, "quota-pending-jobs"),
             ApiError::DatasetBytesQuota(_) => {
                 (StatusCode::INSUFFICIENT_STORAGE, "quota-dataset-bytes")
+            }
+            ApiError::OutputBytesQuota(_) => {
+                (StatusCode::INSUFFICIENT_STORAGE, "quota-output-bytes")
             }
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),

@@ -169,6 +169,7 @@ fn cpus() -> usize {
 pub struct Quotas {
     pub pending_jobs: u64,
     pub dataset_bytes: u64,
+    pub output_bytes: u64,
 }
 
 impl Default for Quotas {
@@ -176,6 +177,7 @@ impl Default for Quotas {
         Quotas {
             pending_jobs: 10_000,
             dataset_bytes: 10 << 30,
+            output_bytes: 10 << 30,
         }
     }
 }

@@ -173,6 +173,13 @@ async fn run_job(
     if usage.pending_jobs >= quota {
         return Err(ApiError::PendingJobsQuota(quota));
     }
+    let quota = usage
+        .quotas
+        .output_bytes
+        .unwrap_or(state.quotas.output_bytes);
+    if usage.output_bytes >= quota {
+        return Err(ApiError::OutputBytesQuota(quota));
+    }
     let job = NewJob {
         id: uuid::Uuid::now_v7().to_string(),
         owner_id: user.id.clone(),

@@ -71,6 +71,9 @@ pub enum UserCommand {
         /// Bytes of datasets the user may keep (`500MiB`, `20GiB`...).
         #[arg(long, value_parser = parse_bytes)]
         dataset_bytes: Option<u64>,
+        /// Bytes of job outputs the user may keep (`1GiB`...).
+        #[arg(long, value_parser = parse_bytes)]
+        output_bytes: Option<u64>,
     },
     /// Delete a user with its jobs and data files (refused while a job of it is pending or
     /// running).
@@ -189,6 +192,11 @@ pub struct ServeArgs {
     /// Bytes of datasets one user may keep (`10GiB`, ...); an upload beyond is answered 507.
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES_PER_USER", default_value = "10GiB", value_parser = parse_bytes)]
     pub max_dataset_bytes_per_user: u64,
+
+    /// Bytes of job outputs one user may keep until retention deletes them; a submission
+    /// while they are reached is answered 507.
+    #[arg(long, env = "CASELOAD_MAX_OUTPUT_BYTES_PER_USER", default_value = "10GiB", value_parser = parse_bytes)]
+    pub max_output_bytes_per_user: u64,
 
     /// The longest a connection may take to send a request's headers, from its start or its
     /// previous response (so also how long an idle keep-alive connection stays open).

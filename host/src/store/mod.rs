@@ -80,6 +80,7 @@ pub struct UserAccess {
 pub struct Usage {
     pub pending_jobs: u64,
     pub dataset_bytes: u64,
+    pub output_bytes: u64,
     pub quotas: UserQuotas,
 }
 
@@ -88,6 +89,7 @@ pub struct Usage {
 pub struct UserQuotas {
     pub pending_jobs: Option<u64>,
     pub dataset_bytes: Option<u64>,
+    pub output_bytes: Option<u64>,
 }
 
 /// What `caseload user` changes of a user.

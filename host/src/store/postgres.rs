@@ -41,6 +41,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         8,
         include_str!("../../migrations/postgres/0008_user_quotas.sql"),
     ),
+    (
+        9,
+        include_str!("../../migrations/postgres/0009_output_quota.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

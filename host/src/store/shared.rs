@@ -295,9 +295,11 @@ where
         .execute(&mut *connection)
         .await?;
     if let Some(output) = &end.output {
+        let bytes = i64::try_from(output.len()).unwrap_or(i64::MAX);
         sqlx::query(sql::INSERT_OUTPUT)
             .bind(&lease.job_id)
             .bind(output)
+            .bind(bytes)
             .execute(&mut *connection)
             .await?;
     }
@@ -386,9 +388,11 @@ where
         Ok(Usage {
             pending_jobs: count("pending_jobs")?,
             dataset_bytes: count("dataset_bytes")?,
+            output_bytes: count("output_bytes")?,
             quotas: UserQuotas {
                 pending_jobs: quota("max_pending_jobs")?,
                 dataset_bytes: quota("max_dataset_bytes")?,
+                output_bytes: quota("max_output_bytes")?,
             },
         })
     }
@@ -415,6 +419,7 @@ where
                     .bind(username)
                     .bind(stored(quotas.pending_jobs))
                     .bind(stored(quotas.dataset_bytes))
+                    .bind(stored(quotas.output_bytes))
             }
         };
         let result = query.execute(self.writer()).await?;
@@ -602,11 +607,24 @@ where
     }
 
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {
-        let deleted = sqlx::query(sql::PURGE_FINISHED)
+        let mut transaction = self.writer().begin().await?;
+        let up_to: Option<i64> = sqlx::query_scalar(sql::PURGE_UP_TO)
             .bind(ended_before)
             .bind(i64::from(batch))
-            .execute(self.writer())
+            .fetch_one(&mut *transaction)
             .await?;
+        let Some(up_to) = up_to else {
+            return Ok(0);
+        };
+        sqlx::query(sql::UNCOUNT_PURGED_OUTPUTS)
+            .bind(up_to)
+            .execute(&mut *transaction)
+            .await?;
+        let deleted = sqlx::query(sql::PURGE_FINISHED)
+            .bind(up_to)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
         Ok(Self::rows_affected(&deleted))
     }
 

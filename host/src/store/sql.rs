@@ -31,16 +31,18 @@ pub(super) const DELETE_USER_JOBS: &str =
 pub(super) const DELETE_USER_DATA_FILES: &str =
     "DELETE FROM data_files WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
 
-/// What counts against a user's quotas: its pending jobs and its datasets' bytes.
+/// What counts against a user's quotas: its pending jobs, its datasets' bytes and its
+/// outputs' bytes (a running total, see migration 0009).
 pub(super) const USAGE: &str = "SELECT
      (SELECT COUNT(*) FROM jobs WHERE owner_id = $1 AND status = 'PENDING') AS pending_jobs,
      (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files WHERE owner_id = $1)
          AS dataset_bytes,
-     (SELECT max_pending_jobs FROM users WHERE id = $1) AS max_pending_jobs,
-     (SELECT max_dataset_bytes FROM users WHERE id = $1) AS max_dataset_bytes";
+     output_bytes, max_pending_jobs, max_dataset_bytes, max_output_bytes
+     FROM users WHERE id = $1";
 
-pub(super) const SET_USER_QUOTAS: &str =
-    "UPDATE users SET max_pending_jobs = $2, max_dataset_bytes = $3 WHERE username = $1";
+pub(super) const SET_USER_QUOTAS: &str = "UPDATE users
+     SET max_pending_jobs = $2, max_dataset_bytes = $3, max_output_bytes = $4
+     WHERE username = $1";
 
 pub(super) const DELETE_USER: &str = "DELETE FROM users WHERE username = $1";
 
@@ -136,7 +138,9 @@ pub(super) const RELEASE_UNSTARTED: &str = "UPDATE jobs
          attempts = attempts - 1, lease_expires_at = NULL
      WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'";
 
-pub(super) const INSERT_OUTPUT: &str = "INSERT INTO job_outputs (job_id, output) VALUES ($1, $2)";
+/// The trigger `job_outputs_counted` adds `$3` to the owner's `users.output_bytes`.
+pub(super) const INSERT_OUTPUT: &str =
+    "INSERT INTO job_outputs (job_id, output, bytes) VALUES ($1, $2, $3)";
 
 /// Expired leases (or, with `$3`, every running job) go back to the queue, or fail once they
 /// used their attempts. The token is bumped, so the lost worker's late writes change nothing.
@@ -160,9 +164,22 @@ pub(super) const ABANDON_UNSTARTED: &str = "INSERT INTO executions (id, job_id, 
 pub(super) const LOST_BEFORE_START: &str =
     "its worker stopped before this attempt started (the process died or was cut off)";
 
-pub(super) const PURGE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (
-         SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < $1
-         ORDER BY ended_at LIMIT $2)";
+/// Retention goes in batches of jobs that ended at or before a time: the last end among the
+/// oldest `$2` that ended before `$1`.
+pub(super) const PURGE_UP_TO: &str = "SELECT MAX(ended_at) FROM (
+         SELECT ended_at FROM jobs WHERE ended_at IS NOT NULL AND ended_at < $1
+         ORDER BY ended_at LIMIT $2) AS batch";
+
+/// The outputs about to be purged come off their owners' running totals.
+pub(super) const UNCOUNT_PURGED_OUTPUTS: &str = "UPDATE users
+     SET output_bytes = output_bytes - (
+         SELECT COALESCE(SUM(job_outputs.bytes), 0) FROM job_outputs
+         JOIN jobs ON jobs.id = job_outputs.job_id
+         WHERE jobs.owner_id = users.id AND jobs.ended_at IS NOT NULL AND jobs.ended_at <= $1)
+     WHERE id IN (SELECT owner_id FROM jobs WHERE ended_at IS NOT NULL AND ended_at <= $1)";
+
+pub(super) const PURGE_FINISHED: &str =
+    "DELETE FROM jobs WHERE ended_at IS NOT NULL AND ended_at <= $1";
 
 /// The message of an execution whose worker stopped renewing its lease.
 pub(super) const WORKER_LOST: &str =

@@ -40,6 +40,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         8,
         include_str!("../../migrations/sqlite/0008_user_quotas.sql"),
     ),
+    (
+        9,
+        include_str!("../../migrations/sqlite/0009_output_quota.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -570,6 +570,7 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
     }
     let pending = new_job(&alice);
     store.insert_job(&pending).await.expect("insert");
+    assert_eq!(store.usage(&alice.id).await.expect("usage").output_bytes, 3);
 
     let cutoff = now_millis() - 86_400_000;
     assert_eq!(store.purge_finished(cutoff, 1).await.expect("purge"), 1);
@@ -594,6 +595,8 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
         job(store, &alice, &pending.id).await.status,
         JobStatus::Pending
     );
+    // The purged outputs came off alice's running total; the kept one still counts.
+    assert_eq!(store.usage(&alice.id).await.expect("usage").output_bytes, 1);
 }
 
 /// Replicas wake each other: a job inserted through one store wakes the workers of another.
@@ -1039,7 +1042,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     pool.close().await;
 }
 
@@ -1203,6 +1206,7 @@ async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
     let own = UserQuotas {
         pending_jobs: Some(5),
         dataset_bytes: None,
+        output_bytes: Some(1 << 20),
     };
     assert!(
         store
