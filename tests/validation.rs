@@ -59,6 +59,11 @@ async fn invalid_max_cut_input_lists_every_violation() {
             vec!["/options/time_limit_s"],
         ),
         (
+            "priority beyond 9",
+            json!({"num_nodes": 1, "adj_matrix": [[0]], "options": {"priority": 10}}),
+            vec!["/options/priority"],
+        ),
+        (
             "unknown option",
             json!({"num_nodes": 1, "adj_matrix": [[0]], "options": {"speed": 11}}),
             vec!["/options/speed"],

@@ -213,6 +213,7 @@ fn main() -> anyhow::Result<()> {
                 seed: 1,
                 max_iterations: Some(args.budget),
                 memory_limit_mib: None,
+                priority: 0,
             };
             let runs = args.ratio_runs.max(1);
             let (mut native, mut sandboxed) = (f64::INFINITY, f64::INFINITY);

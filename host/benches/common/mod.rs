@@ -85,6 +85,7 @@ pub fn timed(seconds: f64, seed: u64) -> JobOptions {
         seed,
         max_iterations: None,
         memory_limit_mib: None,
+        priority: 0,
     }
 }
 

@@ -43,10 +43,8 @@ impl BodyBudget {
     /// Room for a body of `declared` bytes as parsed, held until the returned guard drops;
     /// after [`PATIENCE`] without room, the 503 to answer.
     pub async fn room(&self, declared: u64) -> Result<BodyRoom, ApiError> {
-        let permits =
-            u32::try_from(kib(declared * PARSED_EXPANSION).max(1)).unwrap_or(u32::MAX);
-        match tokio::time::timeout(PATIENCE, self.permits.clone().acquire_many_owned(permits))
-            .await
+        let permits = u32::try_from(kib(declared * PARSED_EXPANSION).max(1)).unwrap_or(u32::MAX);
+        match tokio::time::timeout(PATIENCE, self.permits.clone().acquire_many_owned(permits)).await
         {
             Ok(Ok(permit)) => Ok(BodyRoom {
                 permit: Some(permit),

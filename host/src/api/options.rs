@@ -21,6 +21,7 @@ pub fn parse_options(
         seed: rand::random::<u32>() as u64,
         max_iterations: None,
         memory_limit_mib: None,
+        priority: 0,
     };
     let error = |field: &str, message: String| Violation::new(format!("/options{field}"), message);
     let Some(options) = options else {
@@ -64,10 +65,22 @@ pub fn parse_options(
                     )),
                 }
             }
+            "priority" => match value.as_u64() {
+                Some(priority) if priority <= u64::from(JobOptions::MAX_PRIORITY) => {
+                    resolved.priority = priority as u8;
+                }
+                _ => errors.push(error(
+                    "/priority",
+                    format!(
+                        "must be a whole number from 0 to {}",
+                        JobOptions::MAX_PRIORITY
+                    ),
+                )),
+            },
             other => errors.push(error(
                 &format!("/{}", other.replace('~', "~0").replace('/', "~1")),
-                "unknown option; known options are time_limit_s, seed, max_iterations and \
-                 memory_limit_mib"
+                "unknown option; known options are time_limit_s, seed, max_iterations, \
+                 memory_limit_mib and priority"
                     .into(),
             )),
         }

@@ -190,6 +190,7 @@ async fn run_job(
         created_at: now_millis(),
         idempotency,
         dataset,
+        priority: options.priority,
     };
     // The job is committed before the client hears of it.
     let inserted = match state.store.insert_job(&job).await {

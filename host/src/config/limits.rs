@@ -194,6 +194,7 @@ mod tests {
             seed: 1,
             max_iterations: None,
             memory_limit_mib,
+            priority: 0,
         };
         assert_eq!(maxcut.for_run(&options(Some(16))).memory_bytes, 16 << 20);
         assert_eq!(maxcut.for_run(&options(Some(999))).memory_bytes, 64 << 20);

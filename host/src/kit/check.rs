@@ -191,6 +191,7 @@ impl Checker {
             seed: 0,
             max_iterations: None,
             memory_limit_mib: None,
+            priority: 0,
         };
         let limits = UseCaseLimits {
             default_time_limit: time_limit,

@@ -234,6 +234,8 @@ pub struct NewJob {
     pub idempotency: Option<Idempotency>,
     /// The dataset the job reads instead of inline input (then `input` is empty).
     pub dataset: Option<JobDataset>,
+    /// Its place among its owner's pending jobs (`options.priority`): higher runs first.
+    pub priority: u8,
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file

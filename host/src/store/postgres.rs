@@ -45,6 +45,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         9,
         include_str!("../../migrations/postgres/0009_output_quota.sql"),
     ),
+    (
+        10,
+        include_str!("../../migrations/postgres/0010_priority.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

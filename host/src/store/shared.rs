@@ -213,9 +213,19 @@ where
         .bind(job.dataset.as_ref().map(|dataset| &dataset.blob_id))
         .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
         .bind(sql::FAIR_SHARE_SPACING_MS)
+        .bind(i64::from(job.priority))
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {
+        if job.priority > 0 {
+            sqlx::query(sql::MAKE_ROOM)
+                .bind(&job.owner_id)
+                .bind(&job.id)
+                .bind(i64::from(job.priority))
+                .bind(sql::FAIR_SHARE_SPACING_MS)
+                .execute(&mut *connection)
+                .await?;
+        }
         return Ok(Inserted::Created);
     }
     // A batch retried after a commit whose answer was lost finds its own job.

@@ -52,12 +52,22 @@ pub(super) const USER_COUNT: &str = "SELECT COUNT(*) FROM users";
 /// migration 0006 (fair share).
 pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11,
-         (SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
-                      ELSE MAX(fair_key) + $12 END
-          FROM jobs WHERE owner_id = $2 AND status = 'PENDING'))
+/// A job's place: after its owner's last pending job, or, if it has a higher priority than
+/// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13,
+         COALESCE(
+             CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
+                  WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
+             (SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
+                          ELSE MAX(fair_key) + $12 END
+              FROM jobs WHERE owner_id = $2 AND status = 'PENDING')))
      ON CONFLICT DO NOTHING";
+
+/// After a job of priority `$3` is queued: its owner's pending jobs of lower priority move
+/// back one place each, so the owner's share of the queue stays what it was.
+pub(super) const MAKE_ROOM: &str = "UPDATE jobs SET fair_key = fair_key + $4
+     WHERE owner_id = $1 AND status = 'PENDING' AND priority < $3 AND id <> $2";
 
 pub(super) const JOB_OWNER: &str = "SELECT owner_id FROM jobs WHERE id = $1";
 

@@ -44,6 +44,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         9,
         include_str!("../../migrations/sqlite/0009_output_quota.sql"),
     ),
+    (
+        10,
+        include_str!("../../migrations/sqlite/0010_priority.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -84,6 +84,7 @@ for_each_backend!(
     users_are_disabled_revoked_and_deleted_with_their_data,
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
     a_user_s_usage_is_counted_for_quotas,
+    a_priority_job_goes_first_among_its_owner_s_jobs_only,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -100,6 +101,7 @@ fn new_job(owner: &User) -> NewJob {
         created_at: now_millis(),
         idempotency: None,
         dataset: None,
+        priority: 0,
     }
 }
 
@@ -1042,7 +1044,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     pool.close().await;
 }
 
@@ -1216,4 +1218,56 @@ async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
     );
     assert_eq!(store.usage(&alice.id).await.expect("usage").quotas, own);
     assert_eq!(store.usage(&bob.id).await.expect("usage").pending_jobs, 1);
+}
+
+/// A job of higher priority takes its owner's first place in the queue, and the owner's
+/// other jobs move back one place each: another user's place is where it was.
+async fn a_priority_job_goes_first_among_its_owner_s_jobs_only(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let start = now_millis();
+    let mut alice_jobs = Vec::new();
+    for _ in 0..3 {
+        let job = NewJob {
+            created_at: start,
+            ..new_job(&alice)
+        };
+        store.insert_job(&job).await.expect("insert");
+        alice_jobs.push(job.id);
+    }
+    // Bob's job comes between alice's first and second places.
+    let bob_job = NewJob {
+        created_at: start + 1,
+        ..new_job(&bob)
+    };
+    store.insert_job(&bob_job).await.expect("insert");
+    let urgent = NewJob {
+        created_at: start + 2,
+        priority: 5,
+        ..new_job(&alice)
+    };
+    store.insert_job(&urgent).await.expect("insert");
+    let less_urgent = NewJob {
+        created_at: start + 3,
+        priority: 2,
+        ..new_job(&alice)
+    };
+    store.insert_job(&less_urgent).await.expect("insert");
+
+    let mut order = Vec::new();
+    while let Some(claim) = store.claim_jobs(LONG, 1).await.expect("claim").pop() {
+        order.push(claim.lease.job_id);
+    }
+    assert_eq!(
+        order,
+        [
+            urgent.id,
+            bob_job.id,
+            less_urgent.id,
+            alice_jobs[0].clone(),
+            alice_jobs[1].clone(),
+            alice_jobs[2].clone(),
+        ]
+    );
 }
