@@ -63,11 +63,22 @@ async fn run_job(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let plugin = resolve(&state, &problem_id)?;
-    check_json_content_type(&headers)?;
-    let idempotency_key = idempotency_key(&headers)?;
-    // Room in the server's budget for the body, held until the submission is answered.
-    let _room = body_room(&state, &headers).await?;
+    let checked = async {
+        let plugin = resolve(&state, &problem_id)?;
+        check_json_content_type(&headers)?;
+        let idempotency_key = idempotency_key(&headers)?;
+        // Room in the server's budget for the body, held until the submission is answered.
+        let room = body_room(&state, &headers).await?;
+        Ok::<_, ApiError>((plugin, idempotency_key, room))
+    };
+    let (plugin, idempotency_key, _room) = match checked.await {
+        Ok(checked) => checked,
+        Err(error) => {
+            // Refused unread: the client reads its error rather than a reset.
+            tokio::spawn(super::discard(body.into_data_stream()));
+            return Err(error);
+        }
+    };
     let body = read_limited(&headers, body).await?;
     let idempotency = idempotency_key.map(|key| Idempotency {
         key,
