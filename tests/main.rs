@@ -20,3 +20,4 @@ mod reload;
 mod sandbox;
 mod support;
 mod validation;
+mod waiting;

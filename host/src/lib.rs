@@ -7,6 +7,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod changes;
 pub mod config;
 pub mod kit;
 pub mod listener;
@@ -311,7 +312,13 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     .await?;
 
     let local_jobs = Arc::new(LocalJobs::default());
-    store.watch_new_jobs(local_jobs.clone()).await;
+    let changes = Arc::new(changes::JobChanges::default());
+    store
+        .watch_new_jobs(Arc::new(store::EventFanout(vec![
+            local_jobs.clone(),
+            changes.clone(),
+        ])))
+        .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
     let workers = WorkerPool::start(
@@ -333,6 +340,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         job_limits,
     );
     state.max_dataset_bytes = args.max_dataset_bytes;
+    state.changes = changes;
     if let Some(bytes) = args.max_inflight_body_bytes {
         state.body_budget = api::BodyBudget::new(bytes);
     }

@@ -318,7 +318,12 @@ impl TestServer {
 
     /// The job object under `job.<id>` of `GET /job/<id>`.
     pub async fn job(&self, token: &str, job: &str) -> Value {
-        let response = self.get(token, &format!("/job/{job}")).await;
+        self.job_with(token, job, "").await
+    }
+
+    /// The job object under `job.<id>` of `GET /job/<id>?<query>`.
+    pub async fn job_with(&self, token: &str, job: &str, query: &str) -> Value {
+        let response = self.get(token, &format!("/job/{job}?{query}")).await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = response.json().await.expect("a JSON body");
         assert_contract(Contract::JobStatus, &body);
@@ -327,16 +332,15 @@ impl TestServer {
         jobs[job].clone()
     }
 
-    /// Polls the job until it has ended, and returns it.
+    /// Waits (long-polls) until the job has ended, and returns it.
     pub async fn wait_until_ended(&self, token: &str, job: &str) -> Value {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            let view = self.job(token, job).await;
+            let view = self.job_with(token, job, "wait=5").await;
             if !matches!(view["status"].as_str(), Some("PENDING" | "RUNNING")) {
                 return view;
             }
             assert!(Instant::now() < deadline, "job {job} did not end: {view}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 

@@ -2,11 +2,13 @@
 //! `GET /job/<id>/output`, and `GET /jobs`.
 
 use axum::Router;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use super::long_poll::{Until, WaitQuery, wait_for_job};
 use super::wire::{CancelResponse, JobList, JobListEntry, JobListQuery, JobStatusResponse};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
@@ -27,17 +29,26 @@ fn not_found(job_id: &str) -> ApiError {
     ApiError::NotFound(format!("no job {job_id:?}"))
 }
 
+/// The job's status; with `?wait=S`, once it differs from `?status=` (by default: once it
+/// ended) or `S` seconds passed.
 async fn status(
     State(state): State<AppState>,
     user: AuthUser,
     Path(job_id): Path<String>,
+    query: Result<Query<WaitQuery>, QueryRejection>,
 ) -> Result<Json<JobStatusResponse>, ApiError> {
-    let job = state
-        .store
-        .job(&user.id, &job_id)
-        .await?
-        .ok_or_else(|| not_found(&job_id))?;
+    let job = match wait_query(query)?.parse()? {
+        None => state.store.job(&user.id, &job_id).await?,
+        Some((wait, until)) => wait_for_job(&state, &user, &job_id, wait, until).await?,
+    };
+    let job = job.ok_or_else(|| not_found(&job_id))?;
     Ok(Json(JobStatusResponse::new(job, now_millis())))
+}
+
+fn wait_query(query: Result<Query<WaitQuery>, QueryRejection>) -> Result<WaitQuery, ApiError> {
+    query
+        .map(|Query(query)| query)
+        .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
 }
 
 /// Cancels the job. A pending job never runs (200). A running one is interrupted, here or on
@@ -66,7 +77,10 @@ async fn cancel(
         }
         CancelOutcome::Requested => {
             state.local_jobs.cancel(&job_id);
-            wait_until_ended(&state, &user, &job_id).await?
+            wait_for_job(&state, &user, &job_id, CANCEL_WAIT, Until::Ended)
+                .await?
+                .ok_or_else(|| not_found(&job_id))?
+                .status
         }
     };
     tracing::info!(job = %job_id, user = %user.username, status = status.as_str(), "cancel");
@@ -89,33 +103,24 @@ async fn cancel(
     Ok((code, Json(body)).into_response())
 }
 
-/// Polls the job until it ends, for at most [`CANCEL_WAIT`]; its status then.
-async fn wait_until_ended(
-    state: &AppState,
-    user: &AuthUser,
-    job_id: &str,
-) -> Result<JobStatus, ApiError> {
-    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
-    loop {
-        let job = state
-            .store
-            .job(&user.id, job_id)
-            .await?
-            .ok_or_else(|| not_found(job_id))?;
-        if !matches!(job.status, JobStatus::Pending | JobStatus::Running)
-            || tokio::time::Instant::now() >= deadline
-        {
-            return Ok(job.status);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
+/// The output of a completed job; with `?wait=S`, once the job ended or `S` seconds passed.
 async fn output(
     State(state): State<AppState>,
     user: AuthUser,
     Path(job_id): Path<String>,
+    query: Result<Query<WaitQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let query = wait_query(query)?;
+    if query.status.is_some() {
+        return Err(ApiError::BadRequest(
+            "status is for GET /job/<id>; the output's wait ends when the job ends".into(),
+        ));
+    }
+    if let Some((wait, until)) = query.parse()? {
+        wait_for_job(&state, &user, &job_id, wait, until)
+            .await?
+            .ok_or_else(|| not_found(&job_id))?;
+    }
     match state.store.job_output(&user.id, &job_id).await? {
         None => Err(not_found(&job_id)),
         // Stored as the plugin returned it, after the output schema accepted it.
@@ -135,7 +140,7 @@ const MAX_PAGE: u32 = 500;
 async fn list(
     State(state): State<AppState>,
     user: AuthUser,
-    query: Result<Query<JobListQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<JobListQuery>, QueryRejection>,
 ) -> Result<Json<JobList>, ApiError> {
     let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
     let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);

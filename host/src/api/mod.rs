@@ -7,6 +7,7 @@ mod error;
 mod jobs;
 mod login;
 mod login_throttle;
+mod long_poll;
 mod options;
 mod problems;
 mod user_access;
@@ -31,6 +32,7 @@ use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;
 pub use self::wire::format_timestamp;
 use crate::auth::TokenKeys;
+use crate::changes::JobChanges;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
 use crate::options::JobOptions;
@@ -72,6 +74,8 @@ pub struct AppState {
     pub metrics_token_sha256: Option<[u8; 32]>,
     /// Whether tokens' users may still use them.
     pub user_access: Arc<AccessCache>,
+    /// Who waits for which job (long-polls, event streams).
+    pub changes: Arc<JobChanges>,
 }
 
 impl AppState {
@@ -102,6 +106,7 @@ impl AppState {
             body_budget: BodyBudget::default(),
             metrics_token_sha256: None,
             user_access: Arc::default(),
+            changes: Arc::default(),
         }
     }
 }

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{ClaimedJob, ExecutionEnd, Inserted, Lease, LiveUpdate, Millis, NewJob, PluginRef};
+use super::PluginRef;
+use super::{ClaimedJob, ExecutionEnd, Inserted, JobChange, Lease, LiveUpdate, Millis, NewJob};
 use super::{JobStatus, StoreError};
 
 /// The most writes one transaction carries.
@@ -61,6 +62,43 @@ impl Write {
             _ => false,
         }
     }
+
+    /// The job this write changed as clients see it, given what it did: a claim or a
+    /// heartbeat changes nothing they see, a write whose lease was lost changes nothing.
+    fn change(&self, outcome: &Outcome) -> Option<JobChange> {
+        let lease = match (self, outcome) {
+            (Write::InsertJob(job), Outcome::Inserted(Inserted::Created)) => {
+                return Some(JobChange {
+                    owner_id: job.owner_id.clone(),
+                    job_id: job.id.clone(),
+                });
+            }
+            (
+                Write::Start { lease, .. }
+                | Write::Progress { lease, .. }
+                | Write::Finish { lease, .. }
+                | Write::Release { lease },
+                Outcome::Held(true),
+            ) => lease,
+            _ => return None,
+        };
+        Some(JobChange {
+            owner_id: lease.owner_id.clone(),
+            job_id: lease.job_id.clone(),
+        })
+    }
+}
+
+/// What a batch changed as clients see it, each job once.
+pub(crate) fn changes(writes: &[Write], outcomes: &[Outcome]) -> Vec<JobChange> {
+    let mut changes: Vec<JobChange> = writes
+        .iter()
+        .zip(outcomes)
+        .filter_map(|(write, outcome)| write.change(outcome))
+        .collect();
+    changes.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));
+    changes.dedup();
+    changes
 }
 
 /// What a write did, in the shape of its [`Write`].

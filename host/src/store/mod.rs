@@ -327,6 +327,8 @@ pub struct ExecutionError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     pub job_id: String,
+    /// Whose job it is: the change notices of the lease's writes name it.
+    pub owner_id: String,
     /// Bumped on every claim; writes that carry an older token are ignored.
     pub token: i64,
 }
@@ -520,18 +522,56 @@ pub trait JobStore: Send + Sync + 'static {
     /// before `ended_before`. Returns how many were deleted.
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError>;
 
-    /// Tells `events` whenever another process makes a job pending or asks to cancel one.
-    /// A no-op where no other process can.
+    /// Tells `events` whenever a process makes a job pending or asks to cancel one (other
+    /// processes only), and whenever any job changes as clients see it (every process, this
+    /// one included).
     async fn watch_new_jobs(&self, events: std::sync::Arc<dyn JobEvents>);
 }
 
-/// What the store reports to this process about jobs other processes changed. The workers
-/// implement it, so the store needs nothing of the layers above it.
+/// What the store reports to this process about jobs other processes changed. The layers
+/// above implement it, so the store needs nothing of them.
 pub trait JobEvents: Send + Sync {
     /// Jobs became pending: idle workers should look for them.
-    fn jobs_pending(&self);
+    fn jobs_pending(&self) {}
     /// A client asked to cancel the job: this process's run of it, if any, should stop.
-    fn cancel_requested(&self, job_id: &str);
+    fn cancel_requested(&self, _job_id: &str) {}
+    /// Jobs changed as clients see them (status, progress, log), on any replica, once
+    /// committed.
+    fn jobs_changed(&self, _changes: &[JobChange]) {}
+}
+
+impl std::fmt::Debug for dyn JobEvents {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("JobEvents")
+    }
+}
+
+/// A job whose state, as clients see it, changed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct JobChange {
+    pub owner_id: String,
+    pub job_id: String,
+}
+
+/// Several listeners of the store's events, each told everything.
+pub struct EventFanout(pub Vec<std::sync::Arc<dyn JobEvents>>);
+
+impl JobEvents for EventFanout {
+    fn jobs_pending(&self) {
+        self.0.iter().for_each(|events| events.jobs_pending());
+    }
+
+    fn cancel_requested(&self, job_id: &str) {
+        self.0
+            .iter()
+            .for_each(|events| events.cancel_requested(job_id));
+    }
+
+    fn jobs_changed(&self, changes: &[JobChange]) {
+        self.0
+            .iter()
+            .for_each(|events| events.jobs_changed(changes));
+    }
 }
 
 /// Reads an execution from a row of either backend (the columns of `executions`).
@@ -610,6 +650,7 @@ where
         created_at: row.try_get("created_at")?,
         lease: Lease {
             job_id: row.try_get("id")?,
+            owner_id: row.try_get("owner_id")?,
             token: row.try_get("lease_token")?,
         },
         problem: row.try_get("problem")?,

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryResult};
 
-use super::batch::{BatchWriter, Batcher, Outcome, Write};
+use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::shared::{Backend, apply};
-use super::{JobEvents, StoreError, now_millis, sql};
+use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -67,6 +67,13 @@ const CHANNEL: &str = "caseload_jobs";
 /// The channel that carries the id of a running job whose cancellation was asked for.
 const CANCEL_CHANNEL: &str = "caseload_cancel";
 
+/// The channel that carries the jobs that changed as clients see them: `owner_id job_id`
+/// lines, at most [`CHANGES_PAYLOAD`] bytes per notification.
+const CHANGES_CHANNEL: &str = "caseload_job_changes";
+
+/// Below PostgreSQL's 8,000-byte limit on a notification's payload.
+const CHANGES_PAYLOAD: usize = 7_000;
+
 /// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
 /// It returns the columns [`super::claim_from_row`] reads.
@@ -77,7 +84,7 @@ const CLAIM: &str = "WITH picked AS (
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      FROM picked WHERE jobs.id = picked.picked_id
-     RETURNING id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
+     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -215,6 +222,42 @@ async fn notify(connection: &mut PgConnection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Tells every replica, at commit, which jobs changed.
+async fn notify_changes(
+    connection: &mut PgConnection,
+    changes: &[JobChange],
+) -> Result<(), StoreError> {
+    let mut payload = String::new();
+    for (index, change) in changes.iter().enumerate() {
+        payload.push_str(&change.owner_id);
+        payload.push(' ');
+        payload.push_str(&change.job_id);
+        payload.push('\n');
+        if payload.len() >= CHANGES_PAYLOAD || index + 1 == changes.len() {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(CHANGES_CHANNEL)
+                .bind(std::mem::take(&mut payload))
+                .execute(&mut *connection)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a notification of [`CHANGES_CHANNEL`].
+fn parse_changes(payload: &str) -> Vec<JobChange> {
+    payload
+        .lines()
+        .filter_map(|line| {
+            let (owner_id, job_id) = line.split_once(' ')?;
+            Some(JobChange {
+                owner_id: owner_id.to_owned(),
+                job_id: job_id.to_owned(),
+            })
+        })
+        .collect()
+}
+
 /// Writes each batch in one transaction on one pooled connection.
 struct PostgresWriter {
     pool: PgPool,
@@ -231,6 +274,7 @@ impl BatchWriter for PostgresWriter {
         if writes.iter().any(Write::may_enqueue) {
             notify(&mut transaction).await?;
         }
+        notify_changes(&mut transaction, &batch::changes(writes, &outcomes)).await?;
         transaction.commit().await?;
         Ok(outcomes)
     }
@@ -261,15 +305,19 @@ impl Backend for PostgresStore {
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
         let now = now_millis();
         let mut transaction = self.writer.begin().await?;
-        let reaped: Vec<String> = sqlx::query_scalar(sql::REAP_JOBS)
+        let changes: Vec<JobChange> = sqlx::query_as(sql::REAP_JOBS)
             .bind(i64::from(max_attempts))
             .bind(now)
             .bind(every_running)
             .fetch_all(&mut *transaction)
-            .await?;
-        if reaped.is_empty() {
+            .await?
+            .into_iter()
+            .map(|(job_id, owner_id)| JobChange { owner_id, job_id })
+            .collect();
+        if changes.is_empty() {
             return Ok(0);
         }
+        let reaped: Vec<String> = changes.iter().map(|change| change.job_id.clone()).collect();
         for job_id in &reaped {
             sqlx::query(sql::ABANDON_UNSTARTED)
                 .bind(uuid::Uuid::now_v7().to_string())
@@ -286,6 +334,7 @@ impl Backend for PostgresStore {
             .execute(&mut *transaction)
             .await?;
         notify(&mut transaction).await?;
+        notify_changes(&mut transaction, &changes).await?;
         transaction.commit().await?;
         Ok(reaped.len() as u64)
     }
@@ -302,6 +351,16 @@ impl Backend for PostgresStore {
             .await?;
         Ok(())
     }
+
+    async fn announce_changes(
+        transaction: &mut sqlx::Transaction<'_, Postgres>,
+        changes: &[JobChange],
+    ) -> Result<(), StoreError> {
+        notify_changes(transaction, changes).await
+    }
+
+    /// Every replica hears the announcement, this one included.
+    fn changes_committed(&self, _changes: &[JobChange]) {}
 
     /// Other replicas may be running the `RUNNING` jobs: only expired leases are reaped.
     async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError> {
@@ -326,13 +385,15 @@ impl Backend for PostgresStore {
 /// cancelled job, until the connection fails.
 async fn listen(pool: &PgPool, events: &dyn JobEvents) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen_all([CHANNEL, CANCEL_CHANNEL]).await?;
+    listener
+        .listen_all([CHANNEL, CANCEL_CHANNEL, CHANGES_CHANNEL])
+        .await?;
     loop {
         let notification = listener.recv().await?;
-        if notification.channel() == CANCEL_CHANNEL {
-            events.cancel_requested(notification.payload());
-        } else {
-            events.jobs_pending();
+        match notification.channel() {
+            CANCEL_CHANNEL => events.cancel_requested(notification.payload()),
+            CHANGES_CHANNEL => events.jobs_changed(&parse_changes(notification.payload())),
+            _ => events.jobs_pending(),
         }
     }
 }

@@ -11,9 +11,9 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
 
 use super::batch::{Batcher, Outcome, Write};
 use super::{
-    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobEvents, JobOutput, JobRecord,
-    JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef, QueuedWrite,
-    StoreError, Usage, User, UserAccess, UserChange, UserQuotas, claim_from_row,
+    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobEvents, JobOutput,
+    JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef,
+    QueuedWrite, StoreError, Usage, User, UserAccess, UserChange, UserQuotas, claim_from_row,
     data_file_from_row, execution_from_row, now_millis, sql, summary_from_row, user_conflict,
 };
 
@@ -48,6 +48,15 @@ pub(super) trait Backend: Send + Sync + 'static {
         transaction: &mut sqlx::Transaction<'_, Self::Db>,
         job_id: &str,
     ) -> Result<(), StoreError>;
+
+    /// Tells, at commit, every process that the jobs changed as clients see them.
+    async fn announce_changes(
+        transaction: &mut sqlx::Transaction<'_, Self::Db>,
+        changes: &[JobChange],
+    ) -> Result<(), StoreError>;
+
+    /// After a commit that changed jobs: tells this process, where no announcement does.
+    fn changes_committed(&self, changes: &[JobChange]);
 
     /// [`JobStore::recover_interrupted`], the backend's way.
     async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError>;
@@ -651,7 +660,14 @@ where
             .execute(&mut *transaction)
             .await?;
         let outcome = if Self::rows_affected(&cancelled) == 1 {
-            CancelOutcome::Cancelled
+            let change = JobChange {
+                owner_id: owner_id.to_owned(),
+                job_id: job_id.to_owned(),
+            };
+            Self::announce_changes(&mut transaction, std::slice::from_ref(&change)).await?;
+            transaction.commit().await?;
+            self.changes_committed(&[change]);
+            return Ok(Some(CancelOutcome::Cancelled));
         } else {
             let requested = sqlx::query(sql::REQUEST_CANCEL)
                 .bind(job_id)

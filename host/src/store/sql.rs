@@ -160,7 +160,7 @@ pub(super) const REAP_JOBS: &str = "UPDATE jobs
          ended_at = CASE WHEN cancel_requested OR attempts >= $1 THEN $2 ELSE NULL END,
          lease_expires_at = NULL, lease_token = lease_token + 1
      WHERE status = 'RUNNING' AND ($3 OR lease_expires_at < $2)
-     RETURNING id";
+     RETURNING id, owner_id";
 
 /// A reaped attempt whose start was never recorded (its worker died first, or had only
 /// claimed it) still gets its entry in the job's history.

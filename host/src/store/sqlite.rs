@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -14,9 +14,9 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::batch::{BatchWriter, Batcher, Outcome, Write};
+use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::shared::{Backend, apply};
-use super::{JobEvents, StoreError, now_millis, sql};
+use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -56,7 +56,7 @@ const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id LIMIT $2)
-     RETURNING id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
+     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -67,6 +67,17 @@ pub struct SqliteStore {
     writer: SqlitePool,
     readers: SqlitePool,
     batcher: Batcher,
+    /// Where committed changes are told: one process, so directly.
+    events: Arc<OnceLock<Arc<dyn JobEvents>>>,
+}
+
+/// Tells `events`, if set, what a committed transaction changed.
+fn tell(events: &OnceLock<Arc<dyn JobEvents>>, changes: &[JobChange]) {
+    if let Some(events) = events.get()
+        && !changes.is_empty()
+    {
+        events.jobs_changed(changes);
+    }
 }
 
 impl SqliteStore {
@@ -96,10 +107,12 @@ impl SqliteStore {
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
+        let events = Arc::new(OnceLock::new());
         // One lane: SQLite has one writer at a time.
         let batcher = Batcher::start(
             Arc::new(SqliteWriter {
                 pool: writer.clone(),
+                events: events.clone(),
             }),
             1,
         );
@@ -107,6 +120,7 @@ impl SqliteStore {
             writer,
             readers,
             batcher,
+            events,
         })
     }
 }
@@ -162,6 +176,7 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
 /// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction.
 struct SqliteWriter {
     pool: SqlitePool,
+    events: Arc<OnceLock<Arc<dyn JobEvents>>>,
 }
 
 #[async_trait]
@@ -173,6 +188,7 @@ impl BatchWriter for SqliteWriter {
             outcomes.push(apply::<SqliteStore>(&mut transaction, write).await?);
         }
         transaction.commit().await?;
+        tell(&self.events, &batch::changes(writes, &outcomes));
         Ok(outcomes)
     }
 }
@@ -202,15 +218,22 @@ impl Backend for SqliteStore {
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
         let now = now_millis();
         let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let reaped: Vec<String> = sqlx::query_scalar(sql::REAP_JOBS)
+        let changes: Vec<JobChange> = sqlx::query_as(sql::REAP_JOBS)
             .bind(i64::from(max_attempts))
             .bind(now)
             .bind(every_running)
             .fetch_all(&mut *transaction)
-            .await?;
-        if reaped.is_empty() {
+            .await?
+            .into_iter()
+            .map(|(job_id, owner_id)| JobChange { owner_id, job_id })
+            .collect();
+        if changes.is_empty() {
             return Ok(0);
         }
+        let reaped: Vec<&str> = changes
+            .iter()
+            .map(|change| change.job_id.as_str())
+            .collect();
         for job_id in &reaped {
             sqlx::query(sql::ABANDON_UNSTARTED)
                 .bind(uuid::Uuid::now_v7().to_string())
@@ -234,6 +257,7 @@ impl Backend for SqliteStore {
             .execute(&mut *transaction)
             .await?;
         transaction.commit().await?;
+        tell(&self.events, &changes);
         Ok(reaped.len() as u64)
     }
 
@@ -243,6 +267,18 @@ impl Backend for SqliteStore {
         _job_id: &str,
     ) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// One process: told once committed, in [`Backend::changes_committed`].
+    async fn announce_changes(
+        _transaction: &mut sqlx::Transaction<'_, Sqlite>,
+        _changes: &[JobChange],
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn changes_committed(&self, changes: &[JobChange]) {
+        tell(&self.events, changes);
     }
 
     /// One process owns the file: every `RUNNING` job, and every unfinished upload, was left
@@ -260,5 +296,7 @@ impl Backend for SqliteStore {
         self.reap(max_attempts, true).await
     }
 
-    async fn watch(&self, _events: Arc<dyn JobEvents>) {}
+    async fn watch(&self, events: Arc<dyn JobEvents>) {
+        let _ = self.events.set(events);
+    }
 }

@@ -120,6 +120,7 @@ mod tests {
         let claim = ClaimedJob {
             lease: Lease {
                 job_id: job_id.into(),
+                owner_id: "owner".into(),
                 token: 1,
             },
             problem: "maxcut".into(),

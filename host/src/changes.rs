@@ -1,0 +1,220 @@
+//! Who waits for which job. Long-polls and event streams subscribe here; the store's change
+//! notices (this process's writes, and through PostgreSQL every replica's) wake them. A
+//! waiter costs a map entry and a channel receiver, and reads the database only when woken.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{broadcast, watch};
+
+use crate::store::{JobChange, JobEvents};
+
+/// Changes one owner's stream may fall behind by before it is told it lagged.
+const OWNER_BACKLOG: usize = 1024;
+
+/// The subscriptions, by job and by owner.
+#[derive(Debug, Default)]
+pub struct JobChanges {
+    jobs: Mutex<HashMap<String, watch::Sender<u64>>>,
+    owners: Mutex<HashMap<String, broadcast::Sender<Arc<str>>>>,
+}
+
+impl JobChanges {
+    /// Wakes on every change of `job_id` from now on.
+    pub fn watch_job(self: &Arc<Self>, job_id: &str) -> JobWatch {
+        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        let receiver = jobs
+            .entry(job_id.to_owned())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe();
+        JobWatch {
+            receiver,
+            job_id: job_id.to_owned(),
+            changes: self.clone(),
+        }
+    }
+
+    /// Hears the id of every job of `owner_id` that changes from now on.
+    pub fn watch_owner(self: &Arc<Self>, owner_id: &str) -> OwnerWatch {
+        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        let receiver = owners
+            .entry(owner_id.to_owned())
+            .or_insert_with(|| broadcast::channel(OWNER_BACKLOG).0)
+            .subscribe();
+        OwnerWatch {
+            receiver,
+            owner_id: owner_id.to_owned(),
+            changes: self.clone(),
+        }
+    }
+
+    /// How many waiters there are, by job and by owner.
+    pub fn waiters(&self) -> (usize, usize) {
+        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        (
+            jobs.values().map(watch::Sender::receiver_count).sum(),
+            owners.values().map(broadcast::Sender::receiver_count).sum(),
+        )
+    }
+
+    fn publish(&self, changes: &[JobChange]) {
+        {
+            let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+            if !jobs.is_empty() {
+                for change in changes {
+                    if let Some(sender) = jobs.get(&change.job_id) {
+                        sender.send_modify(|version| *version += 1);
+                    }
+                }
+            }
+        }
+        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        if !owners.is_empty() {
+            for change in changes {
+                if let Some(sender) = owners.get(&change.owner_id) {
+                    let _ = sender.send(Arc::from(change.job_id.as_str()));
+                }
+            }
+        }
+    }
+}
+
+impl JobEvents for JobChanges {
+    fn jobs_changed(&self, changes: &[JobChange]) {
+        self.publish(changes);
+    }
+}
+
+/// A subscription to one job's changes; it ends when dropped.
+#[derive(Debug)]
+pub struct JobWatch {
+    receiver: watch::Receiver<u64>,
+    job_id: String,
+    changes: Arc<JobChanges>,
+}
+
+impl JobWatch {
+    /// Returns once the job changed after the last call (or after the subscription, for the
+    /// first call).
+    pub async fn changed(&mut self) {
+        if self.receiver.changed().await.is_err() {
+            // The sender lives as long as a receiver does; never reached.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for JobWatch {
+    fn drop(&mut self) {
+        let mut jobs = self
+            .changes
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // This receiver is still alive: the last one out counts 1.
+        if jobs
+            .get(&self.job_id)
+            .is_some_and(|sender| sender.receiver_count() <= 1)
+        {
+            jobs.remove(&self.job_id);
+        }
+    }
+}
+
+/// A subscription to one owner's changes; it ends when dropped.
+#[derive(Debug)]
+pub struct OwnerWatch {
+    receiver: broadcast::Receiver<Arc<str>>,
+    owner_id: String,
+    changes: Arc<JobChanges>,
+}
+
+/// What an owner's subscription heard.
+#[derive(Debug, PartialEq, Eq)]
+pub enum OwnerChange {
+    /// This job changed.
+    Job(Arc<str>),
+    /// Changes were missed (the subscriber fell more than [`OWNER_BACKLOG`] behind).
+    Lagged,
+}
+
+impl OwnerWatch {
+    pub async fn next(&mut self) -> OwnerChange {
+        match self.receiver.recv().await {
+            Ok(job_id) => OwnerChange::Job(job_id),
+            Err(broadcast::error::RecvError::Lagged(_)) => OwnerChange::Lagged,
+            // The sender lives as long as a receiver does; never reached.
+            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for OwnerWatch {
+    fn drop(&mut self) {
+        let mut owners = self
+            .changes
+            .owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if owners
+            .get(&self.owner_id)
+            .is_some_and(|sender| sender.receiver_count() <= 1)
+        {
+            owners.remove(&self.owner_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(owner: &str, job: &str) -> JobChange {
+        JobChange {
+            owner_id: owner.into(),
+            job_id: job.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_change_wakes_the_job_s_and_the_owner_s_watchers_only() {
+        let changes = Arc::new(JobChanges::default());
+        let mut job = changes.watch_job("j1");
+        let mut other_job = changes.watch_job("j2");
+        let mut owner = changes.watch_owner("alice");
+        changes.jobs_changed(&[change("alice", "j1")]);
+        tokio::time::timeout(std::time::Duration::from_secs(1), job.changed())
+            .await
+            .expect("woken");
+        assert_eq!(owner.next().await, OwnerChange::Job(Arc::from("j1")));
+        let quiet =
+            tokio::time::timeout(std::time::Duration::from_millis(50), other_job.changed()).await;
+        assert!(quiet.is_err(), "another job's watcher was woken");
+    }
+
+    #[tokio::test]
+    async fn a_change_before_the_wait_is_not_missed() {
+        let changes = Arc::new(JobChanges::default());
+        let mut job = changes.watch_job("j1");
+        changes.jobs_changed(&[change("alice", "j1")]);
+        tokio::time::timeout(std::time::Duration::from_secs(1), job.changed())
+            .await
+            .expect("the change made before the wait is seen");
+    }
+
+    #[test]
+    fn the_last_watcher_to_go_takes_the_entry_with_it() {
+        let changes = Arc::new(JobChanges::default());
+        let first = changes.watch_job("j1");
+        let second = changes.watch_job("j1");
+        let owner = changes.watch_owner("alice");
+        assert_eq!(changes.waiters(), (2, 1));
+        drop(first);
+        assert_eq!(changes.jobs.lock().expect("unpoisoned").len(), 1);
+        drop(second);
+        drop(owner);
+        assert!(changes.jobs.lock().expect("unpoisoned").is_empty());
+        assert!(changes.owners.lock().expect("unpoisoned").is_empty());
+    }
+}
