@@ -4,6 +4,7 @@ mod bearer;
 mod body_budget;
 mod data_files;
 mod error;
+mod events;
 mod jobs;
 mod login;
 mod login_throttle;
@@ -197,6 +198,7 @@ pub fn app(state: AppState) -> Router {
         .merge(login::router())
         .merge(problems::router())
         .merge(jobs::router())
+        .merge(events::router())
         .merge(data_files::router())
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))

@@ -171,6 +171,36 @@ impl ExecutionView {
     }
 }
 
+/// A job stream's `status` event: the job's status and its latest attempt.
+#[derive(Debug, Serialize)]
+pub struct StatusEvent {
+    pub status: &'static str,
+    /// 0 before the first execution started.
+    pub attempt: u32,
+    pub end_at: String,
+}
+
+impl StatusEvent {
+    pub fn new(job: &JobRecord) -> StatusEvent {
+        StatusEvent {
+            status: job.status.as_str(),
+            attempt: job
+                .executions
+                .last()
+                .map_or(0, |execution| execution.attempt),
+            end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
+        }
+    }
+}
+
+/// A job stream's `log` event: the log text written since the last one.
+#[derive(Debug, Serialize)]
+pub struct LogEvent {
+    pub text: String,
+    /// Lines were dropped from the log's tail before the stream could send them.
+    pub gap: bool,
+}
+
 /// `GET /jobs`: a page of the caller's jobs, newest first.
 #[derive(Debug, Serialize)]
 pub struct JobList {

@@ -1,0 +1,336 @@
+//! Server-Sent Events: `GET /job/<id>/events` (one job's status, progress and log as they
+//! change, then its end) and `GET /jobs/events` (the status of every job of the caller as it
+//! changes). A stream reads the database only when the job changes; it resumes from
+//! `Last-Event-ID` with only what the client has not seen.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::get;
+use futures_util::{Stream, StreamExt, stream};
+
+use super::wire::{JobListEntry, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
+use super::{ApiError, AppState, Path};
+use crate::auth::AuthUser;
+use crate::changes::{JobWatch, OwnerChange, OwnerWatch};
+use crate::store::{JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis};
+
+/// A comment line this often keeps proxies from closing a quiet stream.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How many of the caller's newest jobs a resumed `GET /jobs/events` looks through.
+const RESUME_SCAN: u32 = 500;
+
+/// What a stream remembers of the log it sent, to find where new text starts in a tail whose
+/// oldest lines may have been dropped since.
+const LOG_MARK: usize = 256;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/job/{job_id}/events", get(job_events))
+        .route("/jobs/events", get(owner_events))
+}
+
+fn last_event_id(headers: &HeaderMap) -> Option<&str> {
+    headers.get("last-event-id")?.to_str().ok()
+}
+
+async fn job_events(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(job_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    // Subscribed before the first read: no change falls between them.
+    let watch = state.changes.watch_job(&job_id);
+    let job = state
+        .store
+        .job(&user.id, &job_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no job {job_id:?}")))?;
+    let sent = last_event_id(&headers)
+        .and_then(Sent::parse)
+        .unwrap_or_default();
+    let stream = JobStream {
+        state,
+        user,
+        job_id,
+        watch,
+        sent,
+        first: Some(job),
+        ended: false,
+    };
+    let events = stream::unfold(stream, |mut stream| async move {
+        let events = stream.next_events().await?;
+        Some((events, stream))
+    })
+    .flat_map(|events| stream::iter(events.into_iter().map(Ok)));
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+/// What a job's stream has sent: the state its last event id names.
+#[derive(Debug, Default)]
+struct Sent {
+    status: Option<JobStatus>,
+    attempt: u32,
+    progress: Option<Progress>,
+    /// Bytes of the attempt's log tail sent, and the last of them.
+    log_len: usize,
+    log_mark: String,
+}
+
+impl Sent {
+    /// Reads an event id: `attempt:log_len:STATUS`.
+    fn parse(id: &str) -> Option<Sent> {
+        let mut parts = id.splitn(3, ':');
+        let attempt = parts.next()?.parse().ok()?;
+        let log_len = parts.next()?.parse().ok()?;
+        let status = JobStatus::parse(parts.next()?).ok()?;
+        Some(Sent {
+            status: Some(status),
+            attempt,
+            log_len,
+            ..Sent::default()
+        })
+    }
+
+    fn id(&self) -> String {
+        let status = self.status.map_or("", JobStatus::as_str);
+        format!("{}:{}:{status}", self.attempt, self.log_len)
+    }
+}
+
+struct JobStream {
+    state: AppState,
+    user: AuthUser,
+    job_id: String,
+    watch: JobWatch,
+    sent: Sent,
+    /// The read made before the stream started.
+    first: Option<JobRecord>,
+    ended: bool,
+}
+
+impl JobStream {
+    /// The next events, once there are some; `None` once the stream is over.
+    async fn next_events(&mut self) -> Option<Vec<Event>> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            let job = match self.first.take() {
+                Some(job) => job,
+                None => {
+                    self.watch.changed().await;
+                    match self.state.store.job(&self.user.id, &self.job_id).await {
+                        Ok(Some(job)) => job,
+                        // Deleted meanwhile (its user, or retention): nothing more to say.
+                        Ok(None) => return None,
+                        Err(error) => {
+                            tracing::warn!(%error, job = %self.job_id, "event stream read failed");
+                            return None;
+                        }
+                    }
+                }
+            };
+            let events = self.events(job);
+            if !events.is_empty() {
+                return Some(events);
+            }
+        }
+    }
+
+    /// What changed since the last events; the last event carries the new id.
+    fn events(&mut self, job: JobRecord) -> Vec<Event> {
+        let mut events = Vec::new();
+        let execution = job.executions.last();
+        let attempt = execution.map_or(0, |execution| execution.attempt);
+        if attempt != self.sent.attempt {
+            self.sent = Sent {
+                status: None,
+                attempt,
+                ..Sent::default()
+            };
+        }
+        if self.sent.status != Some(job.status) {
+            self.sent.status = Some(job.status);
+            events.push(json_event("status", &StatusEvent::new(&job)));
+        }
+        if let Some(execution) = execution {
+            if execution.progress.is_some() && execution.progress != self.sent.progress {
+                self.sent.progress.clone_from(&execution.progress);
+                if let Some(progress) = &execution.progress {
+                    let view = ProgressView {
+                        fraction: progress.fraction,
+                        message: progress.message.clone(),
+                    };
+                    events.push(json_event("progress", &view));
+                }
+            }
+            if let Some((text, gap)) = self.new_log(&execution.log_tail, execution.log_truncated) {
+                events.push(json_event("log", &LogEvent { text, gap }));
+            }
+        }
+        if !matches!(job.status, JobStatus::Pending | JobStatus::Running) {
+            self.ended = true;
+            events.push(json_event(
+                "end",
+                &JobStatusResponse::new(job, now_millis()),
+            ));
+        }
+        if let Some(last) = events.pop() {
+            events.push(last.id(self.sent.id()));
+        }
+        events
+    }
+
+    /// The text of `tail` not sent yet, and whether some was lost between (the tail dropped
+    /// lines the stream never sent).
+    fn new_log(&mut self, tail: &str, truncated: bool) -> Option<(String, bool)> {
+        let (start, gap) = if !truncated && tail.len() >= self.sent.log_len {
+            (self.sent.log_len, false)
+        } else if !self.sent.log_mark.is_empty()
+            && let Some(at) = tail.rfind(self.sent.log_mark.as_str())
+        {
+            (at + self.sent.log_mark.len(), false)
+        } else {
+            (0, self.sent.log_len > 0)
+        };
+        let new = tail.get(start..).unwrap_or(tail);
+        if new.is_empty() {
+            return None;
+        }
+        self.sent.log_len = tail.len();
+        let mark_from = tail.len().saturating_sub(LOG_MARK);
+        let mark_from = (mark_from..tail.len())
+            .find(|&index| tail.is_char_boundary(index))
+            .unwrap_or(tail.len());
+        self.sent.log_mark = tail[mark_from..].to_owned();
+        Some((new.to_owned(), gap))
+    }
+}
+
+fn json_event(name: &str, data: &impl serde::Serialize) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(data)
+        .unwrap_or_else(|_| Event::default().event(name))
+}
+
+async fn owner_events(
+    State(state): State<AppState>,
+    user: AuthUser,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let watch = state.changes.watch_owner(&user.id);
+    let resume_from = last_event_id(&headers).and_then(|id| id.parse::<Millis>().ok());
+    let stream = OwnerStream {
+        state,
+        user,
+        watch,
+        sent: HashMap::new(),
+        resume_from,
+    };
+    let events = stream::unfold(stream, |mut stream| async move {
+        let events = stream.next_events().await;
+        Some((events, stream))
+    })
+    .flat_map(|events| stream::iter(events.into_iter().map(Ok)));
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+struct OwnerStream {
+    state: AppState,
+    user: AuthUser,
+    watch: OwnerWatch,
+    /// The status last sent of each job not ended yet.
+    sent: HashMap<String, JobStatus>,
+    /// Send what changed since this time first (a resumed stream, or one that lagged).
+    resume_from: Option<Millis>,
+}
+
+impl OwnerStream {
+    async fn next_events(&mut self) -> Vec<Event> {
+        loop {
+            let now = now_millis();
+            let jobs = if let Some(since) = self.resume_from.take() {
+                self.changed_since(since).await
+            } else {
+                match self.watch.next().await {
+                    OwnerChange::Job(job_id) => {
+                        match self.state.store.job(&self.user.id, &job_id).await {
+                            Ok(Some(job)) => vec![summary(job)],
+                            Ok(None) => Vec::new(),
+                            Err(error) => {
+                                tracing::warn!(%error, "event stream read failed");
+                                Vec::new()
+                            }
+                        }
+                    }
+                    OwnerChange::Lagged => {
+                        self.resume_from = Some(now.saturating_sub(60_000));
+                        continue;
+                    }
+                }
+            };
+            let mut events: Vec<Event> = jobs
+                .into_iter()
+                .filter(|job| self.note(job))
+                .map(|job| json_event("status", &JobListEntry::new(job)))
+                .collect();
+            if let Some(last) = events.pop() {
+                events.push(last.id(now.to_string()));
+                return events;
+            }
+        }
+    }
+
+    /// Whether the job's status is news to the client; remembered if so.
+    fn note(&mut self, job: &JobSummary) -> bool {
+        if self.sent.get(&job.id) == Some(&job.status) {
+            return false;
+        }
+        if matches!(job.status, JobStatus::Pending | JobStatus::Running) {
+            self.sent.insert(job.id.clone(), job.status);
+        } else {
+            self.sent.remove(&job.id);
+        }
+        true
+    }
+
+    /// The caller's jobs created or ended after `since`, or not ended yet, oldest first.
+    async fn changed_since(&self, since: Millis) -> Vec<JobSummary> {
+        let mut jobs = match self
+            .state
+            .store
+            .jobs(&self.user.id, None, RESUME_SCAN)
+            .await
+        {
+            Ok(jobs) => jobs,
+            Err(error) => {
+                tracing::warn!(%error, "event stream read failed");
+                return Vec::new();
+            }
+        };
+        jobs.retain(|job| {
+            job.created_at > since || job.ended_at.is_none_or(|ended_at| ended_at > since)
+        });
+        jobs.reverse();
+        jobs
+    }
+}
+
+fn summary(job: JobRecord) -> JobSummary {
+    JobSummary {
+        id: job.id,
+        problem: job.problem,
+        status: job.status,
+        created_at: job.created_at,
+        ended_at: job.ended_at,
+    }
+}
