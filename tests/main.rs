@@ -9,6 +9,7 @@ mod auth;
 mod cancel;
 mod datasets;
 mod durability;
+mod finding;
 mod flow;
 mod hardening;
 mod knapsack;

@@ -18,7 +18,7 @@ use super::wire::{JobListEntry, JobStatusResponse, LogEvent, ProgressView, Statu
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
 use crate::changes::{JobWatch, OwnerChange, OwnerWatch};
-use crate::store::{JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis};
+use crate::store::{JobFilter, JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis};
 
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -308,7 +308,7 @@ impl OwnerStream {
         let mut jobs = match self
             .state
             .store
-            .jobs(&self.user.id, None, RESUME_SCAN)
+            .jobs(&self.user.id, &JobFilter::default(), None, RESUME_SCAN)
             .await
         {
             Ok(jobs) => jobs,
@@ -332,5 +332,6 @@ fn summary(job: JobRecord) -> JobSummary {
         status: job.status,
         created_at: job.created_at,
         ended_at: job.ended_at,
+        labels: job.labels,
     }
 }

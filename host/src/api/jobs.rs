@@ -3,13 +3,14 @@
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Query, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use super::job_filter::JobListRequest;
 use super::long_poll::{Until, WaitQuery, wait_for_job};
-use super::wire::{CancelResponse, JobList, JobListEntry, JobListQuery, JobStatusResponse};
+use super::wire::{CancelResponse, JobList, JobListEntry, JobStatusResponse};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 use crate::store::{CancelOutcome, JobOutput, JobStatus, now_millis};
@@ -134,21 +135,23 @@ async fn output(
     }
 }
 
-/// The most jobs one page lists.
-const MAX_PAGE: u32 = 500;
-
+/// A page of the caller's jobs that pass the query's filter, newest first.
 async fn list(
     State(state): State<AppState>,
     user: AuthUser,
-    query: Result<Query<JobListQuery>, QueryRejection>,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<JobList>, ApiError> {
-    let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
-    let limit = query.limit.unwrap_or(50).clamp(1, MAX_PAGE);
+    let request = JobListRequest::parse(&state, query.as_deref())?;
     let jobs = state
         .store
-        .jobs(&user.id, query.before.as_deref(), limit)
+        .jobs(
+            &user.id,
+            &request.filter,
+            request.before.as_deref(),
+            request.limit,
+        )
         .await?;
-    let next = (jobs.len() == limit as usize)
+    let next = (jobs.len() == request.limit as usize)
         .then(|| jobs.last().map(|job| job.id.clone()))
         .flatten();
     Ok(Json(JobList {

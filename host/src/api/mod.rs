@@ -5,12 +5,15 @@ mod body_budget;
 mod data_files;
 mod error;
 mod events;
+mod job_filter;
 mod jobs;
+mod labels;
 mod login;
 mod login_throttle;
 mod long_poll;
 mod options;
 mod problems;
+mod query;
 mod user_access;
 mod wire;
 
@@ -203,6 +206,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))
         .route("/metrics", axum::routing::get(metrics))
+        .route_layer(axum::middleware::from_fn(query::reject_unknown_parameters))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

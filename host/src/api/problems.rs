@@ -11,6 +11,7 @@ use axum::routing::get;
 use serde_json::{Map, Value};
 
 use super::body_budget::BodyRoom;
+use super::labels::parse_labels;
 use super::options::parse_options;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
@@ -116,6 +117,10 @@ async fn run_job(
     let options = parse_options(fields.remove("options").as_ref(), &limits)
         .map_err(|option_errors| errors.extend(option_errors))
         .ok();
+    let labels = parse_labels(fields.remove("labels").as_ref())
+        .map_err(|label_errors| errors.extend(label_errors))
+        .ok()
+        .flatten();
 
     // The spec's rule: `data_file_identifier` selects the dataset form, which then goes
     // through the same checks as inline input.
@@ -202,6 +207,7 @@ async fn run_job(
         idempotency,
         dataset,
         priority: options.priority,
+        labels,
     };
     // The job is committed before the client hears of it.
     let inserted = match state.store.insert_job(&job).await {

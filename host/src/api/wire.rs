@@ -216,6 +216,8 @@ pub struct JobListEntry {
     pub status: &'static str,
     pub started_at: String,
     pub end_at: String,
+    /// Its labels; `{}` for none.
+    pub labels: serde_json::Map<String, Value>,
 }
 
 impl JobListEntry {
@@ -224,16 +226,14 @@ impl JobListEntry {
             status: job.status.as_str(),
             started_at: format_timestamp(job.created_at),
             end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
+            labels: job
+                .labels
+                .and_then(|labels| serde_json::from_str(&labels).ok())
+                .unwrap_or_default(),
             id: job.id,
             problem: job.problem,
         }
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct JobListQuery {
-    pub before: Option<String>,
-    pub limit: Option<u32>,
 }
 
 /// A use case as `GET /problems` lists it.

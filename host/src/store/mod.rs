@@ -236,6 +236,8 @@ pub struct NewJob {
     pub dataset: Option<JobDataset>,
     /// Its place among its owner's pending jobs (`options.priority`): higher runs first.
     pub priority: u8,
+    /// Its labels, a JSON object of strings, if it has any.
+    pub labels: Option<String>,
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
@@ -270,6 +272,7 @@ pub struct JobRecord {
     pub status: JobStatus,
     pub created_at: Millis,
     pub ended_at: Option<Millis>,
+    pub labels: Option<String>,
     pub executions: Vec<ExecutionRecord>,
 }
 
@@ -368,6 +371,25 @@ pub struct JobSummary {
     pub status: JobStatus,
     pub created_at: Millis,
     pub ended_at: Option<Millis>,
+    /// A JSON object of strings, if the job has labels.
+    pub labels: Option<String>,
+}
+
+/// Which of an owner's jobs `GET /jobs` lists; every condition given must hold.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Any of these statuses, as clients see them.
+    pub statuses: Vec<JobStatus>,
+    /// The use case's name.
+    pub problem: Option<String>,
+    /// Every one of these labels, key and value.
+    pub labels: Vec<(String, String)>,
+    /// Created at or after.
+    pub since: Option<Millis>,
+    /// Created before.
+    pub until: Option<Millis>,
+    /// Any of these ids.
+    pub ids: Vec<String>,
 }
 
 /// The job's output, or where the job is instead.
@@ -413,11 +435,12 @@ pub trait JobStore: Send + Sync + 'static {
     /// How many jobs wait for a worker.
     async fn pending_count(&self) -> Result<u64, StoreError>;
 
-    /// The owner's jobs, newest first: at most `limit`, all older than the job `before` if
-    /// given (keyset pagination on the time-ordered id).
+    /// The owner's jobs that pass `filter`, newest first: at most `limit`, all older than the
+    /// job `before` if given (keyset pagination on the time-ordered id).
     async fn jobs(
         &self,
         owner_id: &str,
+        filter: &JobFilter,
         before: Option<&str>,
         limit: u32,
     ) -> Result<Vec<JobSummary>, StoreError>;
@@ -627,6 +650,7 @@ where
     for<'a> &'a str: ColumnIndex<R>,
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
 {
     Ok(JobSummary {
         id: row.try_get("id")?,
@@ -634,6 +658,7 @@ where
         status: JobStatus::parse(&row.try_get::<String, _>("status")?)?,
         created_at: row.try_get("created_at")?,
         ended_at: row.try_get("ended_at")?,
+        labels: row.try_get("labels")?,
     })
 }
 
@@ -744,6 +769,7 @@ impl JobRecord {
             status: summary.status,
             created_at: summary.created_at,
             ended_at: summary.ended_at,
+            labels: summary.labels,
             executions,
         }
     }

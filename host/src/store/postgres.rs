@@ -49,6 +49,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         10,
         include_str!("../../migrations/postgres/0010_priority.sql"),
     ),
+    (
+        11,
+        include_str!("../../migrations/postgres/0011_labels.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -357,6 +361,10 @@ impl Backend for PostgresStore {
         changes: &[JobChange],
     ) -> Result<(), StoreError> {
         notify_changes(transaction, changes).await
+    }
+
+    fn label_condition(key: usize, value: usize) -> String {
+        format!("(labels::jsonb ->> ${key}) = ${value}")
     }
 
     /// Every replica hears the announcement, this one included.

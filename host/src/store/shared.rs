@@ -11,10 +11,11 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
 
 use super::batch::{Batcher, Outcome, Write};
 use super::{
-    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobEvents, JobOutput,
-    JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob, PluginRef,
-    QueuedWrite, StoreError, Usage, User, UserAccess, UserChange, UserQuotas, claim_from_row,
-    data_file_from_row, execution_from_row, now_millis, sql, summary_from_row, user_conflict,
+    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobEvents, JobFilter,
+    JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob,
+    PluginRef, QueuedWrite, StoreError, Usage, User, UserAccess, UserChange, UserQuotas,
+    claim_from_row, data_file_from_row, execution_from_row, now_millis, sql, summary_from_row,
+    user_conflict,
 };
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -57,6 +58,10 @@ pub(super) trait Backend: Send + Sync + 'static {
 
     /// After a commit that changed jobs: tells this process, where no announcement does.
     fn changes_committed(&self, changes: &[JobChange]);
+
+    /// A condition that the job's labels hold the key `$key` with the value `$value`, where
+    /// `key` and `value` are the numbers of those parameters.
+    fn label_condition(key: usize, value: usize) -> String;
 
     /// [`JobStore::recover_interrupted`], the backend's way.
     async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError>;
@@ -223,6 +228,7 @@ where
         .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
         .bind(sql::FAIR_SHARE_SPACING_MS)
         .bind(i64::from(job.priority))
+        .bind(job.labels.as_deref())
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {
@@ -530,13 +536,20 @@ where
     async fn jobs(
         &self,
         owner_id: &str,
+        filter: &JobFilter,
         before: Option<&str>,
         limit: u32,
     ) -> Result<Vec<JobSummary>, StoreError> {
-        sqlx::query(sql::JOBS_PAGE)
-            .bind(owner_id)
-            .bind(before)
-            .bind(i64::from(limit))
+        let page = JobsPage::new::<B>(owner_id, filter, before, limit);
+        // Only constants and parameter numbers are spliced in; every value is bound.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(page.sql));
+        for argument in page.arguments {
+            query = match argument {
+                Argument::Text(text) => query.bind(text),
+                Argument::Number(number) => query.bind(number),
+            };
+        }
+        query
             .fetch_all(self.readers())
             .await?
             .iter()
@@ -883,5 +896,84 @@ where
 
     async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>) {
         self.watch(events).await
+    }
+}
+
+/// One value bound to a [`JobsPage`]'s statement.
+enum Argument {
+    Text(String),
+    Number(i64),
+}
+
+/// The statement of one page of `GET /jobs`, with its filter's conditions, and its values in
+/// parameter order.
+struct JobsPage {
+    sql: String,
+    arguments: Vec<Argument>,
+}
+
+impl JobsPage {
+    fn new<B: Backend>(
+        owner_id: &str,
+        filter: &JobFilter,
+        before: Option<&str>,
+        limit: u32,
+    ) -> JobsPage {
+        let mut page = JobsPage {
+            sql: format!(
+                "SELECT id, problem, {} AS status, created_at, ended_at, labels FROM jobs
+                 WHERE owner_id = $1",
+                sql::CLIENT_STATUS
+            ),
+            arguments: vec![Argument::Text(owner_id.to_owned())],
+        };
+        if let Some(before) = before {
+            let at = page.push(Argument::Text(before.to_owned()));
+            page.sql.push_str(&format!(" AND id < ${at}"));
+        }
+        if !filter.statuses.is_empty() {
+            let list = page.list(filter.statuses.iter().map(|status| status.as_str()));
+            page.sql
+                .push_str(&format!(" AND {} IN ({list})", sql::CLIENT_STATUS));
+        }
+        if let Some(problem) = &filter.problem {
+            let at = page.push(Argument::Text(problem.clone()));
+            page.sql.push_str(&format!(" AND problem = ${at}"));
+        }
+        for (key, value) in &filter.labels {
+            let key = page.push(Argument::Text(key.clone()));
+            let value = page.push(Argument::Text(value.clone()));
+            page.sql
+                .push_str(&format!(" AND {}", B::label_condition(key, value)));
+        }
+        if let Some(since) = filter.since {
+            let at = page.push(Argument::Number(since));
+            page.sql.push_str(&format!(" AND created_at >= ${at}"));
+        }
+        if let Some(until) = filter.until {
+            let at = page.push(Argument::Number(until));
+            page.sql.push_str(&format!(" AND created_at < ${at}"));
+        }
+        if !filter.ids.is_empty() {
+            let list = page.list(filter.ids.iter().map(String::as_str));
+            page.sql.push_str(&format!(" AND id IN ({list})"));
+        }
+        let at = page.push(Argument::Number(i64::from(limit)));
+        page.sql.push_str(&format!(" ORDER BY id DESC LIMIT ${at}"));
+        page
+    }
+
+    /// Adds a value; its parameter's number.
+    fn push(&mut self, argument: Argument) -> usize {
+        self.arguments.push(argument);
+        self.arguments.len()
+    }
+
+    /// Adds text values; their parameters, comma-separated.
+    fn list<'a>(&mut self, values: impl Iterator<Item = &'a str>) -> String {
+        values
+            .map(|value| format!("${}", self.push(Argument::Text(value.to_owned()))))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }

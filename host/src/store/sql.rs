@@ -54,8 +54,8 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13,
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14,
          COALESCE(
              CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
                   WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
@@ -74,30 +74,27 @@ pub(super) const JOB_OWNER: &str = "SELECT owner_id FROM jobs WHERE id = $1";
 pub(super) const JOB_BY_IDEMPOTENCY_KEY: &str =
     "SELECT id, request_hash FROM jobs WHERE owner_id = $1 AND idempotency_key = $2";
 
-// A job's status as clients see it (the `CASE` in `JOB`, `JOBS_PAGE` and `JOB_OUTPUT`). A job
-// claimed but not started yet (waiting in its worker's local queue behind another run) is
-// `RUNNING` in the table, for its lease, and `PENDING` to clients, as the spec means it:
-// accepted and waiting. Worked out in the statement that reads the job, so that it is one
-// snapshot with the job's own status.
+// A job's status as clients see it (`CLIENT_STATUS`, and the `CASE` in `JOB` and
+// `JOB_OUTPUT`). A job claimed but not started yet (waiting in its worker's local queue behind
+// another run) is `RUNNING` in the table, for its lease, and `PENDING` to clients, as the spec
+// means it: accepted and waiting. Worked out in the statement that reads the job, so that it
+// is one snapshot with the job's own status.
+
+/// A job's status as clients see it.
+pub(super) const CLIENT_STATUS: &str = "CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (
+         SELECT 1 FROM executions
+         WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
+     THEN 'PENDING' ELSE jobs.status END";
 
 pub(super) const JOB: &str = "SELECT id, problem,
          CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
               WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
          THEN 'PENDING' ELSE jobs.status END AS status,
-         created_at, ended_at FROM jobs WHERE id = $1 AND owner_id = $2";
+         created_at, ended_at, labels FROM jobs WHERE id = $1 AND owner_id = $2";
 
 pub(super) const EXECUTIONS: &str = "SELECT * FROM executions WHERE job_id = $1 ORDER BY attempt";
 
 pub(super) const PENDING_COUNT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'PENDING'";
-
-/// Ids are UUIDv7, so their order is their creation order: keyset pagination on the id.
-pub(super) const JOBS_PAGE: &str = "SELECT id, problem,
-         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
-              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
-         THEN 'PENDING' ELSE jobs.status END AS status,
-         created_at, ended_at FROM jobs
-     WHERE owner_id = $1 AND ($2 IS NULL OR id < $2)
-     ORDER BY id DESC LIMIT $3";
 
 pub(super) const JOB_OUTPUT: &str = "SELECT
          CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions

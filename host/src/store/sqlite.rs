@@ -48,6 +48,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         10,
         include_str!("../../migrations/sqlite/0010_priority.sql"),
     ),
+    (11, include_str!("../../migrations/sqlite/0011_labels.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
@@ -267,6 +268,10 @@ impl Backend for SqliteStore {
         _job_id: &str,
     ) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    fn label_condition(key: usize, value: usize) -> String {
+        format!("json_extract(labels, '$.\"' || ${key} || '\"') = ${value}")
     }
 
     /// One process: told once committed, in [`Backend::changes_committed`].

@@ -85,6 +85,7 @@ for_each_backend!(
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
     a_user_s_usage_is_counted_for_quotas,
     a_priority_job_goes_first_among_its_owner_s_jobs_only,
+    jobs_are_found_by_status_problem_label_time_and_id,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -102,6 +103,7 @@ fn new_job(owner: &User) -> NewJob {
         idempotency: None,
         dataset: None,
         priority: 0,
+        labels: None,
     }
 }
 
@@ -185,7 +187,7 @@ async fn a_job_is_stored_and_listed(backend: Backend) {
     assert!(store.job(&bob.id, &first.id).await.expect("read").is_none());
     assert_eq!(store.pending_count().await.expect("count"), 2);
     let page: Vec<String> = store
-        .jobs(&alice.id, None, 10)
+        .jobs(&alice.id, &JobFilter::default(), None, 10)
         .await
         .expect("list")
         .into_iter()
@@ -193,7 +195,7 @@ async fn a_job_is_stored_and_listed(backend: Backend) {
         .collect();
     assert_eq!(page, [second.id.clone(), first.id.clone()]);
     let older = store
-        .jobs(&alice.id, Some(&second.id), 10)
+        .jobs(&alice.id, &JobFilter::default(), Some(&second.id), 10)
         .await
         .expect("list");
     assert_eq!(older.len(), 1);
@@ -993,7 +995,7 @@ async fn a_claimed_job_is_listed_pending_until_it_starts(backend: Backend) {
     assert_eq!(waiting.len(), 1, "claimed, not started");
     let (running, waiting) = (&running.lease.job_id, &waiting[0].lease.job_id);
     let listed: HashMap<String, JobStatus> = store
-        .jobs(&alice.id, None, 10)
+        .jobs(&alice.id, &JobFilter::default(), None, 10)
         .await
         .expect("list")
         .into_iter()
@@ -1044,7 +1046,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     pool.close().await;
 }
 
@@ -1269,5 +1271,106 @@ async fn a_priority_job_goes_first_among_its_owner_s_jobs_only(backend: Backend)
             alice_jobs[1].clone(),
             alice_jobs[2].clone(),
         ]
+    );
+}
+
+async fn jobs_are_found_by_status_problem_label_time_and_id(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let labelled = |owner: &User, labels: &str, created_at: Millis| NewJob {
+        labels: Some(labels.into()),
+        created_at,
+        ..new_job(owner)
+    };
+    let nightly = labelled(&alice, r#"{"batch":"nightly","team":"ops"}"#, 1_000);
+    let adhoc = labelled(&alice, r#"{"batch":"adhoc"}"#, 2_000);
+    let qubo = NewJob {
+        problem: "qubo".into(),
+        created_at: 3_000,
+        ..new_job(&alice)
+    };
+    let bobs = labelled(&bob, r#"{"batch":"nightly"}"#, 1_000);
+    for job in [&nightly, &adhoc, &qubo, &bobs] {
+        store.insert_job(job).await.expect("insert");
+    }
+    // The first claimed (the oldest) runs: RUNNING to clients once started.
+    let (running, _) = claim_and_start(store, LONG).await;
+    assert_eq!(running.lease.job_id, nightly.id);
+
+    let owner = alice.id.as_str();
+    let found = |filter: JobFilter| async move {
+        let jobs = store.jobs(owner, &filter, None, 10).await.expect("list");
+        jobs.into_iter().map(|job| job.id).collect::<Vec<_>>()
+    };
+    let label = |key: &str, value: &str| (key.to_owned(), value.to_owned());
+    assert_eq!(
+        found(JobFilter {
+            labels: vec![label("batch", "nightly")],
+            ..JobFilter::default()
+        })
+        .await,
+        [nightly.id.as_str()]
+    );
+    assert_eq!(
+        found(JobFilter {
+            labels: vec![label("batch", "nightly"), label("team", "dev")],
+            ..JobFilter::default()
+        })
+        .await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        found(JobFilter {
+            statuses: vec![JobStatus::Pending],
+            ..JobFilter::default()
+        })
+        .await,
+        [qubo.id.clone(), adhoc.id.clone()]
+    );
+    assert_eq!(
+        found(JobFilter {
+            statuses: vec![JobStatus::Running, JobStatus::Completed],
+            ..JobFilter::default()
+        })
+        .await,
+        [nightly.id.as_str()]
+    );
+    assert_eq!(
+        found(JobFilter {
+            problem: Some("qubo".into()),
+            ..JobFilter::default()
+        })
+        .await,
+        [qubo.id.as_str()]
+    );
+    assert_eq!(
+        found(JobFilter {
+            since: Some(2_000),
+            until: Some(3_000),
+            ..JobFilter::default()
+        })
+        .await,
+        [adhoc.id.as_str()]
+    );
+    assert_eq!(
+        found(JobFilter {
+            ids: vec![nightly.id.clone(), bobs.id.clone()],
+            ..JobFilter::default()
+        })
+        .await,
+        [nightly.id.as_str()]
+    );
+    let listed = store
+        .jobs(&alice.id, &JobFilter::default(), None, 10)
+        .await
+        .expect("list");
+    let nightly_listed = listed
+        .iter()
+        .find(|job| job.id == nightly.id)
+        .expect("listed");
+    assert_eq!(
+        nightly_listed.labels.as_deref(),
+        Some(r#"{"batch":"nightly","team":"ops"}"#)
     );
 }

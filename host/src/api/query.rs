@@ -1,0 +1,45 @@
+//! Query parameters an endpoint does not take are a 400 that names them: a client that
+//! believes it filters or waits must hear that it does not.
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::job_filter::unknown_parameters;
+
+/// The parameters of `GET /jobs`.
+pub const JOBS_PARAMETERS: &[&str] = &[
+    "before", "limit", "status", "problem", "label", "since", "until", "ids",
+];
+
+/// The parameters a route takes, by its path pattern and method.
+fn known(path: &str, method: &Method) -> &'static [&'static str] {
+    match (path, method) {
+        ("/job/{job_id}", &Method::GET) => &["wait", "status"],
+        ("/job/{job_id}/output", &Method::GET) => &["wait"],
+        ("/jobs", &Method::GET) => JOBS_PARAMETERS,
+        ("/data_file", &Method::POST) => &["filename"],
+        _ => &[],
+    }
+}
+
+/// Answers 400 for a request with a parameter its route does not take.
+pub async fn reject_unknown_parameters(
+    path: MatchedPath,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some(query) = request.uri().query() {
+        let known = known(path.as_str(), request.method());
+        let mut unknown: Vec<String> = form_urlencoded::parse(query.as_bytes())
+            .map(|(name, _)| name.into_owned())
+            .filter(|name| !known.contains(&name.as_str()))
+            .collect();
+        unknown.dedup();
+        if !unknown.is_empty() {
+            return unknown_parameters(&unknown, known).into_response();
+        }
+    }
+    next.run(request).await
+}

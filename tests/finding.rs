@@ -1,0 +1,158 @@
+//! Finding jobs: labels given at launch, `GET /jobs` filters, and 400s for parameters an
+//! endpoint does not take.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{TestServer, expect_problem};
+
+async fn listed(server: &TestServer, token: &str, query: &str) -> Vec<String> {
+    let response = server.get(token, &format!("/jobs?{query}")).await;
+    assert_eq!(response.status(), StatusCode::OK, "{query}");
+    let body: Value = response.json().await.unwrap();
+    body["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn jobs_are_found_by_label_status_problem_and_id() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let tiny = |labels: Value| json!({"num_nodes": 2, "edges": [[0, 1, 1]], "labels": labels});
+    let nightly = server
+        .launch(
+            &token,
+            "maxcut",
+            &tiny(json!({"batch": "nightly", "team": "ops"})),
+        )
+        .await;
+    let adhoc = server
+        .launch(&token, "max-cut", &tiny(json!({"batch": "adhoc"})))
+        .await;
+    let qubo = server
+        .launch(&token, "qubo", &json!({"Q": [[1, -2], [-2, 3]]}))
+        .await;
+    for job in [&nightly, &adhoc, &qubo] {
+        server.wait_until_ended(&token, job).await;
+    }
+
+    assert_eq!(
+        listed(&server, &token, "label=batch:nightly").await,
+        [nightly.as_str()]
+    );
+    assert_eq!(
+        listed(&server, &token, "label=batch:nightly&label=team:ops").await,
+        [nightly.as_str()]
+    );
+    assert!(listed(&server, &token, "label=team:dev").await.is_empty());
+    // An alias finds the use case's jobs.
+    assert_eq!(
+        listed(&server, &token, "problem=urn:caseload:usecase:maxcut").await,
+        [adhoc.clone(), nightly.clone()]
+    );
+    assert_eq!(
+        listed(&server, &token, "status=CANCELLED").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        listed(&server, &token, "status=COMPLETED,FAILED&problem=qubo").await,
+        [qubo.as_str()]
+    );
+    assert_eq!(
+        listed(&server, &token, &format!("ids={nightly},{qubo}")).await,
+        [qubo.clone(), nightly.clone()]
+    );
+    assert_eq!(
+        listed(&server, &token, "since=2000-01-01T00:00:00Z")
+            .await
+            .len(),
+        3
+    );
+    assert!(
+        listed(&server, &token, "until=2000-01-01T00:00:00Z")
+            .await
+            .is_empty()
+    );
+
+    // The labels come back in the list.
+    let body: Value = server
+        .get(&token, "/jobs?label=batch:adhoc")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["jobs"][0]["labels"], json!({"batch": "adhoc"}));
+}
+
+#[tokio::test]
+async fn bad_labels_are_422s_that_point_at_them() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let many: serde_json::Map<String, Value> = (0..17)
+        .map(|index| (format!("k{index}"), json!("v")))
+        .collect();
+    for (labels, pointer) in [
+        (json!("nightly"), "/labels"),
+        (json!({"batch": 7}), "/labels/batch"),
+        (json!({"has space": "v"}), "/labels/has space"),
+        (json!({"k": "v".repeat(256)}), "/labels/k"),
+        (Value::Object(many), "/labels"),
+    ] {
+        let body = json!({"num_nodes": 2, "edges": [], "labels": labels});
+        let response = server.post_json(&token, "/problem/maxcut", &body).await;
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let pointers: Vec<&str> = problem["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|error| error["pointer"].as_str().unwrap())
+            .collect();
+        assert!(pointers.contains(&pointer), "{pointer}: {problem}");
+    }
+}
+
+#[tokio::test]
+async fn bad_and_unknown_query_parameters_are_400s_that_name_them() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    for (query, says) in [
+        ("limit=0", "limit must be"),
+        ("limit=null", "limit must be"),
+        ("limit=501", "limit must be"),
+        ("limit=1&limit=2", "twice"),
+        ("status=DONE", "not a job status"),
+        ("label=nocolon", "key:value"),
+        ("since=yesterday", "RFC 3339"),
+        ("wait=5", "unknown query parameter wait"),
+        (
+            "stauts=PENDING&limt=3",
+            "unknown query parameters stauts, limt",
+        ),
+    ] {
+        let response = server.get(&token, &format!("/jobs?{query}")).await;
+        let body = expect_problem(response, StatusCode::BAD_REQUEST).await;
+        assert!(
+            body["detail"].as_str().unwrap().contains(says),
+            "{query}: {body}"
+        );
+    }
+    // Every endpoint: a parameter it does not take is named, with those it does take.
+    let tiny = json!({"num_nodes": 2, "edges": []});
+    let response = server
+        .post_json(&token, "/problem/maxcut?priority=9", &tiny)
+        .await;
+    let body = expect_problem(response, StatusCode::BAD_REQUEST).await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("priority; it takes none"),
+        "{body}"
+    );
+    let response = server.get(&token, "/problems?verbose=1").await;
+    expect_problem(response, StatusCode::BAD_REQUEST).await;
+}
