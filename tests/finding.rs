@@ -156,3 +156,71 @@ async fn bad_and_unknown_query_parameters_are_400s_that_name_them() {
     let response = server.get(&token, "/problems?verbose=1").await;
     expect_problem(response, StatusCode::BAD_REQUEST).await;
 }
+
+#[tokio::test]
+async fn only_the_origins_named_may_call_from_a_browser() {
+    let preflight = |server: &TestServer, origin: &str| {
+        server
+            .client
+            .request(reqwest::Method::OPTIONS, server.url("/jobs"))
+            .header("origin", origin)
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "authorization")
+            .send()
+    };
+    let closed = TestServer::start();
+    let response = preflight(&closed, "https://console.example.com")
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none(),
+        "{:?}",
+        response.headers()
+    );
+
+    let open = TestServer::start_with(crate::support::ServerOptions {
+        args: &["--cors-origin", "https://console.example.com"],
+        ..Default::default()
+    });
+    let response = preflight(&open, "https://console.example.com")
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["access-control-allow-origin"],
+        "https://console.example.com"
+    );
+    let allowed = response.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(allowed.contains("authorization"), "{allowed}");
+    let response = preflight(&open, "https://elsewhere.example.com")
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    // A real call from the allowed origin sees the headers a client needs.
+    let token = open.admin_token().await;
+    let response = open
+        .client
+        .post(open.url("/problem/maxcut"))
+        .bearer_auth(&token)
+        .header("origin", "https://console.example.com")
+        .json(&json!({"num_nodes": 2, "edges": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let exposed = response.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(exposed.contains("location"), "{exposed}");
+}

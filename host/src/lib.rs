@@ -365,7 +365,11 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         max_connections: connection_cap(args.max_connections),
     };
     tracing::info!(?connection_limits, "accepting connections");
-    listener::serve(listener, app(state), connection_limits, shutdown_signal()).await?;
+    let app = match api::cors(&args.cors_origins)? {
+        Some(cors) => app(state).layer(cors),
+        None => app(state),
+    };
+    listener::serve(listener, app, connection_limits, shutdown_signal()).await?;
     tracing::info!("stopped accepting requests; waiting for running jobs");
     let grace = args.shutdown_grace;
     tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;

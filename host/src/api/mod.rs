@@ -2,6 +2,7 @@
 
 mod bearer;
 mod body_budget;
+mod cors;
 mod data_files;
 mod error;
 mod events;
@@ -31,6 +32,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use self::body_budget::BodyBudget;
+pub use self::cors::cors;
 pub use self::error::ApiError;
 use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;

@@ -218,6 +218,15 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,
 
+    /// An origin whose browser scripts may call the API (`https://console.example.com`; `*`
+    /// for any); repeat for more. Without one, no cross-origin call is allowed.
+    #[arg(
+        long = "cors-origin",
+        env = "CASELOAD_CORS_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub cors_origins: Vec<String>,
+
     /// How long a plugin file must be left alone before it is (re)loaded.
     #[arg(long, env = "CASELOAD_PLUGINS_DEBOUNCE", default_value = "250ms", value_parser = parse_duration)]
     pub plugins_debounce: Duration,
