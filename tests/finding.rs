@@ -224,3 +224,85 @@ async fn only_the_origins_named_may_call_from_a_browser() {
         .to_lowercase();
     assert!(exposed.contains("location"), "{exposed}");
 }
+
+#[tokio::test]
+async fn a_batch_launches_all_its_jobs_or_none_and_replays_with_its_key() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let post = |body: Value, key: Option<&str>| {
+        let mut request = server
+            .client
+            .post(server.url("/problem/maxcut/batch"))
+            .bearer_auth(&token)
+            .json(&body);
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        request.send()
+    };
+    let item =
+        |nodes: i64| json!({"num_nodes": nodes, "edges": [[0, 1, 1]], "labels": {"sweep": "s1"}});
+    // One bad body: nothing launched, and the error points into it.
+    let response = post(json!({"jobs": [item(2), item(-1), item(3)]}), None)
+        .await
+        .unwrap();
+    let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let pointers: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|error| error["pointer"].as_str().unwrap())
+        .collect();
+    assert!(
+        pointers
+            .iter()
+            .all(|pointer| pointer.starts_with("/jobs/1")),
+        "{problem}"
+    );
+    assert!(listed(&server, &token, "").await.is_empty());
+
+    let body = json!({"jobs": [item(2), item(3), item(4)]});
+    let response = post(body.clone(), Some("sweep-1")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let launched: Value = response.json().await.unwrap();
+    let ids: Vec<String> = launched["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    for id in &ids {
+        assert_eq!(
+            server.wait_until_ended(&token, id).await["status"],
+            "COMPLETED"
+        );
+    }
+    let mut found = listed(&server, &token, "label=sweep:s1").await;
+    found.reverse();
+    assert_eq!(found, ids);
+
+    // The same key and body: the same jobs, none launched again.
+    let response = post(body, Some("sweep-1")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    assert_eq!(response.headers()["idempotent-replayed"], "true");
+    let replayed: Value = response.json().await.unwrap();
+    assert_eq!(replayed["jobs"], launched["jobs"]);
+    assert_eq!(listed(&server, &token, "").await.len(), 3);
+    // The same key for another batch is refused.
+    let response = post(json!({"jobs": [item(5)]}), Some("sweep-1"))
+        .await
+        .unwrap();
+    let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(
+        problem["type"],
+        "urn:caseload:problem:idempotency-key-reused"
+    );
+
+    // Too many, or none.
+    let many: Vec<Value> = (0..101).map(|_| item(2)).collect();
+    for jobs in [json!(many), json!([])] {
+        let response = post(json!({"jobs": jobs}), None).await.unwrap();
+        expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+    }
+}

@@ -1,5 +1,6 @@
 //! The HTTP API: the router, its shared state and middleware, one module per route group.
 
+mod batch;
 mod bearer;
 mod body_budget;
 mod cors;
@@ -204,6 +205,7 @@ pub fn app(state: AppState) -> Router {
         .merge(problems::router())
         .merge(jobs::router())
         .merge(events::router())
+        .merge(batch::router())
         .merge(data_files::router())
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))

@@ -64,23 +64,12 @@ async fn run_job(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let checked = async {
-        let plugin = resolve(&state, &problem_id)?;
-        check_json_content_type(&headers)?;
-        let idempotency_key = idempotency_key(&headers)?;
-        // Room in the server's budget for the body, held until the submission is answered.
-        let room = body_room(&state, &headers).await?;
-        Ok::<_, ApiError>((plugin, idempotency_key, room))
-    };
-    let (plugin, idempotency_key, _room) = match checked.await {
-        Ok(checked) => checked,
-        Err(error) => {
-            // Refused unread: the client reads its error rather than a reset.
-            tokio::spawn(super::discard(body.into_data_stream()));
-            return Err(error);
-        }
-    };
-    let body = read_limited(&headers, body).await?;
+    let LaunchRequest {
+        plugin,
+        idempotency_key,
+        room: _room,
+        body,
+    } = read_launch(&state, &problem_id, &headers, body).await?;
     let idempotency = idempotency_key.map(|key| Idempotency {
         key,
         request_hash: request_hash(&plugin.info.name, &body),
@@ -93,8 +82,83 @@ async fn run_job(
     {
         return replay(&user, &plugin, idempotency, job_id, &request_hash);
     }
-    // Parsing a few MB and checking it against the schema take milliseconds of CPU: not on
-    // the async runtime's threads, and no more at once than there are CPUs.
+    let (fields, large) = parse_object(&state, body).await?;
+    let prepared = prepare(&state, &user, &plugin, fields, large).await?;
+
+    check_quotas(&state, &user, 1).await?;
+    let job = prepared.into_job(&user, &plugin, idempotency)?;
+    // The job is committed before the client hears of it.
+    let inserted = match state.store.insert_job(&job).await {
+        Ok(inserted) => inserted,
+        Err(error) => return Err(insert_failed(&state, &user, &job, error).await),
+    };
+    match inserted {
+        Inserted::Created => {}
+        // The same key, sent twice at once: the other request stored its job first.
+        Inserted::Existing {
+            job_id,
+            request_hash,
+        } => {
+            let idempotency = job.idempotency.as_ref().ok_or_else(|| {
+                ApiError::Internal("an existing job reported for a request without a key".into())
+            })?;
+            return replay(&user, &plugin, idempotency, job_id, &request_hash);
+        }
+    }
+    state.local_jobs.job_added();
+    state.metrics.job_accepted();
+    tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
+
+    Ok(accepted(&user, &plugin, job.id).into_response())
+}
+
+/// A launch request before its body is parsed: its use case and key checked, room for its
+/// body taken in the server's budget (held until the request is answered), its body read.
+pub(super) struct LaunchRequest {
+    pub plugin: Arc<Plugin>,
+    pub idempotency_key: Option<String>,
+    pub room: BodyRoom,
+    pub body: axum::body::Bytes,
+}
+
+/// Reads a launch request (`POST /problem/<id>` or its batch). Refused before its body is
+/// read, the body is drained, so the client reads its error rather than a reset.
+pub(super) async fn read_launch(
+    state: &AppState,
+    problem_id: &str,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<LaunchRequest, ApiError> {
+    let checked = async {
+        let plugin = resolve(state, problem_id)?;
+        check_json_content_type(headers)?;
+        let idempotency_key = idempotency_key(headers)?;
+        let room = body_room(state, headers).await?;
+        Ok::<_, ApiError>((plugin, idempotency_key, room))
+    };
+    let (plugin, idempotency_key, room) = match checked.await {
+        Ok(checked) => checked,
+        Err(error) => {
+            tokio::spawn(super::discard(body.into_data_stream()));
+            return Err(error);
+        }
+    };
+    let body = read_limited(headers, body).await?;
+    Ok(LaunchRequest {
+        plugin,
+        idempotency_key,
+        room,
+        body,
+    })
+}
+
+/// The body as a JSON object, and whether it is large enough that its checks belong on a
+/// blocking thread. Parsing a few MB takes milliseconds of CPU: not on the async runtime's
+/// threads, and no more at once than there are CPUs.
+pub(super) async fn parse_object(
+    state: &AppState,
+    body: axum::body::Bytes,
+) -> Result<(Map<String, Value>, bool), ApiError> {
     let large = body.len() > BLOCKING_WORK_ABOVE;
     let parsed = if large {
         state
@@ -105,13 +169,55 @@ async fn run_job(
     };
     let body: Value = parsed
         .map_err(|error| ApiError::BadRequest(format!("the body is not valid JSON: {error}")))?;
-    let Value::Object(mut fields) = body else {
-        return Err(invalid(
+    match body {
+        Value::Object(fields) => Ok((fields, large)),
+        _ => Err(invalid(
             "the body must be a JSON object",
             vec![Violation::new("", "must be an object")],
-        ));
-    };
+        )),
+    }
+}
 
+/// A launch body checked and ready to store: its input (or dataset), options and labels.
+pub(super) struct Prepared {
+    input: String,
+    dataset: Option<JobDataset>,
+    options: JobOptions,
+    labels: Option<String>,
+}
+
+impl Prepared {
+    pub(super) fn into_job(
+        self,
+        user: &AuthUser,
+        plugin: &Plugin,
+        idempotency: Option<Idempotency>,
+    ) -> Result<NewJob, ApiError> {
+        Ok(NewJob {
+            id: uuid::Uuid::now_v7().to_string(),
+            owner_id: user.id.clone(),
+            problem: plugin.info.name.clone(),
+            input: self.input,
+            options: serde_json::to_string(&self.options)
+                .map_err(|error| ApiError::Internal(error.to_string()))?,
+            created_at: now_millis(),
+            idempotency,
+            dataset: self.dataset,
+            priority: self.options.priority,
+            labels: self.labels,
+        })
+    }
+}
+
+/// Checks one launch body's fields (input or dataset, `options`, `labels`) against the use
+/// case: its schema, then its `validate`. `large` puts the checks on a blocking thread.
+pub(super) async fn prepare(
+    state: &AppState,
+    user: &AuthUser,
+    plugin: &Arc<Plugin>,
+    mut fields: Map<String, Value>,
+    large: bool,
+) -> Result<Prepared, ApiError> {
     let mut errors = Vec::new();
     let limits = state.job_limits.of(&plugin.info.name);
     let options = parse_options(fields.remove("options").as_ref(), &limits)
@@ -126,9 +232,9 @@ async fn run_job(
     // through the same checks as inline input.
     let (input, dataset) = match fields.remove("data_file_identifier") {
         Some(identifier) => {
-            let parameters = dataset_parameters(&plugin, fields)?;
-            let file = dataset_file(&state, &user, &identifier).await?;
-            let text = dataset_text(&state, &plugin, &file, &parameters).await?;
+            let parameters = dataset_parameters(plugin, fields)?;
+            let file = dataset_file(state, user, &identifier).await?;
+            let text = dataset_text(state, plugin, &file, &parameters).await?;
             let value: Value = serde_json::from_str(&text).map_err(|error| {
                 invalid(
                     "the dataset is not valid JSON",
@@ -171,7 +277,7 @@ async fn run_job(
         }
     };
 
-    let input = validate_with_plugin(&state, &plugin, input, &options).await?;
+    let input = validate_with_plugin(state, plugin, input, &options).await?;
     // A dataset job reads its input from its own reference to the dataset's bytes; it stores
     // only the parameters given beside it, if any.
     let (input, dataset) = match dataset {
@@ -180,13 +286,27 @@ async fn run_job(
         Some((dataset, parameters)) => (Value::Object(parameters).to_string(), Some(dataset)),
     };
 
-    // Counted, not reserved: submissions racing each other may pass the quota by a few.
+    Ok(Prepared {
+        input,
+        dataset,
+        options,
+        labels,
+    })
+}
+
+/// Refuses `count` more jobs from a user at its pending-jobs or output-bytes quota. Counted,
+/// not reserved: submissions racing each other may pass the quota by a few.
+pub(super) async fn check_quotas(
+    state: &AppState,
+    user: &AuthUser,
+    count: u64,
+) -> Result<(), ApiError> {
     let usage = state.store.usage(&user.id).await?;
     let quota = usage
         .quotas
         .pending_jobs
         .unwrap_or(state.quotas.pending_jobs);
-    if usage.pending_jobs >= quota {
+    if usage.pending_jobs + count > quota {
         return Err(ApiError::PendingJobsQuota(quota));
     }
     let quota = usage
@@ -196,42 +316,7 @@ async fn run_job(
     if usage.output_bytes >= quota {
         return Err(ApiError::OutputBytesQuota(quota));
     }
-    let job = NewJob {
-        id: uuid::Uuid::now_v7().to_string(),
-        owner_id: user.id.clone(),
-        problem: plugin.info.name.clone(),
-        input,
-        options: serde_json::to_string(&options)
-            .map_err(|error| ApiError::Internal(error.to_string()))?,
-        created_at: now_millis(),
-        idempotency,
-        dataset,
-        priority: options.priority,
-        labels,
-    };
-    // The job is committed before the client hears of it.
-    let inserted = match state.store.insert_job(&job).await {
-        Ok(inserted) => inserted,
-        Err(error) => return Err(insert_failed(&state, &user, &job, error).await),
-    };
-    match inserted {
-        Inserted::Created => {}
-        // The same key, sent twice at once: the other request stored its job first.
-        Inserted::Existing {
-            job_id,
-            request_hash,
-        } => {
-            let idempotency = job.idempotency.as_ref().ok_or_else(|| {
-                ApiError::Internal("an existing job reported for a request without a key".into())
-            })?;
-            return replay(&user, &plugin, idempotency, job_id, &request_hash);
-        }
-    }
-    state.local_jobs.job_added();
-    state.metrics.job_accepted();
-    tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
-
-    Ok(accepted(&user, &plugin, job.id).into_response())
+    Ok(())
 }
 
 /// `202 {detail, job}` with the job's `Location`.
@@ -274,7 +359,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 }
 
 /// What makes two requests "the same": the use case and the body's exact bytes.
-fn request_hash(problem: &str, body: &[u8]) -> String {
+pub(super) fn request_hash(problem: &str, body: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     hasher.update(problem.as_bytes());
@@ -369,7 +454,7 @@ async fn read_limited(headers: &HeaderMap, body: Body) -> Result<axum::body::Byt
     Ok(bytes.into())
 }
 
-fn invalid(detail: &str, errors: Vec<Violation>) -> ApiError {
+pub(super) fn invalid(detail: &str, errors: Vec<Violation>) -> ApiError {
     ApiError::Validation {
         detail: detail.to_owned(),
         errors,
@@ -434,7 +519,7 @@ async fn dataset_file(
 /// Why a job could not be stored. A data file deleted while its launch was being checked
 /// takes its bytes with it, and the job's reference to them then fails: that launch gets the
 /// 404 a launch sent after the delete gets, not a 500.
-async fn insert_failed(
+pub(super) async fn insert_failed(
     state: &AppState,
     user: &AuthUser,
     job: &NewJob,

@@ -171,6 +171,14 @@ impl ExecutionView {
     }
 }
 
+/// `POST /problem/<id>/batch`'s answer.
+#[derive(Debug, Serialize)]
+pub struct BatchResponse {
+    pub detail: String,
+    /// The jobs launched, in the order of the batch.
+    pub jobs: Vec<String>,
+}
+
 /// A job stream's `status` event: the job's status and its latest attempt.
 #[derive(Debug, Serialize)]
 pub struct StatusEvent {

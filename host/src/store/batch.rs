@@ -23,6 +23,8 @@ const MAX_BATCH: usize = 256;
 #[derive(Debug)]
 pub(crate) enum Write {
     InsertJob(NewJob),
+    /// Jobs stored together or not at all.
+    InsertJobs(Vec<NewJob>),
     Claim {
         lease_expires_at: Millis,
         limit: u32,
@@ -56,7 +58,7 @@ impl Write {
     /// Whether this write can make a job pending, so that idle workers elsewhere should wake.
     pub(crate) fn may_enqueue(&self) -> bool {
         match self {
-            Write::InsertJob(_) => true,
+            Write::InsertJob(_) | Write::InsertJobs(_) => true,
             Write::Finish { end, .. } => end.job_status == JobStatus::Pending,
             Write::Release { .. } => true,
             _ => false,
@@ -91,11 +93,22 @@ impl Write {
 
 /// What a batch changed as clients see it, each job once.
 pub(crate) fn changes(writes: &[Write], outcomes: &[Outcome]) -> Vec<JobChange> {
-    let mut changes: Vec<JobChange> = writes
-        .iter()
-        .zip(outcomes)
-        .filter_map(|(write, outcome)| write.change(outcome))
-        .collect();
+    let mut changes: Vec<JobChange> = Vec::new();
+    for (write, outcome) in writes.iter().zip(outcomes) {
+        if let (Write::InsertJobs(jobs), Outcome::InsertedAll(inserted)) = (write, outcome) {
+            changes.extend(
+                jobs.iter()
+                    .zip(inserted)
+                    .filter(|(_, inserted)| **inserted == Inserted::Created)
+                    .map(|(job, _)| JobChange {
+                        owner_id: job.owner_id.clone(),
+                        job_id: job.id.clone(),
+                    }),
+            );
+        } else {
+            changes.extend(write.change(outcome));
+        }
+    }
     changes.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));
     changes.dedup();
     changes
@@ -105,6 +118,7 @@ pub(crate) fn changes(writes: &[Write], outcomes: &[Outcome]) -> Vec<JobChange> 
 #[derive(Debug)]
 pub(crate) enum Outcome {
     Inserted(Inserted),
+    InsertedAll(Vec<Inserted>),
     Claimed(Vec<ClaimedJob>),
     /// Whether the lease was still held (and so whether the write happened).
     Held(bool),
@@ -162,7 +176,7 @@ impl Batcher {
             Write::Heartbeat { leases, .. } => leases
                 .first()
                 .map_or(0, |lease| self.lane_of(&lease.job_id)),
-            Write::InsertJob(_) | Write::Claim { .. } => {
+            Write::InsertJob(_) | Write::InsertJobs(_) | Write::Claim { .. } => {
                 self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len()
             }
         }
@@ -186,6 +200,13 @@ impl Batcher {
     pub(crate) async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
         match self.submit(Write::InsertJob(job.clone())).await? {
             Outcome::Inserted(inserted) => Ok(inserted),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError> {
+        match self.submit(Write::InsertJobs(jobs.to_vec())).await? {
+            Outcome::InsertedAll(inserted) => Ok(inserted),
             other => Err(unexpected(&other)),
         }
     }

@@ -422,6 +422,10 @@ pub trait JobStore: Send + Sync + 'static {
     /// the owner used before, stores nothing and names the job that key created.
     async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError>;
 
+    /// Stores new `PENDING` jobs in one transaction, all or none, as [`JobStore::insert_job`]
+    /// stores one; what became of each, in order.
+    async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError>;
+
     /// The job an idempotency key of this owner created, with its request digest.
     async fn job_by_idempotency_key(
         &self,

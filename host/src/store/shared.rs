@@ -97,6 +97,13 @@ where
 {
     Ok(match write {
         Write::InsertJob(job) => Outcome::Inserted(insert_job::<B>(connection, job).await?),
+        Write::InsertJobs(jobs) => {
+            let mut inserted = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                inserted.push(insert_job::<B>(connection, job).await?);
+            }
+            Outcome::InsertedAll(inserted)
+        }
         Write::Claim {
             lease_expires_at,
             limit,
@@ -486,6 +493,10 @@ where
 
     async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
         self.batcher().insert_job(job).await
+    }
+
+    async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError> {
+        self.batcher().insert_jobs(jobs).await
     }
 
     async fn job_by_idempotency_key(
