@@ -271,6 +271,11 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let workers = args
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |count| count.get()));
+    if workers == 0 {
+        tracing::warn!(
+            "--workers 0: this replica runs no job; jobs wait for a replica sharing its database"
+        );
+    }
     let runtime_config = RuntimeConfig::default()
         .with_pooling(
             job_limits.largest_memory_bytes(),

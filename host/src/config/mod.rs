@@ -109,7 +109,8 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,
 
-    /// Worker threads running jobs [default: the number of CPUs].
+    /// Worker threads running jobs [default: the number of CPUs]; 0 for a replica that
+    /// serves the API and runs no job (others sharing its PostgreSQL database run them).
     #[arg(long, env = "CASELOAD_WORKERS")]
     pub workers: Option<usize>,
 

@@ -42,7 +42,8 @@ impl std::fmt::Debug for WorkerPool {
 }
 
 impl WorkerPool {
-    /// Starts `count` workers. `runtime` is the tokio runtime the store's futures run on.
+    /// Starts `count` workers (none: a replica that serves the API and runs no job).
+    /// `runtime` is the tokio runtime the store's futures run on.
     pub fn start(
         count: usize,
         store: Arc<dyn JobStore>,
@@ -67,7 +68,7 @@ impl WorkerPool {
         context
             .runtime
             .spawn(release_cancelled(Arc::downgrade(&context)));
-        let threads = (0..count.max(1))
+        let threads = (0..count)
             .map(|index| {
                 let context = context.clone();
                 std::thread::Builder::new()
