@@ -52,7 +52,14 @@ impl Metrics {
     }
 
     /// The exposition, with the gauges only the caller can read.
-    pub fn render(&self, jobs_pending: u64, plugins_loaded: usize) -> String {
+    /// The text of `GET /metrics`; `waiters` is the held long-polls and event streams, on one
+    /// job and on one user's jobs.
+    pub fn render(
+        &self,
+        jobs_pending: u64,
+        plugins_loaded: usize,
+        waiters: (usize, usize),
+    ) -> String {
         let mut text = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
             let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -144,6 +151,15 @@ impl Metrics {
             "gauge",
             "Use cases in service.",
             &[(String::new(), plugins_loaded.to_string())],
+        );
+        metric(
+            "caseload_waiters",
+            "gauge",
+            "Held long-polls and event streams, on one job or on all of a user's jobs.",
+            &[
+                ("{kind=\"job\"}".to_owned(), waiters.0.to_string()),
+                ("{kind=\"user\"}".to_owned(), waiters.1.to_string()),
+            ],
         );
         text
     }

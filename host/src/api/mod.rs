@@ -308,7 +308,11 @@ async fn metrics(
         }
     }
     let pending = state.store.pending_count().await?;
-    let text = state.metrics.render(pending, state.registry.list().len());
+    let text = state.metrics.render(
+        pending,
+        state.registry.list().len(),
+        state.changes.waiters(),
+    );
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,
