@@ -28,9 +28,9 @@
 //!
 //! Traffic goes to 127.0.0.0/8 only; every loop is bounded by `--seconds`.
 
-use std::io::{BufRead, BufReader};
+mod server;
+
 use std::net::{IpAddr, Ipv4Addr};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -41,7 +41,8 @@ use futures_util::StreamExt;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 
-const ADMIN_PASSWORD: &str = "bench-password";
+use server::Server;
+
 const FIVE_CYCLE: &str =
     r#"{"num_nodes":5,"adj_matrix":[[0,1,0,0,1],[1,0,1,0,0],[0,1,0,1,0],[0,0,1,0,1],[1,0,0,1,0]]}"#;
 
@@ -65,90 +66,10 @@ struct Args {
     bench: bool,
 }
 
-struct Server {
-    child: Child,
-    base_url: String,
-    data_dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    /// The release binary under `ulimit -n 1024`, its defaults otherwise.
-    fn start() -> anyhow::Result<Server> {
-        let data_dir = tempfile::tempdir()?;
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg("ulimit -n 1024 && exec \"$0\" --listen 127.0.0.1:0 --workers 2 --data-dir \"$1\"")
-            .arg(env!("CARGO_BIN_EXE_caseload"))
-            .arg(data_dir.path())
-            .env("CASELOAD_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("cannot start the server")?;
-        let stdout = child.stdout.take().context("piped")?;
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("listening on ") {
-                    let _ = sender.send(url.to_owned());
-                }
-            }
-        });
-        let base_url = receiver
-            .recv_timeout(Duration::from_secs(60))
-            .context("the server did not start")?;
-        Ok(Server {
-            child,
-            base_url,
-            data_dir,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url)
-    }
-
-    fn address(&self) -> String {
-        self.base_url.trim_start_matches("http://").to_owned()
-    }
-
-    async fn token(&self, client: &Client) -> anyhow::Result<String> {
-        self.token_of(client, "admin", ADMIN_PASSWORD).await
-    }
-
-    async fn token_of(
-        &self,
-        client: &Client,
-        user: &str,
-        password: &str,
-    ) -> anyhow::Result<String> {
-        let body: Value = client
-            .post(self.url("/login"))
-            .json(&json!({"username": user, "password": password}))
-            .send()
-            .await?
-            .json()
-            .await?;
-        Ok(body["access_token"]
-            .as_str()
-            .context("no token")?
-            .to_owned())
-    }
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let server = Server::start()?;
+    let server = Server::start(&["--workers", "2"], Some(1024))?;
     connection_flood(&server, &args).await?;
     login_flood(&server, &args).await?;
     fair_share(&server, &args).await?;
@@ -349,25 +270,11 @@ fn summary(latencies: Vec<Duration>) -> String {
 }
 
 async fn fair_share(server: &Server, args: &Args) -> anyhow::Result<()> {
-    use std::io::Write;
-
     println!(
         "fair share: {} jobs of 3 s by one user, then one tiny job by another, 2 workers",
         args.backlog
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
-        .args(["user", "add", "second", "--password-stdin", "--data-dir"])
-        .arg(server.data_dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()?;
-    writeln!(
-        child.stdin.take().context("piped")?,
-        "second user's password"
-    )?;
-    if !child.wait()?.success() {
-        bail!("cannot add the second user");
-    }
+    server.add_user("second", "second user's password")?;
     let client = Client::new();
     let first = server.token(&client).await?;
     let second = server
@@ -436,17 +343,6 @@ async fn fair_share(server: &Server, args: &Args) -> anyhow::Result<()> {
 }
 
 /// A line of the server's `/proc/<pid>/status`, such as `VmHWM`, in MB.
-fn memory_mb(server: &Server, field: &str) -> f64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
-    status
-        .lines()
-        .find(|line| line.starts_with(field))
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|kib| kib.parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
 async fn large_bodies(server: &Server) -> anyhow::Result<()> {
     println!("large bodies: 64 submissions of a 3.9 MB matrix, 32 at a time");
     let client = Client::new();
@@ -471,8 +367,8 @@ async fn large_bodies(server: &Server) -> anyhow::Result<()> {
     println!(
         "  body: {:.1} MB; server resident before: {:.0} MB (peak so far {:.0} MB)",
         body.len() as f64 / 1e6,
-        memory_mb(server, "VmRSS"),
-        memory_mb(server, "VmHWM")
+        server.memory_mb("VmRSS"),
+        server.memory_mb("VmHWM")
     );
     let body = bytes::Bytes::from(body);
     let started = Instant::now();
@@ -521,8 +417,8 @@ async fn large_bodies(server: &Server) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     println!(
         "  server resident: peak {:.0} MB, 2 s after the burst {:.0} MB",
-        memory_mb(server, "VmHWM"),
-        memory_mb(server, "VmRSS")
+        server.memory_mb("VmHWM"),
+        server.memory_mb("VmRSS")
     );
     Ok(())
 }
