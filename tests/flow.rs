@@ -360,13 +360,40 @@ async fn openapi_metrics_and_unknown_routes() {
             "{method} {path} is not in /openapi.json"
         );
     }
+    // Self-contained for code generators: every reference under #/components, no nested
+    // $id or $defs, one operationId per operation, unique.
+    let text = document.to_string();
+    assert!(!text.contains("\"$defs\"") && !text.contains("\"$id\""));
+    assert!(!text.contains("\"$ref\":\"#/$defs"), "{text}");
+    let mut operations = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            let id = operation["operationId"].as_str();
+            assert!(id.is_some(), "{method} {path} has no operationId");
+            operations.push(id.unwrap().to_owned());
+        }
+    }
+    let count = operations.len();
+    operations.sort();
+    operations.dedup();
     assert_eq!(
-        document["components"]["schemas"]["JobStatus"]["$id"],
-        "urn:caseload:api:job-status"
+        operations.len(),
+        count,
+        "operationIds repeat: {operations:?}"
+    );
+    // One typed launch per use case, its body the use case's own input schema.
+    let launch = &document["paths"]["/problem/maxcut"]["post"];
+    assert_eq!(launch["operationId"], "launch_maxcut");
+    assert_eq!(
+        launch["requestBody"]["content"]["application/json"]["schema"]["anyOf"][0]["$ref"],
+        "#/components/schemas/MaxcutInput"
     );
     assert_eq!(
-        document["components"]["schemas"]["Cancel"]["$id"],
-        "urn:caseload:api:cancel"
+        document["components"]["schemas"]["JobStatusResponse"]["title"],
+        "JobStatusResponse"
     );
 
     let metrics = server
