@@ -134,7 +134,8 @@ async fn upload_multipart(
             "the multipart body has no parts; send the dataset as one file part".into(),
         ));
     };
-    if field.file_name().is_none() {
+    // A part named `file` is the dataset even without a filename, as a form field.
+    if field.file_name().is_none() && field.name() != Some("file") {
         return Err(ApiError::BadRequest(format!(
             "the part {:?} is not a file; send the dataset as one file part \
              (curl -F 'file=@graph.txt')",
@@ -264,6 +265,12 @@ impl Upload {
         media_type: String,
         filename: Option<String>,
     ) -> Result<DataFile, ApiError> {
+        if self.size == 0 {
+            // Dropped unfinished: its blob goes with it.
+            return Err(ApiError::BadRequest(
+                "the upload is empty; send the dataset's bytes as the body".into(),
+            ));
+        }
         self.flush().await?;
         let sha256 = hex::encode(std::mem::take(&mut self.hasher).finalize());
         let file = DataFile {
@@ -364,16 +371,17 @@ fn media_type(given: Option<&str>, filename: Option<&str>) -> String {
     }
 }
 
-/// A filename as metadata: its last path component, printable, at most [`MAX_FILENAME`] bytes.
+/// A filename as metadata: its last path component, printable, at most [`MAX_FILENAME`] characters.
 fn clean_filename(name: String) -> Result<String, ApiError> {
     let base = name
         .rsplit(['/', '\\'])
         .next()
         .unwrap_or_default()
         .to_owned();
-    if base.is_empty() || base.len() > MAX_FILENAME || base.chars().any(char::is_control) {
+    if base.is_empty() || base.chars().count() > MAX_FILENAME || base.chars().any(char::is_control)
+    {
         return Err(ApiError::BadRequest(format!(
-            "the filename must be 1 to {MAX_FILENAME} bytes without control characters"
+            "the filename must be 1 to {MAX_FILENAME} characters without control characters"
         )));
     }
     Ok(base)

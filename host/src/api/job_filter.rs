@@ -30,6 +30,11 @@ impl JobListRequest {
         let mut seen = Vec::new();
         let mut unknown = Vec::new();
         for (name, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            if value.is_empty() {
+                return Err(bad(format!(
+                    "{name} is empty; leave it out to not filter on it"
+                )));
+            }
             let repeatable = matches!(name.as_ref(), "status" | "label" | "ids");
             if !repeatable && seen.contains(&name) {
                 return Err(bad(format!("{name} is given twice")));
@@ -125,10 +130,11 @@ fn parse_label(label: &str) -> Result<(String, String), ApiError> {
     }
 }
 
-/// An RFC 3339 time (`2026-11-24T10:00:00Z`) or milliseconds since the Unix epoch.
+/// Milliseconds since the Unix epoch, or an RFC 3339 time (`2026-11-24T10:00:00Z`).
 fn parse_time(name: &str, value: &str) -> Result<Millis, ApiError> {
-    if let Ok(millis) = value.parse::<Millis>() {
-        return Ok(millis);
+    if let Ok(millis) = value.parse::<u64>() {
+        return Millis::try_from(millis)
+            .map_err(|_| bad(format!("{name} is past the largest time")));
     }
     chrono::DateTime::parse_from_rfc3339(value)
         .map(|time| time.timestamp_millis())
