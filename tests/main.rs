@@ -14,6 +14,7 @@ mod flow;
 mod hardening;
 mod knapsack;
 mod limits;
+mod openapi_tools;
 mod plugin_check;
 mod plugin_kit;
 mod qubo;
