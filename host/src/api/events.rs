@@ -157,9 +157,15 @@ impl JobStream {
                 ..Sent::default()
             };
         }
-        if self.sent.status != Some(job.status) {
+        let ended = !matches!(job.status, JobStatus::Pending | JobStatus::Running);
+        // A new status comes before what the attempt did since, unless it is the end, which
+        // comes after the last progress and log.
+        let status = (self.sent.status != Some(job.status)).then(|| {
             self.sent.status = Some(job.status);
-            events.push(json_event("status", &StatusEvent::new(&job)));
+            json_event("status", &StatusEvent::new(&job))
+        });
+        if !ended {
+            events.extend(status.clone());
         }
         if let Some(execution) = execution {
             if execution.progress.is_some() && execution.progress != self.sent.progress {
@@ -176,7 +182,8 @@ impl JobStream {
                 events.push(json_event("log", &LogEvent { text, gap }));
             }
         }
-        if !matches!(job.status, JobStatus::Pending | JobStatus::Running) {
+        if ended {
+            events.extend(status);
             self.ended = true;
             events.push(json_event(
                 "end",
