@@ -17,6 +17,7 @@ mod limits;
 mod openapi_tools;
 mod plugin_check;
 mod plugin_kit;
+mod python_client;
 mod qubo;
 mod reload;
 mod sandbox;

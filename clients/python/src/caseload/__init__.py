@@ -1,0 +1,15 @@
+"""A client for the caseload job API.
+
+    from caseload import Client
+
+    with Client("http://127.0.0.1:8080", "admin", "password") as client:
+        job = client.submit("maxcut", {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]})
+        status = client.wait(job)
+        print(status.status, client.output(job)["cut_value"])
+"""
+
+from .client import Client
+from .errors import ApiError
+from .types import Event, JobStatus, JobSummary
+
+__all__ = ["ApiError", "Client", "Event", "JobStatus", "JobSummary"]

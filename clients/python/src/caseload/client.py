@@ -1,0 +1,317 @@
+"""The client: one `httpx.Client`, a token, and the calls of the API.
+
+Retries are only made where they are safe: reads and cancels (idempotent by the API's
+contract), and launches, which always carry an `Idempotency-Key` so a retried launch answers
+the first one's job instead of starting another. Uploads are not retried.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import httpx
+
+from .errors import ApiError
+from .types import Event, JobStatus, JobSummary
+
+#: The longest a single long-poll is held by the server.
+MAX_WAIT = 60.0
+
+#: Statuses worth another try: the server is busy, restarting, or behind a proxy that is.
+RETRY_STATUSES = (429, 502, 503, 504)
+
+
+class Client:
+    """A session with one caseload server.
+
+    Give `username` and `password` to log in (and to log in again when the token expires), or
+    a `token` from elsewhere.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        username: str | None = None,
+        password: str | None = None,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 4,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            timeout=httpx.Timeout(timeout, read=MAX_WAIT + timeout),
+            transport=transport,
+        )
+        self._credentials = (username, password) if username is not None else None
+        self._token = token
+        self._retries = retries
+        if self._token is None and self._credentials is not None:
+            self.login(*self._credentials)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # Sessions
+
+    def login(self, username: str, password: str) -> str:
+        """Exchanges credentials for a token, kept for the calls that follow; returns it."""
+        response = self._send("POST", "/login", json={"username": username, "password": password},
+                              retry=True, authorize=False)
+        self._token = response.json()["access_token"]
+        return self._token
+
+    # Launching
+
+    def submit(
+        self,
+        problem: str,
+        input: dict[str, Any] | None = None,
+        *,
+        data_file: str | None = None,
+        parameters: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+        labels: dict[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Launches a job of use case `problem` on `input`, or on the uploaded `data_file` (with
+        the use case's dataset `parameters`); returns its id once the server committed it."""
+        if (input is None) == (data_file is None):
+            raise ValueError("give either input or data_file")
+        body = dict(input) if input is not None else {"data_file_identifier": data_file,
+                                                       **(parameters or {})}
+        if options:
+            body["options"] = options
+        if labels:
+            body["labels"] = labels
+        response = self._send("POST", f"/problem/{problem}", json=body, retry=True,
+                              headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
+        return response.json()["job"]
+
+    def submit_batch(
+        self,
+        problem: str,
+        bodies: Iterable[dict[str, Any]],
+        *,
+        idempotency_key: str | None = None,
+    ) -> list[str]:
+        """Launches up to 100 jobs in one transaction, all or none; each body is a launch body
+        (an input, with `options` and `labels` if wanted). Returns their ids in order."""
+        response = self._send("POST", f"/problem/{problem}/batch", json={"jobs": list(bodies)},
+                              retry=True,
+                              headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
+        return response.json()["jobs"]
+
+    def upload(
+        self,
+        file: str | os.PathLike[str] | BinaryIO,
+        *,
+        media_type: str = "application/octet-stream",
+        filename: str | None = None,
+        progress: bool = False,
+        chunk_size: int = 1 << 20,
+    ) -> dict[str, Any]:
+        """Uploads a dataset, streamed from a path or an open binary file; with `progress`, a
+        bar on standard error. Returns the data file's metadata (`data_file_identifier`...)."""
+        if isinstance(file, (str, os.PathLike)):
+            path = Path(file)
+            with path.open("rb") as opened:
+                return self.upload(opened, media_type=media_type, filename=filename or path.name,
+                                   progress=progress, chunk_size=chunk_size)
+        total = _size_of(file)
+
+        def chunks() -> Iterator[bytes]:
+            sent = 0
+            while chunk := file.read(chunk_size):
+                sent += len(chunk)
+                if progress:
+                    _draw_progress(sent, total)
+                yield chunk
+            if progress:
+                sys.stderr.write("\n")
+
+        params = {"filename": filename} if filename else None
+        response = self._send("POST", "/data_file", content=chunks(), params=params,
+                              headers={"Content-Type": media_type}, retry=False)
+        return response.json()
+
+    # Reading
+
+    def job(self, job_id: str) -> JobStatus:
+        return JobStatus.from_body(self._send("GET", f"/job/{job_id}", retry=True).json())
+
+    def wait(self, job_id: str, *, timeout: float | None = None) -> JobStatus:
+        """Holds until the job ended (long-polls of up to a minute each) or `timeout` seconds
+        passed; the job as last seen."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            hold = MAX_WAIT if deadline is None else max(0.0, min(MAX_WAIT, deadline - time.monotonic()))
+            response = self._send("GET", f"/job/{job_id}", params={"wait": hold}, retry=True)
+            status = JobStatus.from_body(response.json())
+            if status.ended or (deadline is not None and time.monotonic() >= deadline):
+                return status
+
+    def output(self, job_id: str, *, wait: float | None = None) -> Any:
+        """The completed job's output; with `wait`, held up to that many seconds for the end.
+        An `ApiError` (409) if the job did not complete."""
+        params = {"wait": min(wait, MAX_WAIT)} if wait else None
+        return self._send("GET", f"/job/{job_id}/output", params=params, retry=True).json()
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        """Cancels a pending or running job: `{detail, job, status}`."""
+        return self._send("DELETE", f"/job/{job_id}", retry=True).json()
+
+    def jobs(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        problem: str | None = None,
+        labels: dict[str, str] | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        ids: Iterable[str] | None = None,
+        page_size: int = 100,
+    ) -> Iterator[JobSummary]:
+        """The caller's jobs that pass every filter given, newest first, page after page.
+        `since` and `until` are milliseconds since the Unix epoch."""
+        params: dict[str, Any] = {"limit": page_size}
+        if status:
+            params["status"] = status if isinstance(status, str) else ",".join(status)
+        if problem:
+            params["problem"] = problem
+        if labels:
+            params["label"] = [f"{key}:{value}" for key, value in labels.items()]
+        if since is not None:
+            params["since"] = since
+        if until is not None:
+            params["until"] = until
+        if ids:
+            params["ids"] = ",".join(ids)
+        while True:
+            page = self._send("GET", "/jobs", params=params, retry=True).json()
+            for entry in page["jobs"]:
+                yield JobSummary.from_body(entry)
+            if page["next"] is None:
+                return
+            params["before"] = page["next"]
+
+    def events(self, job_id: str | None = None, *, last_event_id: str | None = None) -> Iterator[Event]:
+        """A job's events (`status`, `progress`, `log`, then `end`), or with no job those of every
+        job of the caller (`status`). A dropped stream is resumed from the last event's id."""
+        path = f"/job/{job_id}/events" if job_id else "/jobs/events"
+        attempts = 0
+        while True:
+            headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+            try:
+                with self._http.stream("GET", path, headers={**self._authorization(), **headers},
+                                       timeout=httpx.Timeout(30.0, read=None)) as response:
+                    if response.status_code != 200:
+                        response.read()
+                        raise _error(response)
+                    attempts = 0
+                    lines: list[str] = []
+                    for line in response.iter_lines():
+                        if line:
+                            lines.append(line)
+                            continue
+                        event = Event.parse(lines)
+                        lines = []
+                        if event is None:
+                            continue
+                        if event.id is not None:
+                            last_event_id = event.id
+                        yield event
+                        if event.event == "end":
+                            return
+                    if job_id is None:
+                        continue
+                    return
+            except httpx.TransportError:
+                attempts += 1
+                if attempts > self._retries:
+                    raise
+                time.sleep(_backoff(attempts))
+
+    # The one place requests go out
+
+    def _authorization(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def _send(self, method: str, path: str, *, retry: bool, authorize: bool = True,
+              headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
+        attempt = 0
+        relogged = False
+        while True:
+            attempt += 1
+            all_headers = {**(self._authorization() if authorize else {}), **(headers or {})}
+            try:
+                response = self._http.request(method, path, headers=all_headers, **kwargs)
+            except httpx.TransportError:
+                if not retry or attempt > self._retries:
+                    raise
+                time.sleep(_backoff(attempt))
+                continue
+            if response.status_code == 401 and authorize and self._credentials and not relogged:
+                relogged = True
+                self.login(*self._credentials)
+                continue
+            if response.status_code in RETRY_STATUSES and retry and attempt <= self._retries:
+                time.sleep(_retry_after(response) or _backoff(attempt))
+                continue
+            if response.status_code >= 400:
+                raise _error(response)
+            return response
+
+
+def _error(response: httpx.Response) -> ApiError:
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = {"title": response.reason_phrase, "detail": response.text}
+    return ApiError(response.status_code, problem if isinstance(problem, dict) else {})
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return min(float(response.headers.get("Retry-After", "")), MAX_WAIT)
+    except ValueError:
+        return None
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.25 * 2 ** (attempt - 1), 8.0)
+
+
+def _size_of(file: BinaryIO) -> int | None:
+    """The bytes left to read in `file`, if it can say."""
+    try:
+        if not file.seekable():
+            return None
+        here = file.tell()
+        end = file.seek(0, os.SEEK_END)
+        file.seek(here)
+        return end - here
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _draw_progress(sent: int, total: int | None) -> None:
+    if total:
+        done = int(30 * sent / total)
+        sys.stderr.write(f"\r[{'#' * done}{' ' * (30 - done)}] {sent / total:6.1%} of {total:,} bytes")
+    else:
+        sys.stderr.write(f"\r{sent:,} bytes")
+    sys.stderr.flush()

@@ -1,0 +1,81 @@
+"""The client against a real server."""
+
+import io
+import uuid
+
+import pytest
+
+from caseload import ApiError
+
+TRIANGLE = {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1], [0, 2, 1]]}
+
+
+def complete_graph(n):
+    return {"num_nodes": n, "adj_matrix": [[0 if i == j else 1 for j in range(n)] for i in range(n)]}
+
+
+def test_a_job_is_launched_waited_for_and_read(client):
+    job = client.submit("maxcut", TRIANGLE, options={"seed": 1})
+    status = client.wait(job, timeout=60)
+    assert status.status == "COMPLETED"
+    assert status.ended
+    assert client.output(job)["cut_value"] == 2
+
+
+def test_a_repeated_launch_with_its_key_is_the_same_job(client):
+    key = str(uuid.uuid4())
+    first = client.submit("maxcut", TRIANGLE, idempotency_key=key)
+    again = client.submit("maxcut", TRIANGLE, idempotency_key=key)
+    assert first == again
+
+
+def test_an_invalid_input_says_where(client):
+    with pytest.raises(ApiError) as raised:
+        client.submit("maxcut", {"num_nodes": 2, "edges": [[0, 5, 1]]})
+    assert raised.value.status == 422
+    assert raised.value.type == "urn:caseload:problem:invalid-input"
+    assert any(error["pointer"].startswith("/edges") for error in raised.value.errors)
+
+
+def test_an_uploaded_dataset_is_launched_with_a_progress_bar(client, capsys):
+    gset = b"3 3\n1 2 1\n2 3 1\n1 3 1\n"
+    stored = client.upload(io.BytesIO(gset), media_type="text/plain", filename="triangle.txt",
+                           progress=True)
+    assert stored["size"] == len(gset)
+    assert "100.0%" in capsys.readouterr().err
+    job = client.submit("maxcut", data_file=stored["data_file_identifier"])
+    assert client.wait(job, timeout=60).status == "COMPLETED"
+    assert client.output(job)["cut_value"] == 2
+
+
+def test_a_batch_is_found_by_its_label_page_by_page(client):
+    sweep = f"sweep-{uuid.uuid4().hex[:8]}"
+    bodies = [{**TRIANGLE, "options": {"seed": seed}, "labels": {"sweep": sweep}} for seed in range(3)]
+    jobs = client.submit_batch("maxcut", bodies)
+    assert len(jobs) == 3
+    for job in jobs:
+        client.wait(job, timeout=60)
+    found = [summary.id for summary in client.jobs(labels={"sweep": sweep}, page_size=1)]
+    assert found == list(reversed(jobs))
+    completed = list(client.jobs(labels={"sweep": sweep}, status=["COMPLETED", "FAILED"]))
+    assert {summary.status for summary in completed} == {"COMPLETED"}
+
+
+def test_a_job_s_events_end_with_its_end(client):
+    job = client.submit("maxcut", complete_graph(20), options={"time_limit_s": 1})
+    events = list(client.events(job))
+    names = [event.event for event in events]
+    assert names[0] == "status"
+    assert names[-1] == "end"
+    assert "log" in names
+    assert events[-1].data["job"][job]["status"] == "COMPLETED"
+
+
+def test_a_cancelled_job_has_no_output(client):
+    job = client.submit("maxcut", complete_graph(30), options={"time_limit_s": 20})
+    answer = client.cancel(job)
+    assert answer["job"] == job
+    assert client.wait(job, timeout=60).status == "CANCELLED"
+    with pytest.raises(ApiError) as raised:
+        client.output(job)
+    assert raised.value.status == 409
