@@ -347,3 +347,39 @@ async fn an_ended_job_s_events_end_at_once_and_another_user_s_are_404() {
         .unwrap();
     expect_problem(response, StatusCode::NOT_FOUND).await;
 }
+
+#[tokio::test]
+async fn held_answers_and_streams_let_the_server_stop() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--shutdown-grace", "1s"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    let job = server.launch(&token, "maxcut", &timed_job(30.0)).await;
+    let stream = events_url(&server, "/jobs/events")
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let poll = tokio::spawn(
+        server
+            .client
+            .get(server.url(&format!("/job/{job}?wait=60")))
+            .bearer_auth(&token)
+            .send(),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // An open stream would hold the stop forever: terminate() fails if it takes a minute.
+    tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .unwrap();
+    // The long-poll was answered, not cut off; the stream ended cleanly.
+    let answer = poll.await.unwrap().unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let events = read_events(stream, |_| false).await;
+    assert!(
+        events.iter().all(|event| event.event == "status"),
+        "{events:?}"
+    );
+}

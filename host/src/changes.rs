@@ -13,13 +13,31 @@ use crate::store::{JobChange, JobEvents};
 const OWNER_BACKLOG: usize = 1024;
 
 /// The subscriptions, by job and by owner.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct JobChanges {
     jobs: Mutex<HashMap<String, watch::Sender<u64>>>,
     owners: Mutex<HashMap<String, broadcast::Sender<Arc<str>>>>,
+    /// Set when the server stops: every waiter wakes and lets its client go.
+    stopping: watch::Sender<bool>,
+}
+
+impl Default for JobChanges {
+    fn default() -> JobChanges {
+        JobChanges {
+            jobs: Mutex::default(),
+            owners: Mutex::default(),
+            stopping: watch::channel(false).0,
+        }
+    }
 }
 
 impl JobChanges {
+    /// Wakes every waiter for good: long-polls answer what they have, streams end (their
+    /// clients resume elsewhere from their last event), and the server can stop.
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
     /// Wakes on every change of `job_id` from now on.
     pub fn watch_job(self: &Arc<Self>, job_id: &str) -> JobWatch {
         let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
@@ -29,6 +47,7 @@ impl JobChanges {
             .subscribe();
         JobWatch {
             receiver,
+            stopping: self.stopping.subscribe(),
             job_id: job_id.to_owned(),
             changes: self.clone(),
         }
@@ -43,6 +62,7 @@ impl JobChanges {
             .subscribe();
         OwnerWatch {
             receiver,
+            stopping: self.stopping.subscribe(),
             owner_id: owner_id.to_owned(),
             changes: self.clone(),
         }
@@ -86,22 +106,46 @@ impl JobEvents for JobChanges {
     }
 }
 
+/// Returns once the server is stopping.
+async fn stopped(stopping: &mut watch::Receiver<bool>) {
+    while !*stopping.borrow_and_update() {
+        if stopping.changed().await.is_err() {
+            // The sender lives as long as the changes do; never reached.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// A subscription to one job's changes; it ends when dropped.
 #[derive(Debug)]
 pub struct JobWatch {
     receiver: watch::Receiver<u64>,
+    stopping: watch::Receiver<bool>,
     job_id: String,
     changes: Arc<JobChanges>,
 }
 
 impl JobWatch {
     /// Returns once the job changed after the last call (or after the subscription, for the
-    /// first call).
+    /// first call), or the server is stopping.
     pub async fn changed(&mut self) {
-        if self.receiver.changed().await.is_err() {
-            // The sender lives as long as a receiver does; never reached.
-            std::future::pending::<()>().await;
+        if self.stopping() {
+            return;
         }
+        tokio::select! {
+            changed = self.receiver.changed() => {
+                if changed.is_err() {
+                    // The sender lives as long as a receiver does; never reached.
+                    std::future::pending::<()>().await;
+                }
+            }
+            () = stopped(&mut self.stopping) => {}
+        }
+    }
+
+    /// Whether the server is stopping: the waiter should answer now.
+    pub fn stopping(&self) -> bool {
+        *self.stopping.borrow()
     }
 }
 
@@ -126,6 +170,7 @@ impl Drop for JobWatch {
 #[derive(Debug)]
 pub struct OwnerWatch {
     receiver: broadcast::Receiver<Arc<str>>,
+    stopping: watch::Receiver<bool>,
     owner_id: String,
     changes: Arc<JobChanges>,
 }
@@ -137,15 +182,23 @@ pub enum OwnerChange {
     Job(Arc<str>),
     /// Changes were missed (the subscriber fell more than [`OWNER_BACKLOG`] behind).
     Lagged,
+    /// The server is stopping.
+    Stopping,
 }
 
 impl OwnerWatch {
     pub async fn next(&mut self) -> OwnerChange {
-        match self.receiver.recv().await {
-            Ok(job_id) => OwnerChange::Job(job_id),
-            Err(broadcast::error::RecvError::Lagged(_)) => OwnerChange::Lagged,
-            // The sender lives as long as a receiver does; never reached.
-            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+        if *self.stopping.borrow() {
+            return OwnerChange::Stopping;
+        }
+        tokio::select! {
+            received = self.receiver.recv() => match received {
+                Ok(job_id) => OwnerChange::Job(job_id),
+                Err(broadcast::error::RecvError::Lagged(_)) => OwnerChange::Lagged,
+                // The sender lives as long as a receiver does; never reached.
+                Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+            },
+            () = stopped(&mut self.stopping) => OwnerChange::Stopping,
         }
     }
 }
@@ -201,6 +254,19 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(1), job.changed())
             .await
             .expect("the change made before the wait is seen");
+    }
+
+    #[tokio::test]
+    async fn stopping_wakes_every_waiter() {
+        let changes = Arc::new(JobChanges::default());
+        let mut job = changes.watch_job("j1");
+        let mut owner = changes.watch_owner("alice");
+        changes.stop();
+        tokio::time::timeout(std::time::Duration::from_secs(1), job.changed())
+            .await
+            .expect("woken");
+        assert!(job.stopping());
+        assert_eq!(owner.next().await, OwnerChange::Stopping);
     }
 
     #[test]

@@ -345,6 +345,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         job_limits,
     );
     state.max_dataset_bytes = args.max_dataset_bytes;
+    let changes_for_stop = changes.clone();
     state.changes = changes;
     if let Some(bytes) = args.max_inflight_body_bytes {
         state.body_budget = api::BodyBudget::new(bytes);
@@ -374,7 +375,13 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         Some(cors) => app(state).layer(cors),
         None => app(state),
     };
-    listener::serve(listener, app, connection_limits, shutdown_signal()).await?;
+    let waiters = changes_for_stop;
+    let shutdown = async move {
+        shutdown_signal().await;
+        // Held answers and event streams let their clients go, or the stop would wait on them.
+        waiters.stop();
+    };
+    listener::serve(listener, app, connection_limits, shutdown).await?;
     tracing::info!("stopped accepting requests; waiting for running jobs");
     let grace = args.shutdown_grace;
     tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;

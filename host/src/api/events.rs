@@ -127,6 +127,11 @@ impl JobStream {
                 Some(job) => job,
                 None => {
                     self.watch.changed().await;
+                    if self.watch.stopping() {
+                        // The client resumes from its last event on another replica, or here
+                        // once the server is back.
+                        return None;
+                    }
                     match self.state.store.job(&self.user.id, &self.job_id).await {
                         Ok(Some(job)) => job,
                         // Deleted meanwhile (its user, or retention): nothing more to say.
@@ -244,7 +249,7 @@ async fn owner_events(
         resume_from,
     };
     let events = stream::unfold(stream, |mut stream| async move {
-        let events = stream.next_events().await;
+        let events = stream.next_events().await?;
         Some((events, stream))
     })
     .flat_map(|events| stream::iter(events.into_iter().map(Ok)));
@@ -262,7 +267,8 @@ struct OwnerStream {
 }
 
 impl OwnerStream {
-    async fn next_events(&mut self) -> Vec<Event> {
+    /// The next events, once there are some; `None` once the server is stopping.
+    async fn next_events(&mut self) -> Option<Vec<Event>> {
         loop {
             let now = now_millis();
             let jobs = if let Some(since) = self.resume_from.take() {
@@ -283,6 +289,7 @@ impl OwnerStream {
                         self.resume_from = Some(now.saturating_sub(60_000));
                         continue;
                     }
+                    OwnerChange::Stopping => return None,
                 }
             };
             let mut events: Vec<Event> = jobs
@@ -292,7 +299,7 @@ impl OwnerStream {
                 .collect();
             if let Some(last) = events.pop() {
                 events.push(last.id(now.to_string()));
-                return events;
+                return Some(events);
             }
         }
     }

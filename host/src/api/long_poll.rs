@@ -82,7 +82,7 @@ pub async fn wait_for_job(
         let Some(job) = state.store.job(&user.id, job_id).await? else {
             return Ok(None);
         };
-        if until.reached(job.status) || Instant::now() >= deadline {
+        if until.reached(job.status) || Instant::now() >= deadline || changes.stopping() {
             return Ok(Some(job));
         }
         tokio::select! {
