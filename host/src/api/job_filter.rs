@@ -3,7 +3,7 @@
 //! and every mistake gets a 400 that names it.
 
 use super::labels::{valid_key, valid_value};
-use super::query::JOBS_PARAMETERS;
+use super::query::{JOBS_PARAMETERS, unknown_parameters};
 use super::{ApiError, AppState};
 use crate::store::{JobFilter, JobStatus, Millis};
 
@@ -94,20 +94,6 @@ impl JobListRequest {
 
 fn bad(detail: String) -> ApiError {
     ApiError::BadRequest(detail)
-}
-
-/// The 400 for query parameters an endpoint does not take.
-pub fn unknown_parameters(unknown: &[String], known: &[&str]) -> ApiError {
-    let known = if known.is_empty() {
-        "it takes none".to_owned()
-    } else {
-        format!("it takes {}", known.join(", "))
-    };
-    bad(format!(
-        "unknown query parameter{} {}; {known}",
-        if unknown.len() == 1 { "" } else { "s" },
-        unknown.join(", ")
-    ))
 }
 
 fn parse_status(status: &str) -> Result<JobStatus, ApiError> {

@@ -6,7 +6,7 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::job_filter::unknown_parameters;
+use super::ApiError;
 
 /// The parameters of `GET /jobs`.
 pub const JOBS_PARAMETERS: &[&str] = &[
@@ -42,4 +42,18 @@ pub async fn reject_unknown_parameters(
         }
     }
     next.run(request).await
+}
+
+/// The 400 for query parameters an endpoint does not take.
+pub fn unknown_parameters(unknown: &[String], known: &[&str]) -> ApiError {
+    let known = if known.is_empty() {
+        "it takes none".to_owned()
+    } else {
+        format!("it takes {}", known.join(", "))
+    };
+    ApiError::BadRequest(format!(
+        "unknown query parameter{} {}; {known}",
+        if unknown.len() == 1 { "" } else { "s" },
+        unknown.join(", ")
+    ))
 }
