@@ -24,3 +24,4 @@ mod sandbox;
 mod support;
 mod validation;
 mod waiting;
+mod webhooks;

@@ -18,6 +18,7 @@ pub mod runtime;
 pub mod store;
 pub mod upkeep;
 pub mod violation;
+pub mod webhooks;
 pub mod worker;
 
 use std::io::{BufRead, Write};
@@ -337,7 +338,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     );
 
     let mut state = AppState::new(
-        store,
+        store.clone(),
         registry,
         Arc::new(tokens),
         local_jobs,
@@ -347,6 +348,9 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     state.max_dataset_bytes = args.max_dataset_bytes;
     let changes_for_stop = changes.clone();
     state.changes = changes;
+    let webhook_policy = Arc::new(webhooks::WebhookPolicy::parse(&args.webhook_allow)?);
+    state.webhook_policy = webhook_policy.clone();
+    webhooks::start(store.clone(), webhook_policy);
     if let Some(bytes) = args.max_inflight_body_bytes {
         state.body_budget = api::BodyBudget::new(bytes);
     }

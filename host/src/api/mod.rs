@@ -18,6 +18,7 @@ mod options;
 mod problems;
 mod query;
 mod user_access;
+mod webhook_secret;
 mod wire;
 
 use std::sync::Arc;
@@ -47,6 +48,7 @@ use crate::options::JobOptions;
 use crate::plugins::PluginRegistry;
 use crate::runtime::Limits;
 use crate::store::JobStore;
+use crate::webhooks::WebhookPolicy;
 use crate::worker::LocalJobs;
 
 /// Inline job bodies must be smaller than this (the spec: "less than 4 MB").
@@ -84,6 +86,8 @@ pub struct AppState {
     pub user_access: Arc<AccessCache>,
     /// Who waits for which job (long-polls, event streams).
     pub changes: Arc<JobChanges>,
+    /// Where callbacks may go.
+    pub webhook_policy: Arc<WebhookPolicy>,
 }
 
 impl AppState {
@@ -115,6 +119,7 @@ impl AppState {
             metrics_token_sha256: None,
             user_access: Arc::default(),
             changes: Arc::default(),
+            webhook_policy: Arc::default(),
         }
     }
 }
@@ -207,6 +212,7 @@ pub fn app(state: AppState) -> Router {
         .merge(jobs::router())
         .merge(events::router())
         .merge(batch::router())
+        .merge(webhook_secret::router())
         .merge(data_files::router())
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))

@@ -316,6 +316,11 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                     "max_iterations": {"type": "integer", "minimum": 1},
                     "memory_limit_mib": {"type": "integer", "minimum": 1},
                     "priority": {"type": "integer", "minimum": 0, "maximum": JobOptions::MAX_PRIORITY},
+                    "callback_url": {
+                        "type": "string",
+                        "format": "uri",
+                        "description": "Where the job's end is posted, signed per Standard Webhooks with the secret of GET /webhook_secret.",
+                    },
                 },
                 "additionalProperties": false,
             }),

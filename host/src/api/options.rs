@@ -80,7 +80,7 @@ pub fn parse_options(
             other => errors.push(error(
                 &format!("/{}", other.replace('~', "~0").replace('/', "~1")),
                 "unknown option; known options are time_limit_s, seed, max_iterations, \
-                 memory_limit_mib and priority"
+                 memory_limit_mib, priority and callback_url"
                     .into(),
             )),
         }

@@ -184,6 +184,7 @@ pub(super) struct Prepared {
     dataset: Option<JobDataset>,
     options: JobOptions,
     labels: Option<String>,
+    callback_url: Option<String>,
 }
 
 impl Prepared {
@@ -205,6 +206,7 @@ impl Prepared {
             dataset: self.dataset,
             priority: self.options.priority,
             labels: self.labels,
+            callback_url: self.callback_url,
         })
     }
 }
@@ -220,7 +222,26 @@ pub(super) async fn prepare(
 ) -> Result<Prepared, ApiError> {
     let mut errors = Vec::new();
     let limits = state.job_limits.of(&plugin.info.name);
-    let options = parse_options(fields.remove("options").as_ref(), &limits)
+    let mut options = fields.remove("options");
+    // The callback is an option the job keeps beside its run options, in a column of its own.
+    let callback_url = match options.as_mut().and_then(Value::as_object_mut) {
+        Some(options) => match options.remove("callback_url") {
+            None => None,
+            Some(Value::String(url)) => match state.webhook_policy.check_url(&url) {
+                Ok(url) => Some(url.to_string()),
+                Err(message) => {
+                    errors.push(Violation::new("/options/callback_url", message));
+                    None
+                }
+            },
+            Some(_) => {
+                errors.push(Violation::new("/options/callback_url", "must be a URL"));
+                None
+            }
+        },
+        None => None,
+    };
+    let options = parse_options(options.as_ref(), &limits)
         .map_err(|option_errors| errors.extend(option_errors))
         .ok();
     let labels = parse_labels(fields.remove("labels").as_ref())
@@ -291,6 +312,7 @@ pub(super) async fn prepare(
         dataset,
         options,
         labels,
+        callback_url,
     })
 }
 

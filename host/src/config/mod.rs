@@ -228,6 +228,15 @@ pub struct ServeArgs {
     )]
     pub cors_origins: Vec<String>,
 
+    /// A host, address or network (`10.0.0.0/8`) that job callbacks may reach although it is
+    /// not public (loopback, private, link-local...); repeat for more.
+    #[arg(
+        long = "webhook-allow",
+        env = "CASELOAD_WEBHOOK_ALLOW",
+        value_delimiter = ','
+    )]
+    pub webhook_allow: Vec<String>,
+
     /// How long a plugin file must be left alone before it is (re)loaded.
     #[arg(long, env = "CASELOAD_PLUGINS_DEBOUNCE", default_value = "250ms", value_parser = parse_duration)]
     pub plugins_debounce: Duration,

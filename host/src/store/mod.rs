@@ -238,6 +238,31 @@ pub struct NewJob {
     pub priority: u8,
     /// Its labels, a JSON object of strings, if it has any.
     pub labels: Option<String>,
+    /// Where its end is posted (`options.callback_url`), if anywhere.
+    pub callback_url: Option<String>,
+}
+
+/// A job's end to post to the callback its launch named: claimed by one dispatcher for a
+/// while, then delivered, tried again later, or given up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookDelivery {
+    /// The message's id (`webhook-id`), the same on every attempt.
+    pub id: String,
+    pub job_id: String,
+    pub owner_id: String,
+    pub url: String,
+    pub status: JobStatus,
+    /// This attempt's number, 1 for the first.
+    pub attempts: u32,
+    pub created_at: Millis,
+}
+
+/// How an attempt to deliver a webhook went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookOutcome {
+    Delivered,
+    RetryAt { at: Millis, error: String },
+    GiveUp { error: String },
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
@@ -548,6 +573,26 @@ pub trait JobStore: Send + Sync + 'static {
     /// Deletes at most `batch` finished jobs (with their executions and outputs) that ended
     /// before `ended_before`. Returns how many were deleted.
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError>;
+
+    /// Claims up to `limit` webhook deliveries that are due, for `hold`: no other dispatcher
+    /// takes them meanwhile, and a dispatcher that dies lets them come due again after it.
+    async fn claim_webhooks(
+        &self,
+        limit: u32,
+        hold: Duration,
+    ) -> Result<Vec<WebhookDelivery>, StoreError>;
+
+    /// Records how a claimed delivery's attempt went.
+    async fn settle_webhook(&self, id: &str, outcome: &WebhookOutcome) -> Result<(), StoreError>;
+
+    /// The user's webhook signing secret, made on first use, or a new one with `rotate`;
+    /// `None` for no such user.
+    async fn webhook_secret(
+        &self,
+        owner_id: &str,
+        fresh: &str,
+        rotate: bool,
+    ) -> Result<Option<String>, StoreError>;
 
     /// Tells `events` whenever a process makes a job pending or asks to cancel one (other
     /// processes only), and whenever any job changes as clients see it (every process, this

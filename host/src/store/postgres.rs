@@ -53,6 +53,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         11,
         include_str!("../../migrations/postgres/0011_labels.sql"),
     ),
+    (
+        12,
+        include_str!("../../migrations/postgres/0012_webhooks.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -89,6 +93,15 @@ const CLAIM: &str = "WITH picked AS (
          lease_expires_at = $1
      FROM picked WHERE jobs.id = picked.picked_id
      RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
+
+const CLAIM_WEBHOOKS: &str = "WITH due AS (
+         SELECT id AS due_id FROM webhook_deliveries
+         WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= $2
+         ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+     UPDATE webhook_deliveries
+     SET next_attempt_at = $1, attempts = attempts + 1
+     FROM due WHERE webhook_deliveries.id = due.due_id
+     RETURNING id, job_id, owner_id, url, status, attempts, created_at";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -289,6 +302,8 @@ impl Backend for PostgresStore {
     type Db = Postgres;
 
     const CLAIM: &'static str = CLAIM;
+
+    const CLAIM_WEBHOOKS: &'static str = CLAIM_WEBHOOKS;
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()

@@ -14,8 +14,8 @@ use super::{
     CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobEvents, JobFilter,
     JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob,
     PluginRef, QueuedWrite, StoreError, Usage, User, UserAccess, UserChange, UserQuotas,
-    claim_from_row, data_file_from_row, execution_from_row, now_millis, sql, summary_from_row,
-    user_conflict,
+    WebhookDelivery, WebhookOutcome, claim_from_row, data_file_from_row, execution_from_row,
+    now_millis, sql, summary_from_row, user_conflict,
 };
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -58,6 +58,10 @@ pub(super) trait Backend: Send + Sync + 'static {
 
     /// After a commit that changed jobs: tells this process, where no announcement does.
     fn changes_committed(&self, changes: &[JobChange]);
+
+    /// Claims due webhook deliveries: `$1` the time until which they are held, `$2` now, `$3`
+    /// how many; returns `id, job_id, owner_id, url, status, attempts, created_at`.
+    const CLAIM_WEBHOOKS: &'static str;
 
     /// A condition that the job's labels hold the key `$key` with the value `$value`, where
     /// `key` and `value` are the numbers of those parameters.
@@ -236,6 +240,7 @@ where
         .bind(sql::FAIR_SHARE_SPACING_MS)
         .bind(i64::from(job.priority))
         .bind(job.labels.as_deref())
+        .bind(job.callback_url.as_deref())
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {
@@ -715,6 +720,72 @@ where
         };
         transaction.commit().await?;
         Ok(Some(outcome))
+    }
+
+    async fn claim_webhooks(
+        &self,
+        limit: u32,
+        hold: Duration,
+    ) -> Result<Vec<WebhookDelivery>, StoreError> {
+        let now = now_millis();
+        let until = now.saturating_add(Millis::try_from(hold.as_millis()).unwrap_or(Millis::MAX));
+        let rows = sqlx::query(B::CLAIM_WEBHOOKS)
+            .bind(until)
+            .bind(now)
+            .bind(i64::from(limit))
+            .fetch_all(self.writer())
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(WebhookDelivery {
+                    id: row.try_get("id")?,
+                    job_id: row.try_get("job_id")?,
+                    owner_id: row.try_get("owner_id")?,
+                    url: row.try_get("url")?,
+                    status: JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+                    attempts: u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(u32::MAX),
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn settle_webhook(&self, id: &str, outcome: &WebhookOutcome) -> Result<(), StoreError> {
+        let now = now_millis();
+        let query = match outcome {
+            WebhookOutcome::Delivered => sqlx::query(sql::WEBHOOK_DELIVERED).bind(id).bind(now),
+            WebhookOutcome::RetryAt { at, error } => sqlx::query(sql::WEBHOOK_RETRY)
+                .bind(id)
+                .bind(*at)
+                .bind(error.as_str()),
+            WebhookOutcome::GiveUp { error } => sqlx::query(sql::WEBHOOK_GIVE_UP)
+                .bind(id)
+                .bind(now)
+                .bind(error.as_str()),
+        };
+        query.execute(self.writer()).await?;
+        Ok(())
+    }
+
+    async fn webhook_secret(
+        &self,
+        owner_id: &str,
+        fresh: &str,
+        rotate: bool,
+    ) -> Result<Option<String>, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        sqlx::query(sql::SET_WEBHOOK_SECRET)
+            .bind(owner_id)
+            .bind(fresh)
+            .bind(rotate)
+            .execute(&mut *transaction)
+            .await?;
+        let secret: Option<Option<String>> = sqlx::query_scalar(sql::WEBHOOK_SECRET)
+            .bind(owner_id)
+            .fetch_optional(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(secret.flatten())
     }
 
     async fn begin_blob(&self) -> Result<String, StoreError> {

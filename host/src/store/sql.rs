@@ -54,8 +54,8 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14,
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15,
          COALESCE(
              CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
                   WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
@@ -246,3 +246,19 @@ pub(super) const REQUEST_CANCEL: &str = "UPDATE jobs SET cancel_requested = TRUE
      WHERE id = $1 AND owner_id = $2 AND status = 'RUNNING'";
 
 pub(super) const JOB_STATUS: &str = "SELECT status FROM jobs WHERE id = $1 AND owner_id = $2";
+
+pub(super) const WEBHOOK_DELIVERED: &str =
+    "UPDATE webhook_deliveries SET delivered_at = $2, last_error = NULL WHERE id = $1";
+
+pub(super) const WEBHOOK_RETRY: &str =
+    "UPDATE webhook_deliveries SET next_attempt_at = $2, last_error = $3 WHERE id = $1";
+
+pub(super) const WEBHOOK_GIVE_UP: &str =
+    "UPDATE webhook_deliveries SET given_up_at = $2, last_error = $3 WHERE id = $1";
+
+/// A user's secret, set to `$2` if it has none yet (or always, with `$3`).
+pub(super) const SET_WEBHOOK_SECRET: &str = "UPDATE users
+     SET webhook_secret = CASE WHEN $3 OR webhook_secret IS NULL THEN $2 ELSE webhook_secret END
+     WHERE id = $1";
+
+pub(super) const WEBHOOK_SECRET: &str = "SELECT webhook_secret FROM users WHERE id = $1";

@@ -49,6 +49,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/sqlite/0010_priority.sql"),
     ),
     (11, include_str!("../../migrations/sqlite/0011_labels.sql")),
+    (
+        12,
+        include_str!("../../migrations/sqlite/0012_webhooks.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
@@ -58,6 +62,13 @@ const CLAIM: &str = "UPDATE jobs
          lease_expires_at = $1
      WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id LIMIT $2)
      RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
+
+const CLAIM_WEBHOOKS: &str = "UPDATE webhook_deliveries
+     SET next_attempt_at = $1, attempts = attempts + 1
+     WHERE id IN (SELECT id FROM webhook_deliveries
+                  WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= $2
+                  ORDER BY next_attempt_at LIMIT $3)
+     RETURNING id, job_id, owner_id, url, status, attempts, created_at";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -200,6 +211,8 @@ impl Backend for SqliteStore {
 
     const CLAIM: &'static str = CLAIM;
 
+    const CLAIM_WEBHOOKS: &'static str = CLAIM_WEBHOOKS;
+
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()
     }
@@ -286,8 +299,8 @@ impl Backend for SqliteStore {
         tell(&self.events, changes);
     }
 
-    /// One process owns the file: every `RUNNING` job, and every unfinished upload, was left
-    /// by this server's last run.
+    /// One process owns the file: every `RUNNING` job, every unfinished upload and every
+    /// claimed webhook delivery was left by this server's last run.
     async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError> {
         let uploads = sqlx::query("DELETE FROM blobs WHERE sha256 IS NULL")
             .execute(&self.writer)
@@ -298,6 +311,13 @@ impl Backend for SqliteStore {
                 "deleted uploads cut off by the last stop"
             );
         }
+        // Deliveries the last run had claimed (or scheduled) are due now: none is in flight.
+        sqlx::query(
+            "UPDATE webhook_deliveries SET next_attempt_at = 0
+             WHERE delivered_at IS NULL AND given_up_at IS NULL",
+        )
+        .execute(&self.writer)
+        .await?;
         self.reap(max_attempts, true).await
     }
 

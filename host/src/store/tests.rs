@@ -86,6 +86,7 @@ for_each_backend!(
     a_user_s_usage_is_counted_for_quotas,
     a_priority_job_goes_first_among_its_owner_s_jobs_only,
     jobs_are_found_by_status_problem_label_time_and_id,
+    a_job_s_end_queues_its_callback_once,
 );
 
 async fn user(store: &dyn JobStore, name: &str) -> User {
@@ -104,6 +105,7 @@ fn new_job(owner: &User) -> NewJob {
         dataset: None,
         priority: 0,
         labels: None,
+        callback_url: None,
     }
 }
 
@@ -1046,7 +1048,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     pool.close().await;
 }
 
@@ -1373,4 +1375,91 @@ async fn jobs_are_found_by_status_problem_label_time_and_id(backend: Backend) {
         nightly_listed.labels.as_deref(),
         Some(r#"{"batch":"nightly","team":"ops"}"#)
     );
+}
+
+/// The end of a job with a callback queues one delivery, in the transaction that ends it;
+/// a claimed delivery is held from other dispatchers until settled or its hold runs out.
+async fn a_job_s_end_queues_its_callback_once(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let job = NewJob {
+        callback_url: Some("https://hooks.example.com/end".into()),
+        ..new_job(&alice)
+    };
+    store.insert_job(&job).await.expect("insert");
+    // A job without a callback queues nothing.
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    assert!(
+        store
+            .claim_webhooks(10, LONG)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    for _ in 0..2 {
+        let (claim, execution_id) = claim_and_start(store, LONG).await;
+        assert!(
+            store
+                .finish_execution(&claim.lease, &completed(&execution_id, "1"))
+                .lease_held()
+                .await
+                .expect("finish")
+        );
+    }
+    let claimed = store.claim_webhooks(10, LONG).await.expect("claim");
+    assert_eq!(claimed.len(), 1);
+    let delivery = &claimed[0];
+    assert_eq!(delivery.job_id, job.id);
+    assert_eq!(delivery.owner_id, alice.id);
+    assert_eq!(delivery.status, JobStatus::Completed);
+    assert_eq!(delivery.attempts, 1);
+    // Held: another dispatcher finds nothing.
+    assert!(
+        store
+            .claim_webhooks(10, LONG)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    // Due again at once, then delivered.
+    store
+        .settle_webhook(
+            &delivery.id,
+            &WebhookOutcome::RetryAt {
+                at: 0,
+                error: "503".into(),
+            },
+        )
+        .await
+        .expect("settle");
+    let again = store.claim_webhooks(10, LONG).await.expect("claim");
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].attempts, 2);
+    store
+        .settle_webhook(&delivery.id, &WebhookOutcome::Delivered)
+        .await
+        .expect("settle");
+    assert!(
+        store
+            .claim_webhooks(10, Duration::ZERO)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    // The secret is made once and kept, until rotated.
+    let secret = store
+        .webhook_secret(&alice.id, "whsec_first", false)
+        .await
+        .expect("secret");
+    assert_eq!(secret.as_deref(), Some("whsec_first"));
+    let kept = store
+        .webhook_secret(&alice.id, "whsec_second", false)
+        .await
+        .expect("secret");
+    assert_eq!(kept.as_deref(), Some("whsec_first"));
+    let rotated = store
+        .webhook_secret(&alice.id, "whsec_third", true)
+        .await
+        .expect("secret");
+    assert_eq!(rotated.as_deref(), Some("whsec_third"));
 }
