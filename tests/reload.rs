@@ -214,9 +214,25 @@ async fn a_removed_file_unregisters_its_use_case_and_a_built_in_comes_back() {
         "file:my-maxcut.wasm"
     );
 
+    // The OpenAPI document has a typed launch for each use case served, and follows reloads.
+    let launches = || async {
+        let document: Value = server
+            .client
+            .get(server.url("/openapi.json"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        document["paths"]["/problem/versioned"]["post"]["operationId"].clone()
+    };
+    assert_eq!(launches().await, "launch_versioned");
+
     std::fs::remove_file(dir.join("versioned.wasm")).unwrap();
     std::fs::remove_file(dir.join("my-maxcut.wasm")).unwrap();
     wait_for_problem(&server, &token, "versioned", |answer| answer.is_none()).await;
+    assert!(launches().await.is_null());
     // By alias too, and for launches.
     assert!(
         problem(&server, &token, "urn:caseload:test:versioned")
