@@ -475,7 +475,11 @@ where
                  the user and wait for them to end"
             )));
         }
-        for statement in [sql::DELETE_USER_JOBS, sql::DELETE_USER_DATA_FILES] {
+        for statement in [
+            sql::DELETE_USER_WEBHOOKS,
+            sql::DELETE_USER_JOBS,
+            sql::DELETE_USER_DATA_FILES,
+        ] {
             sqlx::query(statement)
                 .bind(username)
                 .execute(&mut *transaction)
@@ -665,6 +669,10 @@ where
             return Ok(0);
         };
         sqlx::query(sql::UNCOUNT_PURGED_OUTPUTS)
+            .bind(up_to)
+            .execute(&mut *transaction)
+            .await?;
+        sqlx::query(sql::PURGE_WEBHOOKS)
             .bind(up_to)
             .execute(&mut *transaction)
             .await?;

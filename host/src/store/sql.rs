@@ -27,6 +27,10 @@ pub(super) const USER_LIVE_JOBS: &str = "SELECT COUNT(*) FROM jobs
 pub(super) const DELETE_USER_JOBS: &str =
     "DELETE FROM jobs WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
 
+/// A user's webhook deliveries: with the user gone, nothing can sign them.
+pub(super) const DELETE_USER_WEBHOOKS: &str = "DELETE FROM webhook_deliveries
+     WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
+
 /// A user's data files; their blobs go with the next sweep, once nothing refers to them.
 pub(super) const DELETE_USER_DATA_FILES: &str =
     "DELETE FROM data_files WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
@@ -184,6 +188,11 @@ pub(super) const UNCOUNT_PURGED_OUTPUTS: &str = "UPDATE users
          JOIN jobs ON jobs.id = job_outputs.job_id
          WHERE jobs.owner_id = users.id AND jobs.ended_at IS NOT NULL AND jobs.ended_at <= $1)
      WHERE id IN (SELECT owner_id FROM jobs WHERE ended_at IS NOT NULL AND ended_at <= $1)";
+
+/// The deliveries of the jobs about to be purged: settled long before (retention outlasts the
+/// retry schedule), and the outbox would otherwise only grow.
+pub(super) const PURGE_WEBHOOKS: &str = "DELETE FROM webhook_deliveries WHERE job_id IN (
+         SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at <= $1)";
 
 pub(super) const PURGE_FINISHED: &str =
     "DELETE FROM jobs WHERE ended_at IS NOT NULL AND ended_at <= $1";

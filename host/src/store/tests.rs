@@ -574,6 +574,33 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
         );
         finished.push(new.id);
     }
+    // An old job with a callback: its settled delivery goes with it.
+    let called = NewJob {
+        callback_url: Some("https://hooks.example.com/end".into()),
+        ..new_job(&alice)
+    };
+    store.insert_job(&called).await.expect("insert");
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    let end = ExecutionEnd {
+        ended_at: 500,
+        ..completed(&execution_id, "")
+    };
+    assert!(
+        store
+            .finish_execution(&claim.lease, &end)
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    let delivery = store
+        .claim_webhooks(1, LONG)
+        .await
+        .expect("claim")
+        .remove(0);
+    store
+        .settle_webhook(&delivery.id, &WebhookOutcome::Delivered)
+        .await
+        .expect("settle");
     let pending = new_job(&alice);
     store.insert_job(&pending).await.expect("insert");
     assert_eq!(store.usage(&alice.id).await.expect("usage").output_bytes, 3);
@@ -584,7 +611,14 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
         crate::upkeep::purge_before(store, cutoff)
             .await
             .expect("purge"),
-        1
+        2
+    );
+    assert!(
+        store
+            .job(&alice.id, &called.id)
+            .await
+            .expect("read")
+            .is_none()
     );
     for old in &finished[..2] {
         assert!(store.job(&alice.id, old).await.expect("read").is_none());
