@@ -12,6 +12,7 @@
 mod batch;
 mod postgres;
 pub mod scratch;
+mod service;
 mod shared;
 mod sql;
 mod sqlite;
@@ -25,6 +26,7 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 
 pub use self::batch::QueuedWrite;
 pub use self::postgres::PostgresStore;
+pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, ServiceStats};
 pub use self::sqlite::SqliteStore;
 
 /// Milliseconds since the Unix epoch, the store's one representation of time.
@@ -417,6 +419,14 @@ pub struct JobFilter {
     pub ids: Vec<String>,
 }
 
+/// What a job was launched with.
+#[derive(Debug, Clone)]
+pub struct JobInput {
+    /// The inline input, or for a dataset job the parameters given beside it (or nothing).
+    pub input: String,
+    pub dataset: Option<JobDataset>,
+}
+
 /// The job's output, or where the job is instead.
 #[derive(Debug, Clone)]
 pub enum JobOutput {
@@ -593,6 +603,26 @@ pub trait JobStore: Send + Sync + 'static {
         fresh: &str,
         rotate: bool,
     ) -> Result<Option<String>, StoreError>;
+
+    /// How many jobs an owner has in each status, as clients see it; statuses with none
+    /// are left out.
+    async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError>;
+
+    /// What a job was launched with, if the owner has it.
+    async fn job_input(&self, owner_id: &str, job_id: &str)
+    -> Result<Option<JobInput>, StoreError>;
+
+    /// Writes this replica's report of itself, and forgets replicas silent since
+    /// `forget_before`.
+    async fn report_replica(
+        &self,
+        report: &ReplicaReport,
+        forget_before: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// The replicas' last reports, the queue per use case, and the jobs accepted and ended
+    /// per minute from `since` on.
+    async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError>;
 
     /// Tells `events` whenever a process makes a job pending or asks to cancel one (other
     /// processes only), and whenever any job changes as clients see it (every process, this

@@ -57,6 +57,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         12,
         include_str!("../../migrations/postgres/0012_webhooks.sql"),
     ),
+    (
+        13,
+        include_str!("../../migrations/postgres/0013_replicas.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

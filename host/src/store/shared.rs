@@ -10,12 +10,14 @@ use std::time::Duration;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
 use super::batch::{Batcher, Outcome, Write};
+use super::service::{fill_minutes, first_job_id_since};
 use super::{
-    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobEvents, JobFilter,
-    JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate, Millis, NewJob,
-    PluginRef, QueuedWrite, StoreError, Usage, User, UserAccess, UserChange, UserQuotas,
-    WebhookDelivery, WebhookOutcome, claim_from_row, data_file_from_row, execution_from_row,
-    now_millis, sql, summary_from_row, user_conflict,
+    CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobDataset, JobEvents,
+    JobFilter, JobInput, JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate,
+    Millis, NewJob, PluginRef, QueueDepth, QueuedWrite, ReplicaReport, ServiceStats, StoreError,
+    Usage, User, UserAccess, UserChange, UserQuotas, WebhookDelivery, WebhookOutcome,
+    claim_from_row, data_file_from_row, execution_from_row, now_millis, sql, summary_from_row,
+    user_conflict,
 };
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -594,6 +596,132 @@ where
             ))
         })
         .transpose()
+    }
+
+    async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError> {
+        sqlx::query(sql::JOB_COUNTS)
+            .bind(owner_id)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| {
+                Ok((
+                    JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+                    row.try_get::<i64, _>("jobs")?.max(0) as u64,
+                ))
+            })
+            .collect()
+    }
+
+    async fn job_input(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<JobInput>, StoreError> {
+        let row = sqlx::query(sql::JOB_INPUT)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            let data_file_id: Option<String> = row.try_get("data_file_id")?;
+            let blob_id: Option<String> = row.try_get("data_blob_id")?;
+            let media_type: Option<String> = row.try_get("data_media_type")?;
+            Ok(JobInput {
+                input: row.try_get("input")?,
+                dataset: match (data_file_id, blob_id, media_type) {
+                    (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
+                        data_file_id,
+                        blob_id,
+                        media_type,
+                    }),
+                    _ => None,
+                },
+            })
+        })
+        .transpose()
+    }
+
+    async fn report_replica(
+        &self,
+        report: &ReplicaReport,
+        forget_before: Millis,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::REPORT_REPLICA)
+            .bind(&report.id)
+            .bind(&report.name)
+            .bind(i64::from(report.workers))
+            .bind(i64::from(report.busy))
+            .bind(report.accepted as i64)
+            .bind(report.ended as i64)
+            .bind(report.started_at)
+            .bind(report.seen_at)
+            .execute(self.writer())
+            .await?;
+        sqlx::query(sql::FORGET_REPLICAS)
+            .bind(forget_before)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError> {
+        let replicas = sqlx::query(sql::REPLICAS)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(ReplicaReport {
+                    id: row.try_get("id")?,
+                    name: row.try_get("name")?,
+                    workers: row.try_get::<i64, _>("workers")?.max(0) as u32,
+                    busy: row.try_get::<i64, _>("busy")?.max(0) as u32,
+                    accepted: row.try_get::<i64, _>("accepted")?.max(0) as u64,
+                    ended: row.try_get::<i64, _>("ended")?.max(0) as u64,
+                    started_at: row.try_get("started_at")?,
+                    seen_at: row.try_get("seen_at")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let queue = sqlx::query(sql::QUEUE_DEPTH)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(QueueDepth {
+                    problem: row.try_get("problem")?,
+                    pending: row.try_get::<i64, _>("pending")?.max(0) as u64,
+                    running: row.try_get::<i64, _>("running")?.max(0) as u64,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let per_minute = |rows: Vec<<B::Db as Database>::Row>| {
+            rows.iter()
+                .map(|row| {
+                    Ok((
+                        row.try_get::<i64, _>("minute")?,
+                        row.try_get::<i64, _>("jobs")?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()
+        };
+        let accepted = per_minute(
+            sqlx::query(sql::ACCEPTED_PER_MINUTE)
+                .bind(first_job_id_since(since))
+                .fetch_all(self.readers())
+                .await?,
+        )?;
+        let ended = per_minute(
+            sqlx::query(sql::ENDED_PER_MINUTE)
+                .bind(since)
+                .fetch_all(self.readers())
+                .await?,
+        )?;
+        Ok(ServiceStats {
+            replicas,
+            queue,
+            minutes: fill_minutes(since, now_millis(), &accepted, &ended),
+        })
     }
 
     async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError> {

@@ -271,3 +271,43 @@ pub(super) const SET_WEBHOOK_SECRET: &str = "UPDATE users
      WHERE id = $1";
 
 pub(super) const WEBHOOK_SECRET: &str = "SELECT webhook_secret FROM users WHERE id = $1";
+
+/// A replica's report of itself, replacing its last one.
+pub(super) const REPORT_REPLICA: &str =
+    "INSERT INTO replicas (id, name, workers, busy, accepted, ended, started_at, seen_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy,
+         accepted = excluded.accepted, ended = excluded.ended, seen_at = excluded.seen_at";
+
+/// Replicas silent since `$1`: stopped long ago.
+pub(super) const FORGET_REPLICAS: &str = "DELETE FROM replicas WHERE seen_at < $1";
+
+pub(super) const REPLICAS: &str =
+    "SELECT id, name, workers, busy, accepted, ended, started_at, seen_at
+     FROM replicas ORDER BY started_at, id";
+
+/// Jobs waiting and claimed, per use case.
+pub(super) const QUEUE_DEPTH: &str = "SELECT problem,
+         CAST(SUM(CASE WHEN status = 'PENDING' THEN 1 ELSE 0 END) AS BIGINT) AS pending,
+         CAST(SUM(CASE WHEN status = 'RUNNING' THEN 1 ELSE 0 END) AS BIGINT) AS running
+     FROM jobs WHERE status IN ('PENDING', 'RUNNING') GROUP BY problem ORDER BY problem";
+
+/// Jobs created per minute, from the job id `$1` on (ids sort by creation time).
+pub(super) const ACCEPTED_PER_MINUTE: &str = "SELECT created_at / 60000 AS minute, COUNT(*) AS jobs
+     FROM jobs WHERE id >= $1 GROUP BY created_at / 60000";
+
+/// Jobs ended per minute, from `$1` on.
+pub(super) const ENDED_PER_MINUTE: &str = "SELECT ended_at / 60000 AS minute, COUNT(*) AS jobs
+     FROM jobs WHERE ended_at >= $1 GROUP BY ended_at / 60000";
+
+/// What a job was launched with: its inline input, or its dataset's reference.
+pub(super) const JOB_INPUT: &str = "SELECT input, data_file_id, data_blob_id, data_media_type
+     FROM jobs WHERE id = $1 AND owner_id = $2";
+
+/// An owner's jobs per status as clients see it (the `CASE` of `CLIENT_STATUS`).
+pub(super) const JOB_COUNTS: &str = "SELECT
+         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
+              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
+         THEN 'PENDING' ELSE jobs.status END AS status,
+         COUNT(*) AS jobs
+     FROM jobs WHERE owner_id = $1 GROUP BY 1";

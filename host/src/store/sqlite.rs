@@ -53,6 +53,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         12,
         include_str!("../../migrations/sqlite/0012_webhooks.sql"),
     ),
+    (
+        13,
+        include_str!("../../migrations/sqlite/0013_replicas.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
