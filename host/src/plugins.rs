@@ -6,9 +6,11 @@
 //! name. Lookups take a snapshot, so a job keeps the plugin it started with however the
 //! registry changes afterwards.
 
+pub mod history;
 mod schema;
 pub mod watch;
 
+use self::history::{PluginEventKind, PluginHistory, Subject};
 pub use self::schema::DATASET_PARAMETERS_KEYWORD;
 use self::schema::{compile_schema, dataset_parameters, examples, parse_schema};
 
@@ -253,6 +255,8 @@ pub struct PluginRegistry {
     /// Taken by every change, so that changes apply one after the other.
     sources: Mutex<Sources>,
     snapshot: RwLock<Arc<Snapshot>>,
+    /// The latest changes, for `GET /plugin_events`.
+    history: PluginHistory,
 }
 
 impl PluginRegistry {
@@ -263,6 +267,7 @@ impl PluginRegistry {
             limits,
             sources: Mutex::default(),
             snapshot: RwLock::default(),
+            history: PluginHistory::default(),
         }
     }
 
@@ -286,7 +291,7 @@ impl PluginRegistry {
                 .built_in
                 .insert(plugin.info.name.clone(), plugin.clone());
             self.publish(&sources);
-            log_loaded(&plugin, None);
+            self.loaded(&plugin, None);
         }
         Ok(())
     }
@@ -311,7 +316,7 @@ impl PluginRegistry {
         paths.sort();
         for path in paths {
             if let Err(error) = self.load_file(&path) {
-                log_rejected(&path, &error);
+                self.file_rejected(&path, &error);
             }
         }
         Ok(())
@@ -339,7 +344,7 @@ impl PluginRegistry {
         let mut sources = self.lock_sources();
         sources.files.insert(path.to_owned(), plugin.clone());
         self.publish(&sources);
-        log_loaded(&plugin, previous.as_deref());
+        self.loaded(&plugin, previous.as_deref());
         if previous
             .as_ref()
             .is_some_and(|previous| previous.info.name != plugin.info.name)
@@ -371,8 +376,61 @@ impl PluginRegistry {
             path = %path.display(),
             "plugin file removed; use case unloaded"
         );
+        self.history.record(
+            PluginEventKind::Removed,
+            Subject {
+                name: Some(&removed.info.name),
+                version: Some(&removed.info.version),
+                digest: Some(&removed.digest),
+                file: Some(path),
+                reason: None,
+            },
+        );
         self.log_name_restored(&sources, Some(&removed));
         Some(removed)
+    }
+
+    /// What happened to the plugins after event `after`, oldest first.
+    pub fn events_since(&self, after: u64) -> Vec<history::PluginEvent> {
+        self.history.since(after)
+    }
+
+    /// Logs a file that could not be loaded and keeps why, for `GET /plugin_events`.
+    pub fn file_rejected(&self, path: &Path, error: &PluginError) {
+        tracing::error!(
+            path = %path.display(),
+            %error,
+            "plugin file rejected; the previous version, if any, keeps serving"
+        );
+        self.history.record(
+            PluginEventKind::Refused,
+            Subject {
+                file: Some(path),
+                reason: Some(error.to_string()),
+                ..Subject::default()
+            },
+        );
+    }
+
+    fn loaded(&self, plugin: &Plugin, previous: Option<&Plugin>) {
+        log_loaded(plugin, previous);
+        self.history.record(
+            if previous.is_some() {
+                PluginEventKind::Replaced
+            } else {
+                PluginEventKind::Loaded
+            },
+            Subject {
+                name: Some(&plugin.info.name),
+                version: Some(&plugin.info.version),
+                digest: Some(&plugin.digest),
+                file: match &plugin.source {
+                    PluginSource::File(path) => Some(path),
+                    PluginSource::BuiltIn => None,
+                },
+                reason: None,
+            },
+        );
     }
 
     /// The paths of the plugins loaded from files.
@@ -492,15 +550,6 @@ fn log_loaded(plugin: &Plugin, previous: Option<&Plugin>) {
         code = %plugin.component.code_origin().as_str(),
         replaced = previous.map(|previous| previous.info.version.as_str()),
         "plugin loaded"
-    );
-}
-
-/// The one line a rejected file gets: which file, and why in plain words.
-pub fn log_rejected(path: &Path, error: &PluginError) {
-    tracing::error!(
-        path = %path.display(),
-        %error,
-        "plugin file rejected; the previous version, if any, keeps serving"
     );
 }
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::{FileLoaded, PluginRegistry, is_plugin_file_name, log_rejected};
+use super::{FileLoaded, PluginRegistry, is_plugin_file_name};
 
 /// How the plugins directory is watched.
 #[derive(Debug, Clone)]
@@ -230,7 +230,7 @@ impl Reloader {
             }
             match self.registry.load_file(&path) {
                 Ok(FileLoaded::Installed(_)) | Ok(FileLoaded::Unchanged) => {}
-                Err(error) => log_rejected(&path, &error),
+                Err(error) => self.registry.file_rejected(&path, &error),
             }
         }
     }
