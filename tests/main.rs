@@ -21,6 +21,7 @@ mod python_client;
 mod qubo;
 mod reload;
 mod sandbox;
+mod service;
 mod support;
 mod validation;
 mod waiting;

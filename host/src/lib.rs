@@ -14,6 +14,7 @@ pub mod listener;
 pub mod metrics;
 pub mod options;
 pub mod plugins;
+pub mod replica;
 pub mod runtime;
 pub mod store;
 pub mod upkeep;
@@ -327,6 +328,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
+    replica::start(store.clone(), metrics.clone(), workers);
     let workers = WorkerPool::start(
         workers,
         store.clone(),

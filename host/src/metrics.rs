@@ -18,6 +18,14 @@ pub struct Metrics {
     logins_throttled: AtomicU64,
 }
 
+/// Jobs accepted and executions ended since start, and executions running now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub accepted: u64,
+    pub ended: u64,
+    pub running: u32,
+}
+
 impl Metrics {
     pub fn job_accepted(&self) {
         self.jobs_accepted.fetch_add(1, Ordering::Relaxed);
@@ -49,6 +57,21 @@ impl Metrics {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         *ended.entry((status, error_code.unwrap_or(""))).or_default() += 1;
+    }
+
+    /// The counts this process's replica report carries.
+    pub fn totals(&self) -> Totals {
+        let ended = self
+            .executions_ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .sum();
+        Totals {
+            accepted: self.jobs_accepted.load(Ordering::Relaxed),
+            ended,
+            running: self.executions_running.load(Ordering::Relaxed).max(0) as u32,
+        }
     }
 
     /// The exposition, with the gauges only the caller can read.

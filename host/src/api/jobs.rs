@@ -1,5 +1,5 @@
 //! Jobs: `GET /job/<id>` (the spec's status shape), `DELETE /job/<id>` (cancel),
-//! `GET /job/<id>/output`, and `GET /jobs`.
+//! `GET /job/<id>/output`, `GET /jobs` and `GET /jobs/counts`.
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
@@ -23,6 +23,28 @@ pub fn router() -> Router<AppState> {
         .route("/job/{job_id}", get(status).delete(cancel))
         .route("/job/{job_id}/output", get(output))
         .route("/jobs", get(list))
+        .route("/jobs/counts", get(counts))
+}
+
+/// How many of the caller's jobs are in each status; every status is present.
+async fn counts(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<Json<std::collections::BTreeMap<&'static str, u64>>, ApiError> {
+    let mut counts: std::collections::BTreeMap<&'static str, u64> = [
+        JobStatus::Pending,
+        JobStatus::Running,
+        JobStatus::Completed,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ]
+    .into_iter()
+    .map(|status| (status.as_str(), 0))
+    .collect();
+    for (status, count) in state.store.job_counts(&user.id).await? {
+        *counts.entry(status.as_str()).or_default() += count;
+    }
+    Ok(Json(counts))
 }
 
 /// Another user's job answers exactly like a job that does not exist.

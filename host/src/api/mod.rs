@@ -3,11 +3,13 @@
 mod batch;
 mod bearer;
 mod body_budget;
+mod check;
 mod cors;
 mod data_files;
 mod error;
 mod events;
 mod job_filter;
+mod job_input;
 mod jobs;
 mod labels;
 mod login;
@@ -17,6 +19,7 @@ mod openapi;
 mod options;
 mod problems;
 mod query;
+mod service;
 mod user_access;
 mod webhook_secret;
 mod wire;
@@ -214,6 +217,9 @@ pub fn app(state: AppState) -> Router {
         .merge(batch::router())
         .merge(webhook_secret::router())
         .merge(data_files::router())
+        .merge(job_input::router())
+        .merge(check::router())
+        .merge(service::router())
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))
         .route("/metrics", axum::routing::get(metrics))

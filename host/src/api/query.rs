@@ -20,6 +20,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/job/{job_id}/output", &Method::GET) => &["wait"],
         ("/jobs", &Method::GET) => JOBS_PARAMETERS,
         ("/data_file", &Method::POST) => &["filename"],
+        ("/plugin_events", &Method::GET) => &["after"],
         _ => &[],
     }
 }

@@ -1,0 +1,149 @@
+//! The service as operators watch it: `GET /service` (replicas and their workers, the queue
+//! per use case, jobs accepted and ended per minute) and `GET /plugin_events` (plugin
+//! loads, replacements, removals and refused files). Counts only, no job of anyone's: any
+//! signed-in user may read them.
+
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+
+use super::wire::format_timestamp;
+use super::{ApiError, AppState, Json};
+use crate::auth::AuthUser;
+use crate::plugins::history::PluginEvent;
+use crate::store::{ServiceStats, now_millis};
+
+/// The per-minute counts cover this many minutes up to the current one.
+const MINUTES: i64 = 60;
+
+/// A replica silent this long is shown as gone: it reports every few seconds.
+pub const REPLICA_SILENT_MILLIS: i64 = 15_000;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/service", get(service))
+        .route("/plugin_events", get(plugin_events))
+}
+
+#[derive(Debug, Serialize)]
+struct ServiceView {
+    replicas: Vec<ReplicaView>,
+    queue: Vec<QueueView>,
+    per_minute: Vec<MinuteView>,
+}
+
+#[derive(Debug, Serialize)]
+struct ReplicaView {
+    id: String,
+    name: String,
+    /// Whether it reported lately.
+    live: bool,
+    workers: u32,
+    busy: u32,
+    idle: u32,
+    accepted_total: u64,
+    ended_total: u64,
+    started_at: String,
+    seen_at: String,
+}
+
+#[derive(Debug, Serialize)]
+struct QueueView {
+    problem: String,
+    pending: u64,
+    running: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct MinuteView {
+    minute: String,
+    accepted: u64,
+    ended: u64,
+}
+
+impl ServiceView {
+    fn new(stats: ServiceStats, now: i64) -> ServiceView {
+        ServiceView {
+            replicas: stats
+                .replicas
+                .into_iter()
+                .map(|replica| ReplicaView {
+                    live: now - replica.seen_at < REPLICA_SILENT_MILLIS,
+                    idle: replica.workers.saturating_sub(replica.busy),
+                    id: replica.id,
+                    name: replica.name,
+                    workers: replica.workers,
+                    busy: replica.busy,
+                    accepted_total: replica.accepted,
+                    ended_total: replica.ended,
+                    started_at: format_timestamp(replica.started_at),
+                    seen_at: format_timestamp(replica.seen_at),
+                })
+                .collect(),
+            queue: stats
+                .queue
+                .into_iter()
+                .map(|depth| QueueView {
+                    problem: depth.problem,
+                    pending: depth.pending,
+                    running: depth.running,
+                })
+                .collect(),
+            per_minute: stats
+                .minutes
+                .into_iter()
+                .map(|minute| MinuteView {
+                    minute: format_timestamp(minute.minute),
+                    accepted: minute.accepted,
+                    ended: minute.ended,
+                })
+                .collect(),
+        }
+    }
+}
+
+async fn service(
+    State(state): State<AppState>,
+    _user: AuthUser,
+) -> Result<Json<ServiceView>, ApiError> {
+    let now = now_millis();
+    let since = (now.div_euclid(60_000) - (MINUTES - 1)) * 60_000;
+    let stats = state.store.service_stats(since).await?;
+    Ok(Json(ServiceView::new(stats, now)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsQuery {
+    #[serde(default)]
+    after: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct PluginEventView {
+    at: String,
+    #[serde(flatten)]
+    event: PluginEvent,
+}
+
+/// This replica's plugin events after `?after=` (a `seq`), oldest first.
+async fn plugin_events(
+    State(state): State<AppState>,
+    _user: AuthUser,
+    query: Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<Json<Vec<PluginEventView>>, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    Ok(Json(
+        state
+            .registry
+            .events_since(query.after)
+            .into_iter()
+            .map(|event| PluginEventView {
+                at: format_timestamp(event.at_millis),
+                event,
+            })
+            .collect(),
+    ))
+}
