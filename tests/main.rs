@@ -7,6 +7,7 @@
 mod adversarial;
 mod auth;
 mod cancel;
+mod console;
 mod datasets;
 mod durability;
 mod finding;

@@ -4,6 +4,7 @@ mod batch;
 mod bearer;
 mod body_budget;
 mod check;
+mod console;
 mod cors;
 mod data_files;
 mod error;
@@ -220,6 +221,7 @@ pub fn app(state: AppState) -> Router {
         .merge(job_input::router())
         .merge(check::router())
         .merge(service::router())
+        .merge(console::router())
         .route("/healthz", axum::routing::get(healthz))
         .route("/openapi.json", axum::routing::get(openapi))
         .route("/metrics", axum::routing::get(metrics))

@@ -1,0 +1,67 @@
+// The console's entry: sign-in, then one page per route of the location's hash
+// (#/jobs, #/job/<id>, #/usecases, #/usecase/<name>, #/service).
+
+import { ApiError, currentUser, login, onSignOut, signOut, signedIn } from './api.js';
+import { fill, h, page } from './dom.js';
+import { jobPage } from './job.js';
+import { jobsPage } from './jobs.js';
+import { servicePage } from './service.js';
+import { useCasePage, useCasesPage } from './usecases.js';
+
+let leave = null;
+
+function route() {
+  leave?.();
+  leave = null;
+  const signed = signedIn();
+  document.getElementById('nav').hidden = !signed;
+  document.getElementById('sign-out').hidden = !signed;
+  document.getElementById('who').textContent = signed ? currentUser() : '';
+  if (!signed) {
+    signInPage();
+    return;
+  }
+  const [, section = 'jobs', ...rest] = location.hash.replace(/^#/, '').split('/');
+  const argument = decodeURIComponent(rest.join('/'));
+  for (const link of document.querySelectorAll('#nav a')) {
+    const current = link.getAttribute('href') === `#/${section.replace(/^(job|usecase)$/, '$1s')}`;
+    if (current) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  if (section === 'job' && argument) leave = jobPage(argument);
+  else if (section === 'usecases') leave = useCasesPage();
+  else if (section === 'usecase' && argument) leave = useCasePage(argument);
+  else if (section === 'service') leave = servicePage();
+  else leave = jobsPage();
+}
+
+function signInPage() {
+  const message = h('p', { id: 'sign-in-error', class: 'error', role: 'alert' });
+  const form = h('form', { class: 'sign-in', onsubmit: async (event) => {
+    event.preventDefault();
+    const { username, password } = event.target.elements;
+    message.textContent = '';
+    try {
+      await login(username.value, password.value);
+      route();
+    } catch (error) {
+      message.textContent = error instanceof ApiError ? error.message : `Cannot reach the server: ${error.message}`;
+      password.select();
+    }
+  } },
+  h('label', { for: 'username' }, 'User name'),
+  h('input', { id: 'username', name: 'username', autocomplete: 'username', required: true }),
+  h('label', { for: 'password' }, 'Password'),
+  h('input', { id: 'password', name: 'password', type: 'password', autocomplete: 'current-password', required: true }),
+  h('button', { type: 'submit' }, 'Sign in'),
+  message);
+  page('Sign in', form,
+    h('p', { class: 'hint' }, 'Users are made with ', h('code', {}, 'caseload user add NAME'), '. The console keeps your token in this page only: reloading it signs you out.'));
+  document.getElementById('username').focus();
+}
+
+document.getElementById('sign-out').addEventListener('click', () => signOut());
+onSignOut(() => route());
+window.addEventListener('hashchange', route);
+fill(document.getElementById('main'));
+route();

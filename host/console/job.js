@@ -1,0 +1,146 @@
+// One job: status and timestamps, every execution, the progress as a chart of the best
+// objective over time, the log as it is written, the output (pretty, downloadable) and a
+// picture of the answer.
+
+import { ApiError, follow, get, request } from './api.js';
+import { lineChart } from './chart.js';
+import { fill, h, notice, page, seconds, statusBadge, when } from './dom.js';
+import { maxCutPicture, parseGraph, quboPicture } from './picture.js';
+
+// Outputs larger than this are downloadable but not shown in full.
+const SHOWN_OUTPUT_CHARS = 200000;
+// A progress message's last number is the objective its use case reports ("best cut so far: 11624").
+const LAST_NUMBER = /(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*$/;
+
+export function jobPage(id) {
+  const state = h('dl', { class: 'facts' });
+  const executions = h('tbody', {});
+  const progressBar = h('progress', { max: '1', value: '0', 'aria-label': 'Progress of the current attempt' });
+  const progressText = h('span', { class: 'progress-text' });
+  const chart = h('canvas', { class: 'chart wide', role: 'img', 'aria-label': 'Best objective over time' });
+  const log = h('pre', { class: 'log', tabindex: '0', 'aria-label': 'Log tail', 'aria-live': 'off' });
+  const output = h('div', { class: 'output' });
+  const picture = h('div', { class: 'picture-slot' });
+  const cancel = h('button', { type: 'button', class: 'danger', hidden: true, onclick: cancelJob }, 'Cancel job');
+  const objective = [];
+  let shownOutput = false;
+  let drawn = null;
+
+  page(`Job ${id}`,
+    h('p', {}, h('a', { href: '#/jobs' }, '← All jobs')),
+    h('section', { 'aria-label': 'Status' }, state, cancel),
+    h('section', { 'aria-labelledby': 'progress-heading' }, h('h2', { id: 'progress-heading' }, 'Progress'),
+      h('p', {}, progressBar, ' ', progressText), chart),
+    h('section', { 'aria-labelledby': 'executions-heading' }, h('h2', { id: 'executions-heading' }, 'Executions'),
+      h('div', { class: 'table-wrap' }, h('table', {},
+        h('thead', {}, h('tr', {}, ['Attempt', 'State', 'Plugin', 'Digest', 'Started', 'Duration', 'Error'].map((name) => h('th', { scope: 'col' }, name)))),
+        executions))),
+    h('section', { 'aria-labelledby': 'log-heading' }, h('h2', { id: 'log-heading' }, 'Log'), log),
+    h('section', { 'aria-labelledby': 'answer-heading' }, h('h2', { id: 'answer-heading' }, 'Answer'), picture, output));
+
+  function show(view) {
+    fill(state,
+      h('dt', {}, 'State'), h('dd', {}, statusBadge(view.status)),
+      h('dt', {}, 'Created'), h('dd', {}, when(view.started_at)),
+      h('dt', {}, 'Ended'), h('dd', {}, when(view.end_at) || '—'));
+    cancel.hidden = !['PENDING', 'RUNNING'].includes(view.status);
+    const attempts = Object.values(view.executions ?? {}).sort((a, b) => a.attempt - b.attempt);
+    fill(executions, attempts.length ? attempts.map((execution) => h('tr', {},
+      h('td', {}, execution.attempt),
+      h('td', {}, statusBadge(execution.status)),
+      h('td', {}, `${execution.plugin.name} ${execution.plugin.version}`),
+      h('td', { class: 'mono', title: execution.plugin.digest }, execution.plugin.digest.slice(0, 19)),
+      h('td', {}, when(execution.started_at)),
+      h('td', {}, seconds(execution.duration_ms)),
+      h('td', {}, execution.error ? `${execution.error.code}: ${execution.error.message}` : ''))) :
+      h('tr', {}, h('td', { colspan: '7' }, 'Not started yet.')));
+    const latest = attempts.at(-1);
+    if (latest?.progress) showProgress(latest.progress);
+    if (view.status === 'COMPLETED' && !shownOutput) {
+      shownOutput = true;
+      showAnswer(view);
+    }
+  }
+
+  function showProgress(progress) {
+    progressBar.value = progress.fraction;
+    progressText.textContent = `${Math.round(progress.fraction * 100)}% ${progress.message}`;
+    const match = LAST_NUMBER.exec(progress.message);
+    if (match) {
+      const value = Number(match[1]);
+      objective.push([Date.now(), value]);
+      lineChart(chart, [{ name: 'best objective', points: objective }], { title: 'Best objective over time' });
+      chart.dataset.points = String(objective.length);
+    }
+  }
+
+  async function showAnswer(view) {
+    try {
+      const response = await get(`/job/${id}/output`, { raw: true });
+      const text = await response.text();
+      const result = JSON.parse(text);
+      const pretty = JSON.stringify(result, null, 2);
+      const download = h('a', { class: 'button', download: `${id}.json`, href: URL.createObjectURL(new Blob([pretty], { type: 'application/json' })) }, 'Download output');
+      fill(output, download,
+        h('details', {}, h('summary', {}, 'Output JSON'),
+          h('pre', { class: 'json', tabindex: '0' }, pretty.length > SHOWN_OUTPUT_CHARS ? `${pretty.slice(0, SHOWN_OUTPUT_CHARS)}\n… (download for the rest)` : pretty)));
+      const problem = Object.values(view.executions ?? {}).at(-1)?.plugin.name;
+      if (problem === 'maxcut' && Array.isArray(result.partition)) {
+        const input = await get(`/job/${id}/input`, { raw: true });
+        const graph = parseGraph(await input.text(), input.headers.get('content-type') ?? '');
+        drawn = maxCutPicture(graph, result);
+        fill(picture, drawn);
+      } else if (Array.isArray(result.sample)) {
+        fill(picture, quboPicture(result));
+      }
+    } catch (error) {
+      notice(`Cannot show the answer: ${error.message}`, 'error');
+    }
+  }
+
+  async function cancelJob() {
+    try {
+      const answer = await request('DELETE', `/job/${id}`);
+      notice(answer.detail);
+    } catch (error) {
+      notice(error.message, 'error');
+    }
+  }
+
+  async function load() {
+    try {
+      const status = await get(`/job/${encodeURIComponent(id)}`);
+      show(status.job[id]);
+      return true;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        fill(state, h('p', { class: 'error' }, `No job ${id}.`));
+        return false;
+      }
+      notice(error.message, 'error');
+      return true;
+    }
+  }
+
+  let stop = () => {};
+  load().then((found) => {
+    if (!found) return;
+    stop = follow(`/job/${encodeURIComponent(id)}/events`, (name, data) => {
+      if (name === 'progress') showProgress(data);
+      else if (name === 'log') {
+        if (data.gap) log.append('\n…\n');
+        log.append(data.text);
+        log.scrollTop = log.scrollHeight;
+      } else if (name === 'status') load();
+      else if (name === 'end') {
+        show(data.job[id]);
+        return false;
+      }
+      return true;
+    });
+  });
+  return () => {
+    stop();
+    drawn?.stop?.();
+  };
+}

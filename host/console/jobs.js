@@ -1,0 +1,213 @@
+// The jobs page: counts per state, filters, a list that follows the event stream, cancel
+// one or a selection, and charts of jobs ended per minute and of the queue.
+
+import { ApiError, follow, get, request } from './api.js';
+import { barChart, legend, lineChart } from './chart.js';
+import { fill, h, notice, page, statusBadge, when } from './dom.js';
+
+const STATES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'];
+const PAGE = 50;
+
+export function jobsPage() {
+  const filters = { status: '', problem: '', label: '', since: '', until: '' };
+  const rows = new Map();
+  let next = null;
+  const selected = new Set();
+  const queueHistory = [];
+
+  const counts = h('ul', { class: 'counts', 'aria-label': 'Jobs per state' });
+  const body = h('tbody', {});
+  const more = h('button', { type: 'button', hidden: true, onclick: () => load(false) }, 'Load older jobs');
+  const selectAll = h('input', { type: 'checkbox', 'aria-label': 'Select every job shown', onchange: (event) => {
+    for (const [id, row] of rows) {
+      const box = row.querySelector('input');
+      if (box.disabled) continue;
+      box.checked = event.target.checked;
+      if (box.checked) selected.add(id);
+      else selected.delete(id);
+    }
+    updateSelection();
+  } });
+  const cancelSelected = h('button', { type: 'button', disabled: true, onclick: cancelSelection }, 'Cancel selected');
+  const problemSelect = h('select', { id: 'filter-problem', onchange: (event) => setFilter('problem', event.target.value) },
+    h('option', { value: '' }, 'any'));
+  const endedChart = h('canvas', { class: 'chart', role: 'img', 'aria-label': 'Jobs accepted and ended per minute' });
+  const queueChart = h('canvas', { class: 'chart', role: 'img', 'aria-label': 'Jobs pending' });
+
+  const search = h('form', { class: 'search', role: 'search', onsubmit: (event) => {
+    event.preventDefault();
+    const id = event.target.elements.id.value.trim();
+    if (id) location.hash = `#/job/${encodeURIComponent(id)}`;
+  } }, h('label', { for: 'job-id' }, 'Job id'), h('input', { id: 'job-id', name: 'id', autocomplete: 'off', placeholder: '0193…' }),
+  h('button', { type: 'submit' }, 'Open'));
+
+  const filterForm = h('form', { class: 'filters', 'aria-label': 'Filters', onsubmit: (event) => event.preventDefault() },
+    field('State', h('select', { id: 'filter-status', onchange: (event) => setFilter('status', event.target.value) },
+      h('option', { value: '' }, 'any'), STATES.map((state) => h('option', { value: state }, state)))),
+    field('Use case', problemSelect),
+    field('Label (key:value)', h('input', { id: 'filter-label', placeholder: 'team:ops', onchange: (event) => setFilter('label', event.target.value.trim()) })),
+    field('Created since', h('input', { id: 'filter-since', type: 'datetime-local', onchange: (event) => setFilter('since', event.target.value) })),
+    field('Created before', h('input', { id: 'filter-until', type: 'datetime-local', onchange: (event) => setFilter('until', event.target.value) })));
+
+  page('Jobs',
+    h('div', { class: 'charts' },
+      h('figure', {}, endedChart, h('figcaption', {}, 'Per minute, last hour', legend(['accepted', 'ended']))),
+      h('figure', {}, queueChart, h('figcaption', {}, 'Pending, while this page is open'))),
+    counts, search, filterForm,
+    h('div', { class: 'actions' }, cancelSelected),
+    h('div', { class: 'table-wrap' },
+      h('table', { class: 'jobs' },
+        h('caption', { class: 'visually-hidden' }, 'Your jobs, newest first'),
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, selectAll), ['Job', 'Use case', 'State', 'Created', 'Ended', 'Labels'].map((name) => h('th', { scope: 'col' }, name)))),
+        body)),
+    more);
+
+  function field(text, control) {
+    return h('div', { class: 'field' }, h('label', { for: control.id }, text), control);
+  }
+
+  function setFilter(name, value) {
+    filters[name] = value;
+    load(true);
+  }
+
+  function query(before) {
+    const parameters = new URLSearchParams({ limit: String(PAGE) });
+    if (filters.status) parameters.set('status', filters.status);
+    if (filters.problem) parameters.set('problem', filters.problem);
+    if (filters.label) parameters.set('label', filters.label);
+    if (filters.since) parameters.set('since', new Date(filters.since).toISOString());
+    if (filters.until) parameters.set('until', new Date(filters.until).toISOString());
+    if (before) parameters.set('before', before);
+    return parameters;
+  }
+
+  function matches(job) {
+    if (filters.status && job.status !== filters.status) return false;
+    if (filters.problem && job.problem !== filters.problem) return false;
+    if (filters.label) {
+      const [key, ...rest] = filters.label.split(':');
+      if (job.labels?.[key] !== rest.join(':')) return false;
+    }
+    const created = new Date(job.started_at).getTime();
+    if (filters.since && created < new Date(filters.since).getTime()) return false;
+    if (filters.until && created >= new Date(filters.until).getTime()) return false;
+    return true;
+  }
+
+  async function load(fresh) {
+    try {
+      const list = await get(`/jobs?${query(fresh ? null : next)}`);
+      if (fresh) {
+        rows.clear();
+        selected.clear();
+        body.replaceChildren();
+      }
+      for (const job of list.jobs) {
+        const row = renderRow(job);
+        rows.set(job.id, row);
+        body.append(row);
+      }
+      next = list.next;
+      more.hidden = !next;
+      if (rows.size === 0) body.append(h('tr', {}, h('td', { colspan: '7' }, 'No jobs match.')));
+      updateSelection();
+    } catch (error) {
+      notice(error.message, 'error');
+    }
+  }
+
+  function renderRow(job) {
+    const ended = ['COMPLETED', 'FAILED', 'CANCELLED'].includes(job.status);
+    const box = h('input', { type: 'checkbox', 'aria-label': `Select job ${job.id}`, disabled: ended, checked: selected.has(job.id), onchange: (event) => {
+      if (event.target.checked) selected.add(job.id);
+      else selected.delete(job.id);
+      updateSelection();
+    } });
+    const labels = Object.entries(job.labels ?? {}).map(([key, value]) => h('span', { class: 'label' }, `${key}:${value}`));
+    return h('tr', { 'data-job': job.id, 'data-status': job.status },
+      h('td', {}, box),
+      h('td', {}, h('a', { href: `#/job/${job.id}`, class: 'mono' }, job.id)),
+      h('td', {}, job.problem),
+      h('td', {}, statusBadge(job.status)),
+      h('td', {}, when(job.started_at)),
+      h('td', {}, when(job.end_at)),
+      h('td', {}, labels));
+  }
+
+  function updateSelection() {
+    for (const id of selected) if (!rows.has(id)) selected.delete(id);
+    cancelSelected.disabled = selected.size === 0;
+    cancelSelected.textContent = selected.size ? `Cancel selected (${selected.size})` : 'Cancel selected';
+  }
+
+  async function cancelSelection() {
+    const ids = [...selected];
+    const results = await Promise.allSettled(ids.map((id) => request('DELETE', `/job/${id}`)));
+    const failed = results.filter((result) => result.status === 'rejected');
+    notice(failed.length ? `${ids.length - failed.length} cancelled; ${failed.length} could not be: ${failed[0].reason.message}` : `${ids.length} cancelled`, failed.length ? 'error' : 'info');
+    selected.clear();
+    updateSelection();
+  }
+
+  async function refreshCounts() {
+    try {
+      const byState = await get('/jobs/counts');
+      fill(counts, STATES.map((state) => h('li', {},
+        h('button', { type: 'button', class: 'count', 'aria-pressed': String(filters.status === state), onclick: () => {
+          const select = document.getElementById('filter-status');
+          select.value = filters.status === state ? '' : state;
+          setFilter('status', select.value);
+          refreshCounts();
+        } }, statusBadge(state), ` ${byState[state] ?? 0}`))));
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+    }
+  }
+
+  async function refreshService() {
+    try {
+      const service = await get('/service');
+      barChart(endedChart, service.per_minute.map((minute) => ({ label: minute.minute, values: [minute.accepted, minute.ended] })),
+        ['accepted', 'ended'], { title: 'Jobs per minute, last hour' });
+      queueHistory.push([Date.now(), service.queue.reduce((sum, depth) => sum + depth.pending, 0)]);
+      if (queueHistory.length > 720) queueHistory.shift();
+      lineChart(queueChart, [{ name: 'pending', points: queueHistory }], { title: 'Jobs pending' });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+    }
+  }
+
+  let countsDue = null;
+  const stopEvents = follow('/jobs/events', (name, job) => {
+    if (name !== 'status') return true;
+    const existing = rows.get(job.id);
+    if (existing) {
+      const row = renderRow(job);
+      existing.replaceWith(row);
+      rows.set(job.id, row);
+      if (job.status === 'COMPLETED' || job.status === 'FAILED' || job.status === 'CANCELLED') selected.delete(job.id);
+    } else if (matches(job) && (rows.size === 0 || job.id > [...rows.keys()][0])) {
+      body.querySelector('td[colspan]')?.parentElement.remove();
+      const row = renderRow(job);
+      rows.set(job.id, row);
+      body.prepend(row);
+    }
+    updateSelection();
+    clearTimeout(countsDue);
+    countsDue = setTimeout(refreshCounts, 300);
+    return true;
+  });
+
+  get('/problems').then((problems) => problems.forEach((problem) => problemSelect.append(h('option', { value: problem.name }, problem.name))))
+    .catch((error) => notice(error.message, 'error'));
+  load(true);
+  refreshCounts();
+  refreshService();
+  const timer = setInterval(refreshService, 5000);
+  return () => {
+    stopEvents();
+    clearInterval(timer);
+    clearTimeout(countsDue);
+  };
+}

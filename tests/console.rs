@@ -1,0 +1,114 @@
+//! The web console in a real headless Chromium (Debian's `chromium` and `chromium-driver`),
+//! driven by selenium from `tests/console/drive.py` against the real server: sign in with
+//! the keyboard, see a plugin dropped into the plugins directory appear, launch max-cut from
+//! the form, upload G1 and watch its progress and its picture, cancel a long job, read the
+//! jobs and service pages, on a desktop and a phone-sized screen; no console error, no CSP
+//! violation, no serious axe-core violation.
+
+use std::process::Command;
+
+use reqwest::StatusCode;
+
+use crate::support::{ADMIN_PASSWORD, ServerOptions, TestServer, expect_problem, guest_wasm};
+
+#[tokio::test]
+async fn the_console_is_served_under_a_strict_content_security_policy() {
+    let server = TestServer::start();
+    let index = server.client.get(server.url("/")).send().await.unwrap();
+    assert_eq!(index.status(), StatusCode::OK);
+    let headers = index.headers().clone();
+    assert_eq!(headers["content-type"], "text/html; charset=utf-8");
+    let policy = headers["content-security-policy"].to_str().unwrap();
+    assert!(policy.contains("script-src 'self'") && policy.contains("default-src 'none'"));
+    assert!(!policy.contains("unsafe"), "{policy}");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let page = index.text().await.unwrap();
+    // No inline script: the one script is a module from this origin.
+    assert!(page.contains(r#"<script type="module" src="/console/app.js"></script>"#));
+    assert_eq!(page.matches("<script").count(), 1);
+
+    let script = server
+        .client
+        .get(server.url("/console/app.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), StatusCode::OK);
+    assert_eq!(
+        script.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let etag = script.headers()["etag"].clone();
+    let again = server
+        .client
+        .get(server.url("/console/app.js"))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+
+    let missing = server
+        .client
+        .get(server.url("/console/../caseload.db"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    expect_problem(
+        server
+            .client
+            .get(server.url("/console/nothing.js"))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs chromium and chromedriver (Debian), selenium (PyPI) and axe-core (npm): \
+            set CASELOAD_PYTHON, CASELOAD_CHROMEDRIVER and CASELOAD_AXE; CI runs it"]
+async fn the_console_works_in_a_real_browser() {
+    let python = std::env::var("CASELOAD_PYTHON").expect("set CASELOAD_PYTHON to run this test");
+    let chromedriver =
+        std::env::var("CASELOAD_CHROMEDRIVER").expect("set CASELOAD_CHROMEDRIVER to run this test");
+    let axe = std::env::var("CASELOAD_AXE").expect("set CASELOAD_AXE to run this test");
+    // Jobs long enough for the progress chart to move, short enough for a quick test.
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--default-time-limit", "5s"],
+        ..ServerOptions::default()
+    });
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/console/drive.py");
+    let g1 = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/G1.txt");
+    let mut command = Command::new(&python);
+    command
+        .arg(script)
+        .env("CASELOAD_URL", &server.base_url)
+        .env("CASELOAD_USERNAME", "admin")
+        .env("CASELOAD_PASSWORD", ADMIN_PASSWORD)
+        .env("CASELOAD_PLUGINS_DIR", server.data_dir().join("plugins"))
+        .env(
+            "CASELOAD_RUNAWAY_WASM",
+            guest_wasm("caseload_guest_runaway"),
+        )
+        .env("CASELOAD_G1", g1)
+        .env("CASELOAD_CHROMEDRIVER", chromedriver)
+        .env("CASELOAD_AXE", axe)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let output = tokio::task::spawn_blocking(move || {
+        command
+            .output()
+            .unwrap_or_else(|error| panic!("cannot start {python}: {error}"))
+    })
+    .await
+    .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{report}");
+    assert!(report.contains("console: every step passed"), "{report}");
+}

@@ -1,0 +1,237 @@
+"""Drives the web console in a real headless Chromium, the way a person would.
+
+Started by tests/console.rs against the real server, with:
+CASELOAD_URL, CASELOAD_USERNAME, CASELOAD_PASSWORD  the server and a user;
+CASELOAD_PLUGINS_DIR, CASELOAD_RUNAWAY_WASM          where to drop a plugin, and which;
+CASELOAD_G1                                          a G-set file to upload;
+CASELOAD_CHROMEDRIVER, CASELOAD_CHROMIUM             the browser;
+CASELOAD_AXE                                         axe-core's axe.min.js;
+CASELOAD_SCREENSHOTS (optional)                      a directory for the docs' screenshots.
+
+Fails on any step that does not happen, any script error or Content-Security-Policy
+violation in the browser's console, and any serious or critical axe-core violation.
+"""
+
+import os
+import re
+import shutil
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+BASE = os.environ["CASELOAD_URL"]
+SCREENSHOTS = os.environ.get("CASELOAD_SCREENSHOTS")
+
+
+def start_browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CASELOAD_CHROMIUM", "/usr/bin/chromium")
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--window-size=1280,800", "--disable-gpu", "--force-device-scale-factor=1"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(os.environ["CASELOAD_CHROMEDRIVER"])
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_script_timeout(60)
+    return driver
+
+
+class Console:
+    def __init__(self, driver):
+        self.driver = driver
+        self.console_problems = []
+        self.accessibility_problems = []
+        with open(os.environ["CASELOAD_AXE"], encoding="utf-8") as file:
+            self.axe = file.read()
+
+    def wait(self, condition, what, timeout=60):
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.2,
+                                 ignored_exceptions=[StaleElementReferenceException]).until(lambda _: condition())
+        except TimeoutException:
+            self.collect_console()
+            raise AssertionError(f"timed out waiting for {what}; page: {self.driver.current_url}; "
+                                 f"console: {self.console_problems}") from None
+
+    def find(self, selector):
+        return self.driver.find_element(By.CSS_SELECTOR, selector)
+
+    def all(self, selector):
+        return self.driver.find_elements(By.CSS_SELECTOR, selector)
+
+    def text(self, selector):
+        return self.driver.execute_script(
+            "return document.querySelector(arguments[0])?.innerText.trim() ?? ''", selector)
+
+    def texts(self, selector):
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText)", selector)
+
+    def go(self, hash_route, heading):
+        self.driver.execute_script("location.hash = arguments[0]", hash_route)
+        self.wait(lambda: self.text("h1").startswith(heading), f"the page {heading!r}")
+
+    def collect_console(self):
+        for entry in self.driver.get_log("browser"):
+            message = entry.get("message", "")
+            # A refused request (a 4xx the page expects and shows) is logged by the browser as
+            # a failed resource load; script errors and policy violations are what count.
+            network_4xx = entry.get("source") == "network" and " status of 4" in message
+            if "Content Security Policy" in message or (entry["level"] == "SEVERE" and not network_4xx):
+                self.console_problems.append(message)
+
+    def check_accessibility(self, page):
+        self.driver.execute_script(self.axe)
+        violations = self.driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "axe.run(document, {resultTypes: ['violations']})"
+            ".then((result) => done(result.violations.map((v) => ({id: v.id, impact: v.impact, help: v.help,"
+            " nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}))))"
+            ".catch((error) => done([{id: 'axe-error', impact: 'critical', help: String(error), nodes: []}]));")
+        serious = [v for v in violations if v["impact"] in ("serious", "critical")]
+        for violation in serious:
+            self.accessibility_problems.append(f"{page}: {violation}")
+        print(f"axe on {page}: {len(violations)} violations, {len(serious)} serious or critical")
+
+    def screenshot(self, name, element=None):
+        if not SCREENSHOTS:
+            return
+        path = os.path.join(SCREENSHOTS, name)
+        if element is None:
+            self.driver.save_screenshot(path)
+        else:
+            element.screenshot(path)
+        print(f"screenshot {path}")
+
+    def job_state(self):
+        return self.text(".facts dd .badge")
+
+    def job_id(self):
+        return self.driver.current_url.split("#/job/")[1]
+
+
+def main():
+    driver = start_browser()
+    console = Console(driver)
+    try:
+        run(console)
+    finally:
+        console.collect_console()
+        driver.quit()
+    problems = console.console_problems + console.accessibility_problems
+    if problems:
+        print("\n".join(problems))
+        sys.exit(1)
+    print("console: every step passed")
+
+
+def completed_count(counts):
+    match = re.search(r"COMPLETED\s+(\d+)", counts)
+    return int(match.group(1)) if match else 0
+
+
+def run(c):
+    driver = c.driver
+    driver.get(BASE + "/")
+    # Sign in with the keyboard alone: the user name field has the focus.
+    c.wait(lambda: c.text("h1") == "Sign in", "the sign-in page")
+    c.check_accessibility("sign-in")
+    focused = driver.switch_to.active_element
+    focused.send_keys(os.environ["CASELOAD_USERNAME"], Keys.TAB, os.environ["CASELOAD_PASSWORD"], Keys.ENTER)
+    c.wait(lambda: c.text("h1") == "Jobs", "the jobs page after signing in")
+
+    # A plugin dropped into the plugins directory appears as it loads.
+    c.go("#/usecases", "Use cases")
+    c.wait(lambda: any("maxcut" in t for t in c.texts(".plugin-event")), "the built-in plugins' events")
+    shutil.copy(os.environ["CASELOAD_RUNAWAY_WASM"], os.path.join(os.environ["CASELOAD_PLUGINS_DIR"], "runaway.wasm"))
+    c.wait(lambda: any("runaway" in t for t in c.texts(".plugin-event[data-kind=loaded]")), "the runaway plugin's load event")
+    c.wait(lambda: any("runaway" in t for t in c.texts(".card h2")), "the runaway use case's card")
+    c.check_accessibility("use cases")
+
+    # Launch max-cut from the form: the editor starts on the schema's example, checked live.
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the example to check valid")
+    editor = c.find("#input-editor")
+    editor.send_keys(Keys.END, "oops")
+    c.wait(lambda: "Not JSON" in c.text("#input-verdict"), "a syntax error to show")
+    driver.execute_script("arguments[0].value = JSON.stringify({num_nodes: 5, edges: [[0, 1, 1], [1, 9, 1]]});"
+                          "arguments[0].dispatchEvent(new Event('input'))", editor)
+    c.wait(lambda: "/edges/1" in c.text("#input-verdict"), "the use case's own message for a bad edge")
+    driver.execute_script("arguments[0].value = JSON.stringify({num_nodes: 5, edges: [[0, 1, 1], [1, 2, 1], [2, 3, 1], [3, 4, 1], [4, 0, 1]]});"
+                          "arguments[0].dispatchEvent(new Event('input'))", editor)
+    c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the fixed input to check valid")
+    c.check_accessibility("use case")
+    c.find(".launch button[type=submit]").click()
+    c.wait(lambda: "#/job/" in driver.current_url, "the new job's page")
+    c.wait(lambda: c.job_state() == "COMPLETED", "the small job to complete")
+    c.wait(lambda: c.all("canvas.graph"), "the picture of the small cut")
+    assert "cut value" in c.text("table.summary").lower(), c.text("table.summary")
+
+    # Upload G1 with a progress bar, launch it, watch its progress chart and its picture.
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.all("#dataset-file"), "the upload form")
+    c.find("#dataset-file").send_keys(os.path.abspath(os.environ["CASELOAD_G1"]))
+    c.find(".upload button[type=submit]").click()
+    c.wait(lambda: c.all("#launch-dataset"), "the upload to finish")
+    assert driver.execute_script("return document.getElementById('upload-progress').value") == 1
+    c.find("#launch-dataset").click()
+    c.wait(lambda: "#/job/" in driver.current_url, "the G1 job's page")
+    c.wait(lambda: int(c.find("canvas.chart").get_attribute("data-points") or 0) >= 2,
+           "the progress chart to move", timeout=90)
+    c.wait(lambda: c.job_state() == "COMPLETED", "G1 to complete", timeout=120)
+    picture = c.wait(lambda: c.all("canvas.graph[data-settled=true]"), "G1's layout to settle", timeout=120)[0]
+    summary = c.text("table.summary")
+    assert "800 on side A" not in summary and "19176" in summary, summary
+    # The picture answers the keyboard: zoom in, pan, reset.
+    picture.send_keys("+", Keys.ARROW_LEFT, "0")
+    if SCREENSHOTS:
+        driver.set_window_size(1280, 1000)
+        driver.execute_script("document.getElementById('answer-heading').scrollIntoView()")
+        time.sleep(0.5)
+        c.screenshot("console-maxcut.png")
+        driver.set_window_size(1280, 800)
+    c.check_accessibility("job")
+
+    # A long job, cancelled from its page.
+    c.go("#/usecase/runaway", "Use case runaway")
+    editor = c.wait(lambda: c.all("#input-editor"), "the runaway form")[0]
+    driver.execute_script("arguments[0].value = JSON.stringify({mode: 'spin', options: {time_limit_s: 60}});"
+                          "arguments[0].dispatchEvent(new Event('input'))", editor)
+    c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the runaway input to check valid")
+    c.find(".launch button[type=submit]").click()
+    c.wait(lambda: "#/job/" in driver.current_url, "the runaway job's page")
+    c.wait(lambda: c.job_state() == "RUNNING", "the runaway job to start")
+    c.find("button.danger").click()
+    c.wait(lambda: c.job_state() == "CANCELLED", "the runaway job to be cancelled")
+
+    # The jobs page lists all three, live, with counts per state.
+    c.go("#/jobs", "Jobs")
+    c.wait(lambda: len(c.all("tr[data-job]")) >= 3, "three jobs in the list")
+    c.wait(lambda: completed_count(c.text(".counts")) >= 2, "the counts per state")
+    c.wait(lambda: c.find(".charts canvas").get_attribute("aria-label").find("ended") >= 0, "the per-minute chart")
+    c.screenshot("console-jobs.png")
+    c.check_accessibility("jobs")
+
+    # The service: this replica, live, with its workers.
+    c.go("#/service", "Service")
+    c.wait(lambda: "live" in c.text("tbody"), "this replica's report", timeout=30)
+    c.check_accessibility("service")
+
+    # Readable on a phone: nothing wider than the screen but the tables' own scrolling.
+    driver.set_window_size(390, 844)
+    for route, heading in [("#/jobs", "Jobs"), ("#/service", "Service"), ("#/usecase/maxcut", "Use case maxcut")]:
+        c.go(route, heading)
+        time.sleep(0.5)
+        width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1] + 1, f"{route} is {width[0]} px wide on a {width[1]} px screen"
+    c.check_accessibility("jobs on a phone")
+
+
+if __name__ == "__main__":
+    main()
