@@ -413,7 +413,7 @@ async fn openapi_metrics_and_unknown_routes() {
         })
     };
     assert_eq!(
-        sample("caseload_jobs_accepted_total"),
+        sample("caseload_jobs_accepted_total{problem=\"maxcut\"}"),
         Some(1.0),
         "{metrics}"
     );
@@ -424,6 +424,24 @@ async fn openapi_metrics_and_unknown_routes() {
     );
     // The built-in use cases: max-cut and QUBO.
     assert_eq!(sample("caseload_plugins_loaded"), Some(2.0), "{metrics}");
+    // Histograms: the launch's answer by its route's pattern, the job's wait and its run.
+    assert_eq!(
+        sample(
+            "caseload_http_request_seconds_count{route=\"/problem/{problem_id}\",method=\"POST\",status=\"202\"}"
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample("caseload_job_wait_seconds_count{problem=\"maxcut\"}"),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample("caseload_execution_seconds_count{problem=\"maxcut\",status=\"COMPLETED\"}"),
+        Some(1.0),
+        "{metrics}"
+    );
 
     let response = server
         .client

@@ -1,21 +1,44 @@
-//! Counters for `GET /metrics`, in the Prometheus text format.
+//! What the server measures, for `GET /metrics` in the OpenMetrics text format, kept in a
+//! `prometheus-client` registry: counters, gauges and histograms of HTTP requests, of the
+//! time jobs wait and run, and of logins. The gauges only the caller can read (the queue,
+//! the plugins, the waiters) are set when the text is rendered.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::store::QueueDepth;
+
+/// A metric's labels, by name.
+type Labels = Vec<(&'static str, String)>;
+
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+
 /// What the server counts; shared by the handlers and the workers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
-    jobs_accepted: AtomicU64,
-    executions_running: AtomicI64,
-    /// Ended executions by (status, error code or "").
-    executions_ended: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
-    execution_micros_sum: AtomicU64,
-    logins_failed: AtomicU64,
-    logins_throttled: AtomicU64,
+    registry: Registry,
+    jobs_accepted: Family<Labels, Counter>,
+    executions_running: Gauge,
+    executions_ended: Family<Labels, Counter>,
+    execution_seconds: Histograms,
+    job_wait_seconds: Histograms,
+    http_request_seconds: Histograms,
+    logins_failed: Counter,
+    logins_throttled: Counter,
+    jobs_pending: Gauge,
+    queue_depth: Family<Labels, Gauge>,
+    plugins_loaded: Gauge,
+    waiters: Family<Labels, Gauge>,
+    /// Totals for this replica's report, whatever their labels.
+    accepted_total: AtomicU64,
+    ended_total: AtomicU64,
 }
 
 /// Jobs accepted and executions ended since start, and executions running now.
@@ -26,164 +49,249 @@ pub struct Totals {
     pub running: u32,
 }
 
+/// How one execution ended, for its counters and histogram.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecutionOutcome<'a> {
+    pub problem: &'a str,
+    pub status: &'static str,
+    pub error_code: Option<&'static str>,
+    pub took: Duration,
+}
+
+/// From a millisecond to about 9 minutes, doubling: HTTP answers, waits and runs alike.
+fn seconds_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 20))
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::default();
+        let metrics = Metrics {
+            jobs_accepted: Family::default(),
+            executions_running: Gauge::default(),
+            executions_ended: Family::default(),
+            execution_seconds: Family::new_with_constructor(seconds_histogram),
+            job_wait_seconds: Family::new_with_constructor(seconds_histogram),
+            http_request_seconds: Family::new_with_constructor(seconds_histogram),
+            logins_failed: Counter::default(),
+            logins_throttled: Counter::default(),
+            jobs_pending: Gauge::default(),
+            queue_depth: Family::default(),
+            plugins_loaded: Gauge::default(),
+            waiters: Family::default(),
+            accepted_total: AtomicU64::new(0),
+            ended_total: AtomicU64::new(0),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "caseload_jobs_accepted",
+            "Jobs accepted (202) by this process, by use case.",
+            metrics.jobs_accepted.clone(),
+        );
+        registry.register(
+            "caseload_jobs_pending",
+            "Jobs waiting for a worker, in the whole store.",
+            metrics.jobs_pending.clone(),
+        );
+        registry.register(
+            "caseload_queue_depth",
+            "Jobs waiting (state=pending) or claimed by a worker (state=running), per use case, in the whole store.",
+            metrics.queue_depth.clone(),
+        );
+        registry.register(
+            "caseload_executions_running",
+            "Executions running on this process's workers.",
+            metrics.executions_running.clone(),
+        );
+        registry.register(
+            "caseload_executions_ended",
+            "Executions ended on this process's workers, by status and error code.",
+            metrics.executions_ended.clone(),
+        );
+        registry.register(
+            "caseload_execution_seconds",
+            "Wall time of ended executions, by use case and status.",
+            metrics.execution_seconds.clone(),
+        );
+        registry.register(
+            "caseload_job_wait_seconds",
+            "Time from a job's acceptance to the start of its execution, by use case.",
+            metrics.job_wait_seconds.clone(),
+        );
+        registry.register(
+            "caseload_http_request_seconds",
+            "Time to answer HTTP requests, by route, method and status.",
+            metrics.http_request_seconds.clone(),
+        );
+        registry.register(
+            "caseload_logins_failed",
+            "Logins refused for a wrong user name or password, or a disabled user.",
+            metrics.logins_failed.clone(),
+        );
+        registry.register(
+            "caseload_logins_throttled",
+            "Logins answered 429 before any check: too many failures from the address.",
+            metrics.logins_throttled.clone(),
+        );
+        registry.register(
+            "caseload_plugins_loaded",
+            "Use cases in service.",
+            metrics.plugins_loaded.clone(),
+        );
+        registry.register(
+            "caseload_waiters",
+            "Held long-polls and event streams, on one job or on all of a user's jobs.",
+            metrics.waiters.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+}
+
 impl Metrics {
-    pub fn job_accepted(&self) {
-        self.jobs_accepted.fetch_add(1, Ordering::Relaxed);
+    pub fn job_accepted(&self, problem: &str) {
+        self.jobs_accepted
+            .get_or_create(&vec![("problem", problem.to_owned())])
+            .inc();
+        self.accepted_total.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn login_failed(&self) {
-        self.logins_failed.fetch_add(1, Ordering::Relaxed);
+        self.logins_failed.inc();
     }
 
     pub fn login_throttled(&self) {
-        self.logins_throttled.fetch_add(1, Ordering::Relaxed);
+        self.logins_throttled.inc();
     }
 
-    pub fn execution_started(&self) {
-        self.executions_running.fetch_add(1, Ordering::Relaxed);
+    /// An execution starts, `waited` after its job was accepted.
+    pub fn execution_started(&self, problem: &str, waited: Duration) {
+        self.executions_running.inc();
+        self.job_wait_seconds
+            .get_or_create(&vec![("problem", problem.to_owned())])
+            .observe(waited.as_secs_f64());
     }
 
-    pub fn execution_ended(
-        &self,
-        status: &'static str,
-        error_code: Option<&'static str>,
-        took: Duration,
-    ) {
-        self.executions_running.fetch_sub(1, Ordering::Relaxed);
-        self.execution_micros_sum
-            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-        let mut ended = self
-            .executions_ended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        *ended.entry((status, error_code.unwrap_or(""))).or_default() += 1;
+    pub fn execution_ended(&self, outcome: ExecutionOutcome<'_>) {
+        self.executions_running.dec();
+        self.ended_total.fetch_add(1, Ordering::Relaxed);
+        self.executions_ended
+            .get_or_create(&vec![
+                ("status", outcome.status.to_owned()),
+                ("error_code", outcome.error_code.unwrap_or("").to_owned()),
+            ])
+            .inc();
+        self.execution_seconds
+            .get_or_create(&vec![
+                ("problem", outcome.problem.to_owned()),
+                ("status", outcome.status.to_owned()),
+            ])
+            .observe(outcome.took.as_secs_f64());
+    }
+
+    /// An HTTP request answered; `route` is its path pattern (`/job/{job_id}`), not its path.
+    pub fn request_answered(&self, route: &str, method: &str, status: u16, took: Duration) {
+        self.http_request_seconds
+            .get_or_create(&vec![
+                ("route", route.to_owned()),
+                ("method", method.to_owned()),
+                ("status", status.to_string()),
+            ])
+            .observe(took.as_secs_f64());
     }
 
     /// The counts this process's replica report carries.
     pub fn totals(&self) -> Totals {
-        let ended = self
-            .executions_ended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .sum();
         Totals {
-            accepted: self.jobs_accepted.load(Ordering::Relaxed),
-            ended,
-            running: self.executions_running.load(Ordering::Relaxed).max(0) as u32,
+            accepted: self.accepted_total.load(Ordering::Relaxed),
+            ended: self.ended_total.load(Ordering::Relaxed),
+            running: self.executions_running.get().max(0) as u32,
         }
     }
 
-    /// The exposition, with the gauges only the caller can read.
-    /// The text of `GET /metrics`; `waiters` is the held long-polls and event streams, on one
-    /// job and on one user's jobs.
+    /// The text of `GET /metrics`, with the gauges only the caller can read: the queue
+    /// per use case (pending, running), the use cases loaded, and the held long-polls and
+    /// event streams (on one job, on one user's jobs).
     pub fn render(
         &self,
-        jobs_pending: u64,
+        queue: &[QueueDepth],
         plugins_loaded: usize,
         waiters: (usize, usize),
     ) -> String {
-        let mut text = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
-            let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for (labels, value) in samples {
-                let _ = writeln!(text, "{name}{labels} {value}");
+        self.jobs_pending
+            .set(queue.iter().map(|depth| depth.pending as i64).sum());
+        self.queue_depth.clear();
+        for depth in queue {
+            for (state, count) in [("pending", depth.pending), ("running", depth.running)] {
+                self.queue_depth
+                    .get_or_create(&vec![
+                        ("problem", depth.problem.clone()),
+                        ("state", state.to_owned()),
+                    ])
+                    .set(count as i64);
             }
-        };
-        metric(
-            "caseload_jobs_accepted_total",
-            "counter",
-            "Jobs accepted (202) by this process.",
-            &[(
-                String::new(),
-                self.jobs_accepted.load(Ordering::Relaxed).to_string(),
-            )],
-        );
-        metric(
-            "caseload_jobs_pending",
-            "gauge",
-            "Jobs waiting for a worker, in the whole store.",
-            &[(String::new(), jobs_pending.to_string())],
-        );
-        metric(
-            "caseload_executions_running",
-            "gauge",
-            "Executions running on this process's workers.",
-            &[(
-                String::new(),
-                self.executions_running.load(Ordering::Relaxed).to_string(),
-            )],
-        );
-        let ended = self
-            .executions_ended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|((status, code), count)| {
-                (
-                    format!("{{status=\"{status}\",error_code=\"{code}\"}}"),
-                    count.to_string(),
-                )
-            })
-            .collect::<Vec<_>>();
-        let total: u64 = ended
-            .iter()
-            .filter_map(|(_, count)| count.parse::<u64>().ok())
-            .sum();
-        metric(
-            "caseload_executions_ended_total",
-            "counter",
-            "Executions ended on this process's workers, by status and error code.",
-            &ended,
-        );
-        metric(
-            "caseload_execution_seconds",
-            "summary",
-            "Wall time of ended executions.",
-            &[
-                (
-                    "_sum".to_owned(),
-                    format!(
-                        "{:.6}",
-                        self.execution_micros_sum.load(Ordering::Relaxed) as f64 / 1e6
-                    ),
-                ),
-                ("_count".to_owned(), total.to_string()),
-            ],
-        );
-        metric(
-            "caseload_logins_failed_total",
-            "counter",
-            "Logins refused for a wrong user name or password, or a disabled user.",
-            &[(
-                String::new(),
-                self.logins_failed.load(Ordering::Relaxed).to_string(),
-            )],
-        );
-        metric(
-            "caseload_logins_throttled_total",
-            "counter",
-            "Logins answered 429 before any check: too many failures from the address.",
-            &[(
-                String::new(),
-                self.logins_throttled.load(Ordering::Relaxed).to_string(),
-            )],
-        );
-        metric(
-            "caseload_plugins_loaded",
-            "gauge",
-            "Use cases in service.",
-            &[(String::new(), plugins_loaded.to_string())],
-        );
-        metric(
-            "caseload_waiters",
-            "gauge",
-            "Held long-polls and event streams, on one job or on all of a user's jobs.",
-            &[
-                ("{kind=\"job\"}".to_owned(), waiters.0.to_string()),
-                ("{kind=\"user\"}".to_owned(), waiters.1.to_string()),
-            ],
-        );
+        }
+        self.plugins_loaded.set(plugins_loaded as i64);
+        for (kind, count) in [("job", waiters.0), ("user", waiters.1)] {
+            self.waiters
+                .get_or_create(&vec![("kind", kind.to_owned())])
+                .set(count as i64);
+        }
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut text, &self.registry);
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_has_every_family_with_its_samples() {
+        let metrics = Metrics::default();
+        metrics.job_accepted("maxcut");
+        metrics.execution_started("maxcut", Duration::from_millis(3));
+        metrics.execution_ended(ExecutionOutcome {
+            problem: "maxcut",
+            status: "COMPLETED",
+            error_code: None,
+            took: Duration::from_millis(40),
+        });
+        metrics.request_answered("/job/{job_id}", "GET", 200, Duration::from_micros(900));
+        let queue = [QueueDepth {
+            problem: "qubo".into(),
+            pending: 4,
+            running: 1,
+        }];
+        let text = metrics.render(&queue, 2, (3, 0));
+        for line in [
+            "caseload_jobs_accepted_total{problem=\"maxcut\"} 1",
+            "caseload_executions_ended_total{status=\"COMPLETED\",error_code=\"\"} 1",
+            "caseload_execution_seconds_count{problem=\"maxcut\",status=\"COMPLETED\"} 1",
+            "caseload_job_wait_seconds_bucket{le=\"0.004\",problem=\"maxcut\"} 1",
+            "caseload_http_request_seconds_count{route=\"/job/{job_id}\",method=\"GET\",status=\"200\"} 1",
+            "caseload_queue_depth{problem=\"qubo\",state=\"pending\"} 4",
+            "caseload_jobs_pending 4",
+            "caseload_plugins_loaded 2",
+            "caseload_waiters{kind=\"job\"} 3",
+            "caseload_executions_running 0",
+        ] {
+            assert!(
+                text.lines().any(|sample| sample == line),
+                "{line} in\n{text}"
+            );
+        }
+        assert_eq!(
+            metrics.totals(),
+            Totals {
+                accepted: 1,
+                ended: 1,
+                running: 0
+            }
+        );
     }
 }

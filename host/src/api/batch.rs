@@ -149,7 +149,7 @@ async fn run_batch(
     }
     state.local_jobs.job_added();
     for job in &jobs {
-        state.metrics.job_accepted();
+        state.metrics.job_accepted(&plugin.info.name);
         tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
     }
     let ids = jobs.into_iter().map(|job| job.id).collect();

@@ -226,6 +226,10 @@ pub fn app(state: AppState) -> Router {
         .route("/openapi.json", axum::routing::get(openapi))
         .route("/metrics", axum::routing::get(metrics))
         .route_layer(axum::middleware::from_fn(query::reject_unknown_parameters))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            time_request,
+        ))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -251,6 +255,26 @@ pub fn app(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_unusable_request_id))
+}
+
+/// Records the time to answer a request (to its response head: a stream's body goes on
+/// after), by its route's pattern, so that ids in paths do not make a series each.
+async fn time_request(
+    axum::extract::State(metrics): axum::extract::State<Arc<Metrics>>,
+    route: axum::extract::MatchedPath,
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    metrics.request_answered(
+        route.as_str(),
+        method.as_str(),
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
 }
 
 /// The longest `x-request-id` a client may choose.
@@ -307,16 +331,14 @@ async fn metrics(
             ));
         }
     }
-    let pending = state.store.pending_count().await?;
-    let text = state.metrics.render(
-        pending,
-        state.registry.list().len(),
-        state.changes.waiters(),
-    );
+    let queue = state.store.queue_depth().await?;
+    let text = state
+        .metrics
+        .render(&queue, state.registry.list().len(), state.changes.waiters());
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         text,
     ))

@@ -106,7 +106,7 @@ async fn run_job(
         }
     }
     state.local_jobs.job_added();
-    state.metrics.job_accepted();
+    state.metrics.job_accepted(&plugin.info.name);
     tracing::info!(job = %job.id, problem = %job.problem, user = %user.username, "job accepted");
 
     Ok(accepted(&user, &plugin, job.id).into_response())

@@ -620,6 +620,9 @@ pub trait JobStore: Send + Sync + 'static {
         forget_before: Millis,
     ) -> Result<(), StoreError>;
 
+    /// Jobs waiting and claimed, per use case, in the whole store.
+    async fn queue_depth(&self) -> Result<Vec<QueueDepth>, StoreError>;
+
     /// The replicas' last reports, the queue per use case, and the jobs accepted and ended
     /// per minute from `since` on.
     async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError>;

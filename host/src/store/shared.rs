@@ -665,6 +665,21 @@ where
         Ok(())
     }
 
+    async fn queue_depth(&self) -> Result<Vec<QueueDepth>, StoreError> {
+        sqlx::query(sql::QUEUE_DEPTH)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(QueueDepth {
+                    problem: row.try_get("problem")?,
+                    pending: row.try_get::<i64, _>("pending")?.max(0) as u64,
+                    running: row.try_get::<i64, _>("running")?.max(0) as u64,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()
+    }
+
     async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError> {
         let replicas = sqlx::query(sql::REPLICAS)
             .fetch_all(self.readers())
@@ -683,18 +698,7 @@ where
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let queue = sqlx::query(sql::QUEUE_DEPTH)
-            .fetch_all(self.readers())
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(QueueDepth {
-                    problem: row.try_get("problem")?,
-                    pending: row.try_get::<i64, _>("pending")?.max(0) as u64,
-                    running: row.try_get::<i64, _>("running")?.max(0) as u64,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        let queue = self.queue_depth().await?;
         let per_minute = |rows: Vec<<B::Db as Database>::Row>| {
             rows.iter()
                 .map(|row| {

@@ -15,7 +15,7 @@ use super::execute::{execute, failed};
 use super::leases::HeldLeases;
 use super::local_jobs::LocalJobs;
 use crate::config::JobLimits;
-use crate::metrics::Metrics;
+use crate::metrics::{ExecutionOutcome, Metrics};
 use crate::plugins::PluginRegistry;
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef, QueuedWrite,
@@ -301,7 +301,8 @@ fn run_claimed(
     );
 
     let run_started = Instant::now();
-    context.metrics.execution_started();
+    let waited = Duration::from_millis(now_millis().saturating_sub(claim.created_at).max(0) as u64);
+    context.metrics.execution_started(&claim.problem, waited);
     let end = match plugin {
         Some(plugin) => execute(context, &claim, execution_id, &plugin, interrupt),
         None => failed(
@@ -310,11 +311,12 @@ fn run_claimed(
             format!("the use case {:?} is no longer loaded", claim.problem),
         ),
     };
-    context.metrics.execution_ended(
-        end.status.as_str(),
-        end.error.as_ref().map(|error| error.code.as_str()),
-        run_started.elapsed(),
-    );
+    context.metrics.execution_ended(ExecutionOutcome {
+        problem: &claim.problem,
+        status: end.status.as_str(),
+        error_code: end.error.as_ref().map(|error| error.code.as_str()),
+        took: run_started.elapsed(),
+    });
     context.adapt_claim_size(run_started.elapsed());
     tracing::info!(
         status = end.status.as_str(),
