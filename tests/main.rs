@@ -24,6 +24,7 @@ mod reload;
 mod sandbox;
 mod service;
 mod support;
+mod telemetry;
 mod validation;
 mod waiting;
 mod webhooks;

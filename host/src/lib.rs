@@ -17,6 +17,7 @@ pub mod plugins;
 pub mod replica;
 pub mod runtime;
 pub mod store;
+pub mod telemetry;
 pub mod upkeep;
 pub mod violation;
 pub mod webhooks;

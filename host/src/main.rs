@@ -3,11 +3,9 @@
 //! `cargo run --release` starts the server on 127.0.0.1:8080 with SQLite under `./data`;
 //! `caseload --help` lists the options.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 use caseload::config::{BuildArgs, CheckArgs, Cli, Command, PluginCommand};
 use caseload::kit::build::{BuildOptions, build_project};
@@ -23,13 +21,13 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Plugin(_)) => "warn",
         _ => "info",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let otlp = match &cli.command {
+        None => cli.serve.otlp_endpoint.as_ref(),
+        Some(Command::Serve(args)) => args.otlp_endpoint.as_ref(),
+        Some(_) => None,
+    };
+    // Kept to the end of main: dropping it flushes the last traces.
+    let _telemetry = caseload::telemetry::init(default_level, otlp)?;
     match &cli.command {
         None => caseload::serve(&cli.storage, &cli.serve).await,
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,

@@ -122,6 +122,11 @@ async fn run_batch(
             prepared.into_job(&user, &plugin, idempotency)
         })
         .collect::<Result<Vec<NewJob>, ApiError>>()?;
+    // Each job's submission in its own trace, open until the batch is answered.
+    let _submissions: Vec<_> = jobs
+        .iter()
+        .map(|job| crate::telemetry::submission_span(&job.id, &job.problem))
+        .collect();
     // All committed before the client hears of any.
     let inserted = match state.store.insert_jobs(&jobs).await {
         Ok(inserted) => inserted,

@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use super::body_budget::BodyRoom;
 use super::labels::parse_labels;
@@ -88,7 +89,8 @@ async fn run_job(
     check_quotas(&state, &user, 1).await?;
     let job = prepared.into_job(&user, &plugin, idempotency)?;
     // The job is committed before the client hears of it.
-    let inserted = match state.store.insert_job(&job).await {
+    let span = crate::telemetry::submission_span(&job.id, &job.problem);
+    let inserted = match state.store.insert_job(&job).instrument(span).await {
         Ok(inserted) => inserted,
         Err(error) => return Err(insert_failed(&state, &user, &job, error).await),
     };

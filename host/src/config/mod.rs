@@ -214,6 +214,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
 
+    /// An OpenTelemetry collector's OTLP/HTTP address (e.g. `http://127.0.0.1:4318`): traces
+    /// of requests and of every job from its submission to its end go there, each job's
+    /// trace id being its job id. Off without it.
+    #[arg(long, env = "CASELOAD_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<url::Url>,
+
     /// A secret `GET /metrics` then asks for as `Authorization: Bearer <token>`; without it,
     /// the metrics are open to anyone who reaches the port.
     #[arg(long, env = "CASELOAD_METRICS_TOKEN", hide_env_values = true)]

@@ -276,7 +276,14 @@ fn run_claimed(
     interrupt: Arc<AtomicBool>,
 ) -> Ending {
     let job_id = claim.lease.job_id.clone();
-    let span = tracing::info_span!("job", job = %job_id, attempt = claim.attempt);
+    let span = tracing::info_span!(
+        "job",
+        job = %job_id,
+        problem = %claim.problem,
+        attempt = claim.attempt,
+        status = tracing::field::Empty,
+    );
+    crate::telemetry::join_job_trace(&span, &job_id);
     let _entered = span.enter();
     let plugin = context.registry.resolve(&claim.problem);
     let plugin_ref = match &plugin {
@@ -317,6 +324,7 @@ fn run_claimed(
         error_code: end.error.as_ref().map(|error| error.code.as_str()),
         took: run_started.elapsed(),
     });
+    span.record("status", end.status.as_str());
     context.adapt_claim_size(run_started.elapsed());
     tracing::info!(
         status = end.status.as_str(),

@@ -1,0 +1,95 @@
+//! The log, and traces over OTLP when `--otlp-endpoint` names a collector. Every span the
+//! server opens is exported then; a job's spans (its submission, each execution) are joined
+//! into one trace whose id is the job id (a UUIDv7 is 128 bits, as a trace id is), so that a
+//! job is found by its id in any trace viewer, across replicas, with nothing stored.
+
+use std::io::IsTerminal;
+
+use opentelemetry::trace::{
+    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider as _,
+};
+use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Traces being exported; flushes what is left when dropped.
+#[derive(Debug)]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("caseload: cannot flush the last traces: {error}");
+        }
+    }
+}
+
+/// Logs to stderr at `default_level` (or `RUST_LOG`), and exports traces to `otlp` if given.
+pub fn init(default_level: &str, otlp: Option<&url::Url>) -> anyhow::Result<Telemetry> {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    let provider = otlp.map(exporter).transpose()?;
+    let traces = provider
+        .as_ref()
+        .map(|provider| tracing_opentelemetry::layer().with_tracer(provider.tracer("caseload")));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(log)
+        .with(traces)
+        .init();
+    if let Some(endpoint) = otlp {
+        tracing::info!(%endpoint, "exporting traces over OTLP");
+    }
+    Ok(Telemetry { provider })
+}
+
+fn exporter(endpoint: &url::Url) -> anyhow::Result<SdkTracerProvider> {
+    let traces = endpoint.join("v1/traces")?;
+    let exporter = SpanExporter::builder()
+        .with_http()
+        .with_endpoint(traces.as_str())
+        .build()?;
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(Resource::builder().with_service_name("caseload").build())
+        .build())
+}
+
+/// Puts `span` in the trace of job `job_id`: its trace id is the job's id, and its parent
+/// the same span id for every span of the job, so the submission and each execution are
+/// siblings in one trace. Nothing happens without an exporter, or for an id that is not a
+/// UUID.
+pub fn join_job_trace(span: &tracing::Span, job_id: &str) {
+    let Ok(id) = uuid::Uuid::parse_str(job_id) else {
+        return;
+    };
+    let bytes = id.as_bytes();
+    let mut parent = [0u8; 8];
+    parent.copy_from_slice(&bytes[8..]);
+    let context = SpanContext::new(
+        TraceId::from_bytes(*bytes),
+        SpanId::from_bytes(parent),
+        TraceFlags::SAMPLED,
+        true,
+        TraceState::default(),
+    );
+    let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(context));
+}
+
+/// The span of a job's submission (checked, stored), in the job's trace.
+pub fn submission_span(job_id: &str, problem: &str) -> tracing::Span {
+    let span = tracing::info_span!("submit", job = %job_id, problem = %problem);
+    join_job_trace(&span, job_id);
+    span
+}

@@ -1,0 +1,95 @@
+//! Traces over OTLP/HTTP to a local receiver: a job's submission and its execution arrive
+//! as spans of one trace whose id is the job id, from the real binary.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::support::{ServerOptions, TestServer};
+
+/// An OTLP/HTTP receiver that keeps every request body sent to `/v1/traces`.
+async fn receiver() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let kept = bodies.clone();
+    tokio::spawn(async move {
+        while let Ok((mut connection, _)) = listener.accept().await {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                // One request per connection read whole: head, then Content-Length bytes.
+                loop {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if connection.read(&mut byte).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| line.strip_prefix("content-length:"))
+                        .and_then(|value| value.trim().parse().ok())
+                        .unwrap_or(0);
+                    let mut body = vec![0u8; length];
+                    if connection.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    if head.starts_with("post /v1/traces ") {
+                        kept.lock().unwrap().push(body);
+                    }
+                    let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if connection.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (address, bodies)
+}
+
+#[tokio::test]
+async fn a_job_s_spans_reach_the_collector_in_one_trace_named_by_the_job_id() {
+    let (collector, bodies) = receiver().await;
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--otlp-endpoint", &collector],
+        ..ServerOptions::default()
+    });
+    let token = server.admin_token().await;
+    let job = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]}),
+        )
+        .await;
+    server.wait_until_ended(&token, &job).await;
+    let trace_id = *uuid::Uuid::parse_str(&job).unwrap().as_bytes();
+
+    // The batch exporter sends every 5 s.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let received: Vec<u8> = bodies.lock().unwrap().concat();
+        let in_trace = received
+            .windows(trace_id.len())
+            .filter(|window| *window == trace_id)
+            .count();
+        let named = |name: &[u8]| received.windows(name.len()).any(|window| window == name);
+        // Both spans of the job, and the service's name, in protobuf's plain UTF-8.
+        if in_trace >= 2 && named(b"submit") && named(b"caseload") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the collector got {} bodies, {in_trace} spans in trace {job}",
+            bodies.lock().unwrap().len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
