@@ -14,7 +14,7 @@ use super::shared::{Backend, apply};
 use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
-const MIGRATIONS: &[(i64, &str)] = &[
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (
         1,
         include_str!("../../migrations/postgres/0001_initial.sql"),

@@ -1083,7 +1083,12 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .fetch_all(&pool)
             .await
             .expect("versions");
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    // Every migration there is, each once.
+    let every: Vec<i64> = postgres::MIGRATIONS
+        .iter()
+        .map(|(version, _)| *version)
+        .collect();
+    assert_eq!(versions, every);
     pool.close().await;
 }
 
