@@ -9,6 +9,8 @@ import { h } from './dom.js';
 const LAYOUT_MAX_NODES = 5000;
 const LAYOUT_MAX_EDGES = 200000;
 const ITERATIONS = 300;
+// A graph with more edges is drawn without them until its layout settles.
+const EDGES_WHILE_SETTLING = 5000;
 const SIDE_COLORS = ['#1f6feb', '#d9480f'];
 const CUT_COLOR = 'rgba(112, 72, 232, 0.55)';
 const UNCUT_COLOR = 'rgba(120, 120, 120, 0.18)';
@@ -120,7 +122,7 @@ class GraphView {
     this.k = Math.sqrt(1 / Math.max(1, n));
     let seed = 12345;
     const random = () => {
-      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff;
       return seed / 0x7fffffff;
     };
     for (let i = 0; i < n; i += 1) {
@@ -158,39 +160,58 @@ class GraphView {
     const { x, y, k } = this;
     const dx = new Float32Array(n);
     const dy = new Float32Array(n);
-    const cell = 2 * k;
-    const cells = new Map();
+    // Nodes sorted into a grid of cells 2k wide (counting sort into typed arrays); each
+    // pair of nodes in the same or neighbouring cells repels once.
+    let [minX, maxX, minY, maxY] = [Infinity, -Infinity, Infinity, -Infinity];
     for (let i = 0; i < n; i += 1) {
-      const key = `${Math.floor(x[i] / cell)},${Math.floor(y[i] / cell)}`;
-      const list = cells.get(key);
-      if (list) list.push(i);
-      else cells.set(key, [i]);
+      minX = Math.min(minX, x[i]);
+      maxX = Math.max(maxX, x[i]);
+      minY = Math.min(minY, y[i]);
+      maxY = Math.max(maxY, y[i]);
     }
-    for (const [key, members] of cells) {
-      const [cx, cy] = key.split(',').map(Number);
-      for (let ox = -1; ox <= 1; ox += 1) {
-        for (let oy = -1; oy <= 1; oy += 1) {
-          const others = cells.get(`${cx + ox},${cy + oy}`);
-          if (!others) continue;
-          for (const i of members) {
-            for (const j of others) {
-              // Each pair once: from the cell of its smaller node.
-              if (j <= i) continue;
-              let ddx = x[i] - x[j];
-              let ddy = y[i] - y[j];
-              let distance2 = ddx * ddx + ddy * ddy;
-              if (distance2 < 1e-12) {
-                ddx = 1e-4 * (i - j);
-                ddy = 1e-4;
-                distance2 = ddx * ddx + ddy * ddy;
-              }
-              if (distance2 > cell * cell) continue;
-              const force = (k * k) / distance2;
-              dx[i] += ddx * force;
-              dy[i] += ddy * force;
-              dx[j] -= ddx * force;
-              dy[j] -= ddy * force;
-            }
+    const cell = Math.max(2 * k, (maxX - minX) / 512, (maxY - minY) / 512);
+    const columns = Math.floor((maxX - minX) / cell) + 1;
+    const rows = Math.floor((maxY - minY) / cell) + 1;
+    const cellOf = this.cellOf ?? (this.cellOf = new Int32Array(n));
+    const start = new Int32Array(columns * rows + 1);
+    for (let i = 0; i < n; i += 1) {
+      cellOf[i] = Math.floor((y[i] - minY) / cell) * columns + Math.floor((x[i] - minX) / cell);
+      start[cellOf[i] + 1] += 1;
+    }
+    for (let c = 0; c < columns * rows; c += 1) start[c + 1] += start[c];
+    const order = this.order ?? (this.order = new Int32Array(n));
+    const fillAt = start.slice(0, columns * rows);
+    for (let i = 0; i < n; i += 1) order[fillAt[cellOf[i]]++] = i;
+    const reach2 = cell * cell;
+    const repel = (i, j) => {
+      let ddx = x[i] - x[j];
+      let ddy = y[i] - y[j];
+      let distance2 = ddx * ddx + ddy * ddy;
+      if (distance2 > reach2) return;
+      if (distance2 < 1e-12) {
+        ddx = 1e-4 * (((i * 7919 + j) % 7) - 3);
+        ddy = 1e-4;
+        distance2 = ddx * ddx + ddy * ddy;
+      }
+      const force = (k * k) / distance2;
+      dx[i] += ddx * force;
+      dy[i] += ddy * force;
+      dx[j] -= ddx * force;
+      dy[j] -= ddy * force;
+    };
+    for (let row = 0; row < rows; row += 1) {
+      for (let column = 0; column < columns; column += 1) {
+        const here = row * columns + column;
+        for (let a = start[here]; a < start[here + 1]; a += 1) {
+          const i = order[a];
+          for (let b = a + 1; b < start[here + 1]; b += 1) repel(i, order[b]);
+          // Half the neighbours (right, and the three below), so each pair comes once.
+          for (const [dc, dr] of [[1, 0], [-1, 1], [0, 1], [1, 1]]) {
+            const c = column + dc;
+            const r = row + dr;
+            if (c < 0 || c >= columns || r >= rows) continue;
+            const there = r * columns + c;
+            for (let b = start[there]; b < start[there + 1]; b += 1) repel(i, order[b]);
           }
         }
       }
@@ -227,14 +248,20 @@ class GraphView {
     this.iteration += 1;
   }
 
+  // Draws the whole picture into an offscreen canvas (the edges cost most: tens of
+  // thousands of strokes), then shows it. While the layout settles, a large graph is drawn
+  // without its edges.
   draw() {
     const canvas = this.canvas;
     const ratio = window.devicePixelRatio || 1;
     const width = canvas.clientWidth || 600;
     const height = canvas.clientHeight || 400;
-    canvas.width = Math.round(width * ratio);
-    canvas.height = Math.round(height * ratio);
-    const context = canvas.getContext('2d');
+    const scene = this.scene ?? (this.scene = document.createElement('canvas'));
+    if (scene.width !== Math.round(width * ratio) || scene.height !== Math.round(height * ratio)) {
+      scene.width = Math.round(width * ratio);
+      scene.height = Math.round(height * ratio);
+    }
+    const context = scene.getContext('2d');
     context.setTransform(ratio, 0, 0, ratio, 0, 0);
     context.clearRect(0, 0, width, height);
     const { x, y } = this;
@@ -248,11 +275,13 @@ class GraphView {
     const scale = (Math.min(width / (maxX - minX || 1), height / (maxY - minY || 1)) * 0.9) * this.zoom;
     const centerX = (minX + maxX) / 2;
     const centerY = (minY + maxY) / 2;
-    const px = (i) => width / 2 + (x[i] - centerX) * scale + this.pan[0];
-    const py = (i) => height / 2 + (y[i] - centerY) * scale + this.pan[1];
+    const [panX, panY] = this.pan;
+    const px = (i) => width / 2 + (x[i] - centerX) * scale + panX;
+    const py = (i) => height / 2 + (y[i] - centerY) * scale + panY;
     const { from, to } = this.graph;
+    const settling = this.iteration < ITERATIONS && from.length > EDGES_WHILE_SETTLING;
     for (const [cut, color, shown] of [[false, UNCUT_COLOR, this.visible.uncut], [true, CUT_COLOR, this.visible.cut]]) {
-      if (!shown) continue;
+      if (!shown || settling) continue;
       context.strokeStyle = color;
       context.lineWidth = 1;
       context.beginPath();
@@ -276,6 +305,33 @@ class GraphView {
       }
       context.fill();
     }
+    this.drawnPan = [panX, panY];
+    this.present();
+  }
+
+  // Shows the drawn picture, shifted by the panning since it was drawn: a pan costs one
+  // copy of the picture, and a full redraw follows once the panning pauses.
+  present() {
+    const canvas = this.canvas;
+    const scene = this.scene;
+    if (!scene) return;
+    if (canvas.width !== scene.width || canvas.height !== scene.height) {
+      canvas.width = scene.width;
+      canvas.height = scene.height;
+    }
+    const ratio = window.devicePixelRatio || 1;
+    const context = canvas.getContext('2d');
+    context.setTransform(1, 0, 0, 1, 0, 0);
+    context.clearRect(0, 0, canvas.width, canvas.height);
+    context.drawImage(scene, (this.pan[0] - this.drawnPan[0]) * ratio, (this.pan[1] - this.drawnPan[1]) * ratio);
+  }
+
+  panBy(deltaX, deltaY) {
+    this.pan[0] += deltaX;
+    this.pan[1] += deltaY;
+    this.present();
+    clearTimeout(this.redrawDue);
+    this.redrawDue = setTimeout(() => this.draw(), 150);
   }
 
   listen() {
@@ -291,19 +347,13 @@ class GraphView {
     });
     canvas.addEventListener('pointermove', (event) => {
       if (!dragging) return;
-      this.pan[0] += event.clientX - dragging[0];
-      this.pan[1] += event.clientY - dragging[1];
+      this.panBy(event.clientX - dragging[0], event.clientY - dragging[1]);
       dragging = [event.clientX, event.clientY];
-      this.draw();
     });
     canvas.addEventListener('pointerup', () => { dragging = null; });
     canvas.addEventListener('keydown', (event) => {
       const moves = { ArrowLeft: [40, 0], ArrowRight: [-40, 0], ArrowUp: [0, 40], ArrowDown: [0, -40] };
-      if (moves[event.key]) {
-        this.pan[0] += moves[event.key][0];
-        this.pan[1] += moves[event.key][1];
-        this.draw();
-      } else if (event.key === '+' || event.key === '=') this.zoomBy(1.25);
+      if (moves[event.key]) this.panBy(...moves[event.key]); else if (event.key === '+' || event.key === '=') this.zoomBy(1.25);
       else if (event.key === '-') this.zoomBy(0.8);
       else if (event.key === '0') {
         this.zoom = 1;
