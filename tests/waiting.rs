@@ -61,7 +61,8 @@ async fn a_held_status_answers_when_the_status_differs_from_the_one_given() {
 async fn a_held_output_of_a_job_that_failed_is_a_conflict() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    let job = server.launch(&token, "maxcut", &timed_job(2.0)).await;
+    // Long enough that the cancel, however late a loaded machine sends it, comes first.
+    let job = server.launch(&token, "maxcut", &timed_job(30.0)).await;
     let cancelled = server.delete(&token, &format!("/job/{job}")).await;
     assert!(cancelled.status().is_success());
     let output = server
