@@ -14,6 +14,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::get;
 use futures_util::{Stream, StreamExt, stream};
 
+use super::jobs::not_found;
 use super::wire::{JobListEntry, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
@@ -52,7 +53,7 @@ async fn job_events(
         .store
         .job(&user.id, &job_id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no job {job_id:?}")))?;
+        .ok_or_else(|| not_found(&job_id))?;
     let sent = last_event_id(&headers)
         .and_then(Sent::parse)
         .unwrap_or_default();

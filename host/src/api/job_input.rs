@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use super::jobs::not_found;
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
 
@@ -21,12 +22,11 @@ async fn input(
     user: AuthUser,
     Path(job_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let not_found = || ApiError::NotFound(format!("no job {job_id:?}"));
     let input = state
         .store
         .job_input(&user.id, &job_id)
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(|| not_found(&job_id))?;
     let Some(dataset) = input.dataset else {
         return Ok(([(header::CONTENT_TYPE, "application/json")], input.input).into_response());
     };

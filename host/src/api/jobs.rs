@@ -48,7 +48,7 @@ async fn counts(
 }
 
 /// Another user's job answers exactly like a job that does not exist.
-fn not_found(job_id: &str) -> ApiError {
+pub(super) fn not_found(job_id: &str) -> ApiError {
     ApiError::NotFound(format!("no job {job_id:?}"))
 }
 

@@ -19,7 +19,7 @@ use crate::store::{ServiceStats, now_millis};
 const MINUTES: i64 = 60;
 
 /// A replica silent this long is shown as gone: it reports every few seconds.
-pub const REPLICA_SILENT_MILLIS: i64 = 15_000;
+const REPLICA_SILENT_MILLIS: i64 = 15_000;
 
 pub fn router() -> Router<AppState> {
     Router::new()
