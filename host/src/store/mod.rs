@@ -471,9 +471,6 @@ pub trait JobStore: Send + Sync + 'static {
     /// The job with its executions, if it exists and belongs to `owner_id`.
     async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError>;
 
-    /// How many jobs wait for a worker.
-    async fn pending_count(&self) -> Result<u64, StoreError>;
-
     /// The owner's jobs that pass `filter`, newest first: at most `limit`, all older than the
     /// job `before` if given (keyset pagination on the time-ordered id).
     async fn jobs(

@@ -548,13 +548,6 @@ where
         Ok(Some(JobRecord::new(summary_from_row(&row)?, executions)))
     }
 
-    async fn pending_count(&self) -> Result<u64, StoreError> {
-        let count: i64 = sqlx::query_scalar(sql::PENDING_COUNT)
-            .fetch_one(self.readers())
-            .await?;
-        Ok(count as u64)
-    }
-
     async fn jobs(
         &self,
         owner_id: &str,

@@ -98,8 +98,6 @@ pub(super) const JOB: &str = "SELECT id, problem,
 
 pub(super) const EXECUTIONS: &str = "SELECT * FROM executions WHERE job_id = $1 ORDER BY attempt";
 
-pub(super) const PENDING_COUNT: &str = "SELECT COUNT(*) FROM jobs WHERE status = 'PENDING'";
-
 pub(super) const JOB_OUTPUT: &str = "SELECT
          CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
               WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')

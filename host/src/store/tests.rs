@@ -90,6 +90,12 @@ for_each_backend!(
     the_service_view_counts_replicas_queues_and_minutes,
 );
 
+/// Pending jobs in the whole store, as /metrics counts them.
+async fn pending(store: &dyn JobStore) -> u64 {
+    let queue = store.queue_depth().await.expect("queue depth");
+    queue.iter().map(|depth| depth.pending).sum()
+}
+
 async fn user(store: &dyn JobStore, name: &str) -> User {
     store.create_user(name, "hash").await.expect("a user")
 }
@@ -188,7 +194,7 @@ async fn a_job_is_stored_and_listed(backend: Backend) {
     assert_eq!(record.created_at, first.created_at);
     assert!(record.executions.is_empty());
     assert!(store.job(&bob.id, &first.id).await.expect("read").is_none());
-    assert_eq!(store.pending_count().await.expect("count"), 2);
+    assert_eq!(pending(store).await, 2);
     let page: Vec<String> = store
         .jobs(&alice.id, &JobFilter::default(), None, 10)
         .await
@@ -330,7 +336,7 @@ async fn a_claimed_job_runs_to_completion(backend: Backend) {
         store.job_output(&alice.id, &new.id).await.expect("read"),
         Some(JobOutput::Completed(output)) if output == r#"{"cut":1}"#
     ));
-    assert_eq!(store.pending_count().await.expect("count"), 0);
+    assert_eq!(pending(store).await, 0);
 }
 
 async fn concurrent_claims_never_share_a_job(backend: Backend) {
@@ -535,7 +541,7 @@ async fn an_idempotency_key_names_one_job_per_user(backend: Backend) {
             .expect("read"),
         Some((first.id.clone(), "h1".into()))
     );
-    assert_eq!(store.pending_count().await.expect("count"), 2);
+    assert_eq!(pending(store).await, 2);
 }
 
 async fn concurrent_inserts_are_all_committed(backend: Backend) {
@@ -551,7 +557,7 @@ async fn concurrent_inserts_are_all_committed(backend: Backend) {
     for insert in inserts {
         assert_eq!(insert.await.expect("an insert"), Inserted::Created);
     }
-    assert_eq!(store.pending_count().await.expect("count"), 200);
+    assert_eq!(pending(store.as_ref()).await, 200);
 }
 
 async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
