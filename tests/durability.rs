@@ -314,3 +314,61 @@ async fn replicas_on_postgres_lose_no_job_when_one_dies() {
         "took over {slowest} ms after the kill: {delays:?}"
     );
 }
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn short_jobs_claimed_behind_a_long_run_go_to_an_idle_replica() {
+    let database = ScratchDatabase::create().await;
+    let shared = tempfile::tempdir().unwrap();
+    let key_file = shared.path().join("jwt-ed25519.pem");
+    let key_file = key_file.to_str().unwrap();
+    let args = [
+        "--database-url",
+        &database.url,
+        "--jwt-key-file",
+        key_file,
+        "--workers",
+        "1",
+    ];
+    let options = || ServerOptions {
+        args: &args,
+        ..Default::default()
+    };
+    let busy = TestServer::start_with(options());
+    let token = busy.token("admin", ADMIN_PASSWORD).await;
+    // Short runs make the replica claim many jobs at a time.
+    let tiny = json!({"num_nodes": 3, "adj_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]});
+    for _ in 0..8 {
+        let job = busy.launch(&token, "maxcut", &tiny).await;
+        busy.wait_until_ended(&token, &job).await;
+    }
+    // One claim takes them all, the long one first (its priority puts it ahead); the one
+    // worker starts it, and the short ones wait behind it.
+    let mut long = timed_job(20.0);
+    long["options"]["priority"] = json!(9);
+    let mut batch = vec![long];
+    batch.extend(std::iter::repeat_n(tiny, 5));
+    let response = busy
+        .post_json(&token, "/problem/maxcut/batch", &json!({"jobs": batch}))
+        .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let launched: Value = response.json().await.unwrap();
+    let jobs: Vec<&str> = launched["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job.as_str().unwrap())
+        .collect();
+    let idle = TestServer::start_with(options());
+    for short in &jobs[1..] {
+        let view = idle.wait_until_ended(&token, short).await;
+        assert_eq!(view["status"], "COMPLETED", "{view}");
+    }
+    // All of them ended while the long run goes on: none waited for it.
+    assert_eq!(busy.job(&token, jobs[0]).await["status"], "RUNNING");
+    let log = std::fs::read_to_string(busy.data_dir().join("server.log")).unwrap();
+    assert!(
+        log.contains("claimed jobs waited for a busy worker"),
+        "the short jobs were not claimed behind the long one: {log}"
+    );
+}

@@ -5,17 +5,26 @@
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::leases::HeldLeases;
 use super::wakeup::Wakeup;
 use crate::store::{ClaimedJob, JobEvents, Lease};
 
+/// A claimed job no worker has started.
+#[derive(Debug)]
+struct Unstarted {
+    claim: ClaimedJob,
+    interrupt: Arc<AtomicBool>,
+    claimed_at: Instant,
+}
+
 #[derive(Debug, Default)]
 pub struct LocalJobs {
     pub(crate) wakeup: Wakeup,
     pub(crate) held: HeldLeases,
-    /// Jobs claimed but not started yet, oldest first, with their interrupt flags.
-    claimed: Mutex<VecDeque<(ClaimedJob, Arc<AtomicBool>)>>,
+    /// Jobs claimed but not started yet, oldest first.
+    claimed: Mutex<VecDeque<Unstarted>>,
     /// Claimed jobs cancelled before they started, for the worker pool to end.
     cancelled_unstarted: Mutex<Vec<Lease>>,
     pub(crate) cancelled_wake: tokio::sync::Notify,
@@ -40,11 +49,11 @@ impl LocalJobs {
             let mut claimed = self.claimed.lock().unwrap_or_else(PoisonError::into_inner);
             claimed
                 .iter()
-                .position(|(claim, _)| claim.lease.job_id == job_id)
+                .position(|unstarted| unstarted.claim.lease.job_id == job_id)
                 .and_then(|index| claimed.remove(index))
         };
         let was_queued = unstarted.is_some();
-        if let Some((claim, _)) = unstarted {
+        if let Some(Unstarted { claim, .. }) = unstarted {
             tracing::info!(job = %job_id, "cancellation asked for; the job had not started");
             self.cancelled_unstarted
                 .lock()
@@ -64,10 +73,15 @@ impl LocalJobs {
     /// Holds the leases of freshly claimed jobs (the heartbeat renews them from now on) and
     /// queues the jobs for this process's workers.
     pub(crate) fn queue_claimed(&self, claimed: Vec<ClaimedJob>) {
+        let claimed_at = Instant::now();
         let mut queue = self.claimed.lock().unwrap_or_else(PoisonError::into_inner);
         for claim in claimed {
             let interrupt = self.held.hold(&claim.lease);
-            queue.push_back((claim, interrupt));
+            queue.push_back(Unstarted {
+                claim,
+                interrupt,
+                claimed_at,
+            });
         }
     }
 
@@ -77,6 +91,23 @@ impl LocalJobs {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front()
+            .map(|unstarted| (unstarted.claim, unstarted.interrupt))
+    }
+
+    /// Takes out of the queue the claimed jobs that have waited longer than `bound` for a
+    /// worker of this process: every one of them is busy (an idle one would have taken the
+    /// job), so the job goes back to the queue for another replica, or this one's next free
+    /// worker, instead of waiting behind a long run.
+    pub(crate) fn take_waiting_longer_than(&self, bound: Duration) -> Vec<Lease> {
+        let mut claimed = self.claimed.lock().unwrap_or_else(PoisonError::into_inner);
+        let waiting = claimed
+            .iter()
+            .take_while(|unstarted| unstarted.claimed_at.elapsed() > bound)
+            .count();
+        claimed
+            .drain(..waiting)
+            .map(|unstarted| unstarted.claim.lease)
+            .collect()
     }
 
     /// Empties the queue of claimed jobs: the server stops.
@@ -85,7 +116,7 @@ impl LocalJobs {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain(..)
-            .map(|(claim, _)| claim.lease)
+            .map(|unstarted| unstarted.claim.lease)
             .collect()
     }
 
@@ -130,13 +161,9 @@ mod tests {
             created_at: 0,
             dataset: None,
         };
-        let interrupt = local.held.hold(&claim.lease);
-        local
-            .claimed
-            .lock()
-            .expect("the queue")
-            .push_back((claim, interrupt.clone()));
-        interrupt
+        local.queue_claimed(vec![claim]);
+        let queue = local.claimed.lock().expect("the queue");
+        queue.back().expect("the job just queued").interrupt.clone()
     }
 
     #[test]
@@ -152,7 +179,7 @@ mod tests {
             .lock()
             .expect("the queue")
             .iter()
-            .map(|(claim, _)| claim.lease.job_id.clone())
+            .map(|unstarted| unstarted.claim.lease.job_id.clone())
             .collect();
         assert_eq!(queue, ["first"]);
         let handed_on = local.take_cancelled_unstarted();
@@ -161,5 +188,19 @@ mod tests {
         // A job no worker of this process holds is not ours to cancel.
         assert!(!local.cancel("elsewhere"));
         assert!(!first.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn only_jobs_that_waited_past_the_bound_leave_the_queue() {
+        let local = LocalJobs::default();
+        claimed(&local, "early");
+        std::thread::sleep(Duration::from_millis(300));
+        claimed(&local, "late");
+        let taken = local.take_waiting_longer_than(Duration::from_millis(150));
+        let taken: Vec<&str> = taken.iter().map(|lease| lease.job_id.as_str()).collect();
+        assert_eq!(taken, ["early"]);
+        let (next, _) = local.next_claimed().expect("the late job stays");
+        assert_eq!(next.lease.job_id, "late");
+        assert!(local.take_waiting_longer_than(Duration::ZERO).is_empty());
     }
 }

@@ -26,6 +26,12 @@ use crate::store::{
 /// jobs wake workers (and, on PostgreSQL, notify other replicas' workers).
 const IDLE_POLL: Duration = Duration::from_secs(2);
 
+/// How long a claimed job may wait for a worker of the process that claimed it before it goes
+/// back to the queue. A claim takes several jobs only while runs are short, so a batch drains
+/// in milliseconds unless a run turned out long; then the rest of the batch should not wait
+/// for it while other replicas idle.
+const UNSTARTED_BOUND: Duration = Duration::from_millis(500);
+
 /// The worker threads.
 pub struct WorkerPool {
     context: Arc<WorkerContext>,
@@ -67,7 +73,7 @@ impl WorkerPool {
         context.runtime.spawn(heartbeat(Arc::downgrade(&context)));
         context
             .runtime
-            .spawn(release_cancelled(Arc::downgrade(&context)));
+            .spawn(release_unstarted(Arc::downgrade(&context)));
         let threads = (0..count)
             .map(|index| {
                 let context = context.clone();
@@ -118,25 +124,38 @@ impl WorkerPool {
     }
 }
 
-/// Ends the claimed jobs cancelled before they started: each goes back with its attempt
-/// uncounted, which for a job whose cancellation was asked for means `CANCELLED`, with no
-/// execution. Runs until the worker pool is gone.
-async fn release_cancelled(context: std::sync::Weak<WorkerContext>) {
-    const RECHECK: Duration = Duration::from_secs(1);
+/// Gives back the claimed jobs no worker of this process started: those cancelled meanwhile
+/// (each goes back with its attempt uncounted, which for a job whose cancellation was asked
+/// for means `CANCELLED`, with no execution), and those that waited past [`UNSTARTED_BOUND`]
+/// behind this process's runs (pending again, for another replica or the next free worker).
+/// Runs until the worker pool is gone.
+async fn release_unstarted(context: std::sync::Weak<WorkerContext>) {
     loop {
         let Some(local) = context.upgrade().map(|context| context.local.clone()) else {
             return;
         };
-        let _ = tokio::time::timeout(RECHECK, local.cancelled_wake.notified()).await;
+        let _ = tokio::time::timeout(UNSTARTED_BOUND / 2, local.cancelled_wake.notified()).await;
         let Some(context) = context.upgrade() else {
             return;
         };
-        for lease in context.local.take_cancelled_unstarted() {
-            let released = context.store.release_unstarted(&lease);
+        let cancelled = context.local.take_cancelled_unstarted();
+        let waiting = context.local.take_waiting_longer_than(UNSTARTED_BOUND);
+        if !waiting.is_empty() {
+            tracing::info!(
+                jobs = waiting.len(),
+                "claimed jobs waited for a busy worker; giving them back to the queue"
+            );
+        }
+        let released: Vec<_> = cancelled
+            .iter()
+            .chain(&waiting)
+            .map(|lease| (lease, context.store.release_unstarted(lease)))
+            .collect();
+        for (lease, released) in released {
             if let Err(error) = released.lease_held().await {
-                tracing::warn!(job = %lease.job_id, %error, "cannot end a cancelled job");
+                tracing::warn!(job = %lease.job_id, %error, "cannot give back an unstarted job");
             }
-            context.local.held.release(&lease);
+            context.local.held.release(lease);
         }
     }
 }
