@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use caseload::options::JobOptions;
 use caseload::plugins::MAXCUT_WASM;
+use caseload::runtime::RuntimeConfig;
 use caseload_maxcut::MaxCut;
 use clap::Parser;
 use serde_json::Value;
@@ -55,6 +56,10 @@ struct Args {
     /// compared, since what a shared machine adds to a run is only ever delay.
     #[arg(long, default_value_t = 3)]
     ratio_runs: u32,
+    /// Also times the sandbox with guests compiled without epoch checks, to show what the
+    /// checks cost (the server never runs guests so: nothing could stop them).
+    #[arg(long)]
+    unchecked: bool,
     /// CSV with columns `instance` and `best_known` (or `optimum`).
     #[arg(long)]
     best_known: Option<PathBuf>,
@@ -206,7 +211,15 @@ fn main() -> anyhow::Result<()> {
             "wasm/native: the solver's elapsed time in the sandbox over natively, on {} iterations, seed 1",
             args.budget
         );
+        let unchecked = if args.unchecked {
+            // Nothing can stop these runs: this is only for measuring what the checks cost.
+            let config = RuntimeConfig::default().without_epoch_checks();
+            Some(Sandbox::with_config(MAXCUT_WASM, args.seconds, config)?)
+        } else {
+            None
+        };
         let mut ratios = Vec::new();
+        let mut unchecked_ratios = Vec::new();
         for instance in &instances {
             let options = JobOptions {
                 time_limit_ms: 3_600_000,
@@ -217,6 +230,7 @@ fn main() -> anyhow::Result<()> {
             };
             let runs = args.ratio_runs.max(1);
             let (mut native, mut sandboxed) = (f64::INFINITY, f64::INFINITY);
+            let mut sandboxed_unchecked = f64::INFINITY;
             for _ in 0..runs {
                 let native_run = run_natively(instance, &options)?;
                 let sandboxed_run = run_sandbox(&sandbox, instance, &options)?;
@@ -228,19 +242,39 @@ fn main() -> anyhow::Result<()> {
                 }
                 native = native.min(native_run.elapsed);
                 sandboxed = sandboxed.min(sandboxed_run.elapsed);
+                if let Some(unchecked) = &unchecked {
+                    let unchecked_run = run_sandbox(unchecked, instance, &options)?;
+                    if unchecked_run.partition != native_run.partition {
+                        bail!("{}: the unchecked run disagrees", instance.name);
+                    }
+                    sandboxed_unchecked = sandboxed_unchecked.min(unchecked_run.elapsed);
+                }
             }
             let ratio = sandboxed / native;
             ratios.push(ratio);
-            println!(
+            print!(
                 "{:<18} {:>6.3} ({:.2} s in the sandbox, {:.2} s natively, fastest of {}, same partition)",
                 instance.name, ratio, sandboxed, native, runs
             );
+            if unchecked.is_some() {
+                let ratio = sandboxed_unchecked / native;
+                unchecked_ratios.push(ratio);
+                print!("; without epoch checks {ratio:.3} ({sandboxed_unchecked:.2} s)");
+            }
+            println!();
         }
         let worst = ratios.iter().copied().fold(0.0, f64::max);
         println!(
             "wasm/native: median {:.3}, worst {worst:.3}",
             median(&ratios)
         );
+        if !unchecked_ratios.is_empty() {
+            let worst = unchecked_ratios.iter().copied().fold(0.0, f64::max);
+            println!(
+                "without epoch checks: median {:.3}, worst {worst:.3}",
+                median(&unchecked_ratios)
+            );
+        }
     }
     Ok(())
 }

@@ -33,9 +33,17 @@ impl Sandbox {
     /// As the server does: instances from a pool, each memory up to the job's cap, and time
     /// limits up to `max_seconds`.
     pub fn new(wasm: &[u8], max_seconds: f64) -> anyhow::Result<Sandbox> {
-        let runtime = Runtime::with_config(
-            &RuntimeConfig::default().with_pooling(Limits::default().memory_bytes, 4),
-        )?;
+        Sandbox::with_config(wasm, max_seconds, RuntimeConfig::default())
+    }
+
+    /// As [`Sandbox::new`], with the engine set up by `config`.
+    pub fn with_config(
+        wasm: &[u8],
+        max_seconds: f64,
+        config: RuntimeConfig,
+    ) -> anyhow::Result<Sandbox> {
+        let runtime =
+            Runtime::with_config(&config.with_pooling(Limits::default().memory_bytes, 4))?;
         Ok(Sandbox {
             plugin: runtime.compile(wasm)?,
             limits: UseCaseLimits {

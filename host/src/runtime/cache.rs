@@ -202,7 +202,7 @@ mod tests {
 
     /// An engine like the server's, but stamping its code as another wasmtime release's.
     fn engine_of_release(version: &str) -> Engine {
-        let mut config = super::super::base_config();
+        let mut config = super::super::base_config(&super::super::RuntimeConfig::default());
         config
             .module_version(ModuleVersionStrategy::Custom(version.into()))
             .expect("a version string");
@@ -226,7 +226,10 @@ mod tests {
             Ok(Some(_))
         ));
 
-        let engine = Engine::new(&super::super::base_config()).expect("an engine");
+        let engine = Engine::new(&super::super::base_config(
+            &super::super::RuntimeConfig::default(),
+        ))
+        .expect("an engine");
         let cache = CompileCache::open(dir.path(), &engine).expect("the cache");
         assert_ne!(
             cache.entry_path(&wasm_sha256),
@@ -253,7 +256,10 @@ mod tests {
     #[test]
     fn the_least_recently_used_entries_are_pruned_to_fit() {
         let dir = tempfile::tempdir().expect("a directory");
-        let engine = Engine::new(&super::super::base_config()).expect("an engine");
+        let engine = Engine::new(&super::super::base_config(
+            &super::super::RuntimeConfig::default(),
+        ))
+        .expect("an engine");
         let mut cache = CompileCache::open(dir.path(), &engine).expect("the cache");
         let component = Component::new(&engine, MAXCUT_WASM).expect("compiles");
         let entries = ["a", "b", "c", "d"].map(|name| name.repeat(64));

@@ -170,6 +170,8 @@ enum Interruption {
 pub struct RuntimeConfig {
     pooling: Option<PoolSize>,
     compile_cache_dir: Option<PathBuf>,
+    /// Compiled code without epoch checks: only for measuring what they cost.
+    unchecked: bool,
 }
 
 /// What the pooling allocator reserves room for.
@@ -196,6 +198,14 @@ impl RuntimeConfig {
     /// compatibility hash, so that a restart does not recompile.
     pub fn with_compile_cache(mut self, dir: PathBuf) -> Self {
         self.compile_cache_dir = Some(dir);
+        self
+    }
+
+    /// Compiles guests without the epoch checks in their loops and function entries, so
+    /// that nothing stops a guest before it returns: no time limit, no cancel. Only the
+    /// max-cut bench uses it, to measure what the checks cost; the server never does.
+    pub fn without_epoch_checks(mut self) -> Self {
+        self.unchecked = true;
         self
     }
 }
@@ -375,7 +385,7 @@ fn world_mismatch(built_against: &[String]) -> String {
 /// The engine: pooled instances if asked and possible, on-demand otherwise.
 fn engine(runtime_config: &RuntimeConfig) -> Result<(Engine, InstanceAllocation), RuntimeError> {
     if let Some(size) = runtime_config.pooling {
-        let mut config = base_config();
+        let mut config = base_config(runtime_config);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool_config(size)));
         match Engine::new(&config) {
             Ok(engine) => {
@@ -392,15 +402,15 @@ fn engine(runtime_config: &RuntimeConfig) -> Result<(Engine, InstanceAllocation)
             ),
         }
     }
-    let engine = Engine::new(&base_config()).map_err(RuntimeError::Engine)?;
+    let engine = Engine::new(&base_config(runtime_config)).map_err(RuntimeError::Engine)?;
     Ok((engine, InstanceAllocation::OnDemand))
 }
 
 /// The engine's settings before the choice of instance allocation.
-fn base_config() -> Config {
+fn base_config(runtime_config: &RuntimeConfig) -> Config {
     let mut config = Config::new();
-    // Never off: it is what stops a guest that loops without calling the host.
-    config.epoch_interruption(true);
+    // Off only in a bench: it is what stops a guest that loops without calling the host.
+    config.epoch_interruption(!runtime_config.unchecked);
     config.wasm_component_model(true);
     config
 }
