@@ -61,6 +61,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         13,
         include_str!("../../migrations/postgres/0013_replicas.sql"),
     ),
+    (
+        14,
+        include_str!("../../migrations/postgres/0014_pending_count.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -35,10 +35,9 @@ pub(super) const DELETE_USER_WEBHOOKS: &str = "DELETE FROM webhook_deliveries
 pub(super) const DELETE_USER_DATA_FILES: &str =
     "DELETE FROM data_files WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
 
-/// What counts against a user's quotas: its pending jobs, its datasets' bytes and its
-/// outputs' bytes (a running total, see migration 0009).
-pub(super) const USAGE: &str = "SELECT
-     (SELECT COUNT(*) FROM jobs WHERE owner_id = $1 AND status = 'PENDING') AS pending_jobs,
+/// What counts against a user's quotas: its pending jobs and its outputs' bytes (running
+/// totals, see migrations 0014 and 0009) and its datasets' bytes.
+pub(super) const USAGE: &str = "SELECT pending_jobs,
      (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files WHERE owner_id = $1)
          AS dataset_bytes,
      output_bytes, max_pending_jobs, max_dataset_bytes, max_output_bytes
@@ -284,11 +283,15 @@ pub(super) const REPLICAS: &str =
     "SELECT id, name, workers, busy, accepted, ended, started_at, seen_at
      FROM replicas ORDER BY started_at, id";
 
-/// Jobs waiting and claimed, per use case.
+/// Jobs waiting and claimed, per use case. Each status on its own, so that each part reads
+/// that status's partial index, not the whole table of jobs ever run.
 pub(super) const QUEUE_DEPTH: &str = "SELECT problem,
-         CAST(SUM(CASE WHEN status = 'PENDING' THEN 1 ELSE 0 END) AS BIGINT) AS pending,
-         CAST(SUM(CASE WHEN status = 'RUNNING' THEN 1 ELSE 0 END) AS BIGINT) AS running
-     FROM jobs WHERE status IN ('PENDING', 'RUNNING') GROUP BY problem ORDER BY problem";
+         CAST(SUM(pending) AS BIGINT) AS pending, CAST(SUM(running) AS BIGINT) AS running
+     FROM (SELECT problem, 1 AS pending, 0 AS running FROM jobs WHERE status = 'PENDING'
+           UNION ALL
+           SELECT problem, 0 AS pending, 1 AS running FROM jobs WHERE status = 'RUNNING')
+         AS live
+     GROUP BY problem ORDER BY problem";
 
 /// Jobs created per minute, from the job id `$1` on (ids sort by creation time).
 pub(super) const ACCEPTED_PER_MINUTE: &str = "SELECT created_at / 60000 AS minute, COUNT(*) AS jobs

@@ -57,6 +57,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         13,
         include_str!("../../migrations/sqlite/0013_replicas.sql"),
     ),
+    (
+        14,
+        include_str!("../../migrations/sqlite/0014_pending_count.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -84,6 +84,7 @@ for_each_backend!(
     users_are_disabled_revoked_and_deleted_with_their_data,
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
     a_user_s_usage_is_counted_for_quotas,
+    a_user_s_pending_count_follows_each_job_s_status,
     a_priority_job_goes_first_among_its_owner_s_jobs_only,
     jobs_are_found_by_status_problem_label_time_and_id,
     a_job_s_end_queues_its_callback_once,
@@ -1268,6 +1269,58 @@ async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
     );
     assert_eq!(store.usage(&alice.id).await.expect("usage").quotas, own);
     assert_eq!(store.usage(&bob.id).await.expect("usage").pending_jobs, 1);
+}
+
+/// The count the quota reads is kept by triggers: it must follow a job into and out of the
+/// queue by every path, and agree with the queue itself.
+async fn a_user_s_pending_count_follows_each_job_s_status(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let pending_of = |user: &User| {
+        let id = user.id.clone();
+        async move { store.usage(&id).await.expect("usage").pending_jobs }
+    };
+    let mut jobs = [new_job(&alice), new_job(&alice), new_job(&alice)];
+    jobs[0].idempotency = Some(Idempotency {
+        key: "order-1".into(),
+        request_hash: "hash".into(),
+    });
+    for new in &jobs {
+        store.insert_job(new).await.expect("insert");
+    }
+    // The same request again (a retry with its key) stores nothing, and counts nothing.
+    let retried = NewJob {
+        id: uuid::Uuid::now_v7().to_string(),
+        ..jobs[0].clone()
+    };
+    assert!(matches!(
+        store.insert_job(&retried).await.expect("insert"),
+        Inserted::Existing { .. }
+    ));
+    assert_eq!(pending_of(&alice).await, 3);
+    let claims = store.claim_jobs(LONG, 2).await.expect("claim");
+    assert_eq!(pending_of(&alice).await, 1);
+    // Back to the queue, then claimed and ended.
+    assert!(
+        store
+            .release_unstarted(&claims[0].lease)
+            .lease_held()
+            .await
+            .expect("release")
+    );
+    assert_eq!(pending_of(&alice).await, 2);
+    // A pending job cancelled leaves the queue.
+    let waiting = jobs
+        .iter()
+        .find(|new| new.id != claims[1].lease.job_id && new.id != claims[0].lease.job_id)
+        .expect("the job not claimed");
+    store
+        .cancel_job(&alice.id, &waiting.id)
+        .await
+        .expect("cancel")
+        .expect("alice's job");
+    assert_eq!(pending_of(&alice).await, 1);
+    assert_eq!(pending_of(&alice).await, pending(store).await);
 }
 
 /// A job of higher priority takes its owner's first place in the queue, and the owner's
