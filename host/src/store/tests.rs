@@ -1300,7 +1300,7 @@ async fn a_user_s_pending_count_follows_each_job_s_status(backend: Backend) {
     assert_eq!(pending_of(&alice).await, 3);
     let claims = store.claim_jobs(LONG, 2).await.expect("claim");
     assert_eq!(pending_of(&alice).await, 1);
-    // Back to the queue, then claimed and ended.
+    // A claimed job given back is pending again.
     assert!(
         store
             .release_unstarted(&claims[0].lease)
