@@ -15,6 +15,7 @@ mod flow;
 mod hardening;
 mod knapsack;
 mod limits;
+mod logins;
 mod openapi_tools;
 mod plugin_check;
 mod plugin_kit;

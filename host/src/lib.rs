@@ -354,6 +354,8 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let webhook_policy = Arc::new(webhooks::WebhookPolicy::parse(&args.webhook_allow)?);
     state.webhook_policy = webhook_policy.clone();
     webhooks::start(store.clone(), webhook_policy);
+    state.trusted_proxies =
+        Arc::new(api::TrustedProxies::parse(&args.trusted_proxies).map_err(anyhow::Error::msg)?);
     if let Some(bytes) = args.max_inflight_body_bytes {
         state.body_budget = api::BodyBudget::new(bytes);
     }

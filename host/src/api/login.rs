@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, State};
+use axum::http::HeaderMap;
 use axum::routing::post;
 
 use super::wire::{LoginRequest, TokenResponse};
@@ -19,10 +20,11 @@ pub fn router() -> Router<AppState> {
 
 async fn login(
     State(state): State<AppState>,
-    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Json(request): Json<LoginRequest>,
 ) -> Result<Json<TokenResponse>, ApiError> {
-    let address = client.ip();
+    let address = state.trusted_proxies.client(peer.ip(), &headers);
     if let Err(wait) = state.login_throttle.admit(address, &request.username) {
         state.metrics.login_throttled();
         // Answered late, up to a second: a guesser that ignores Retry-After gets one answer

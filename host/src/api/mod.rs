@@ -4,6 +4,7 @@ mod batch;
 mod bearer;
 mod body_budget;
 mod check;
+mod client_address;
 mod console;
 mod cors;
 mod data_files;
@@ -39,6 +40,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 pub use self::body_budget::BodyBudget;
+pub use self::client_address::TrustedProxies;
 pub use self::cors::cors;
 pub use self::error::ApiError;
 use self::login_throttle::LoginThrottle;
@@ -78,6 +80,8 @@ pub struct AppState {
     pub login_work: Arc<tokio::sync::Semaphore>,
     /// Failed logins by address and user name.
     pub login_throttle: Arc<LoginThrottle>,
+    /// Whose word on the client's address is taken (`--trusted-proxies`).
+    pub trusted_proxies: Arc<TrustedProxies>,
     /// The largest dataset accepted, in bytes.
     pub max_dataset_bytes: u64,
     /// What one user may hold: pending jobs, and bytes of datasets.
@@ -116,6 +120,7 @@ impl AppState {
             blocking_work: Arc::new(tokio::sync::Semaphore::new(cpus())),
             login_work: Arc::new(tokio::sync::Semaphore::new((cpus() / 2).max(1))),
             login_throttle: Arc::default(),
+            trusted_proxies: Arc::default(),
             job_limits,
             max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
             quotas: Quotas::default(),

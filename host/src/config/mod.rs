@@ -243,6 +243,16 @@ pub struct ServeArgs {
     )]
     pub webhook_allow: Vec<String>,
 
+    /// A network (`10.0.0.0/8`) or address of the load balancers in front of the server;
+    /// repeat for more. Their `Forwarded` or `X-Forwarded-For` header then names the client
+    /// (for the login throttle and the log); every other peer is taken as the client.
+    #[arg(
+        long = "trusted-proxies",
+        env = "CASELOAD_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
+
     /// How long a plugin file must be left alone before it is (re)loaded.
     #[arg(long, env = "CASELOAD_PLUGINS_DEBOUNCE", default_value = "250ms", value_parser = parse_duration)]
     pub plugins_debounce: Duration,
