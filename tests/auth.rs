@@ -291,8 +291,11 @@ async fn a_deleted_or_disabled_user_s_tokens_are_refused() {
     expect_problem(refused, StatusCode::UNAUTHORIZED).await;
     let (ok, output) = server.user_command(&["enable", "bob"], None);
     assert!(ok, "{output}");
-    wait_for_jobs_status(&server, &bob, StatusCode::OK).await;
-    server.token("bob", "bob's password").await;
+    // Enabled again, bob logs in anew: the tokens issued before the disable stay refused.
+    let fresh = server.token("bob", "bob's password").await;
+    wait_for_jobs_status(&server, &fresh, StatusCode::OK).await;
+    let old = server.get(&bob, "/jobs").await;
+    expect_problem(old, StatusCode::UNAUTHORIZED).await;
 }
 
 #[tokio::test]

@@ -438,12 +438,11 @@ where
 
     async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError> {
         let query = match change {
-            UserChange::Disable => sqlx::query(sql::SET_USER_DISABLED)
+            UserChange::Disable => sqlx::query(sql::DISABLE_USER)
                 .bind(username)
-                .bind(true),
-            UserChange::Enable => sqlx::query(sql::SET_USER_DISABLED)
-                .bind(username)
-                .bind(false),
+                .bind(true)
+                .bind(now_millis()),
+            UserChange::Enable => sqlx::query(sql::ENABLE_USER).bind(username).bind(false),
             UserChange::RevokeTokens => sqlx::query(sql::REVOKE_TOKENS)
                 .bind(username)
                 .bind(now_millis()),

@@ -10,7 +10,12 @@ pub(super) const USER_BY_NAME: &str =
 
 pub(super) const USER_ACCESS: &str = "SELECT disabled, tokens_valid_after FROM users WHERE id = $1";
 
-pub(super) const SET_USER_DISABLED: &str = "UPDATE users SET disabled = $2 WHERE username = $1";
+pub(super) const ENABLE_USER: &str = "UPDATE users SET disabled = $2 WHERE username = $1";
+
+/// Disabling also revokes every token issued until now, so that enabling the user again
+/// does not bring them back.
+pub(super) const DISABLE_USER: &str =
+    "UPDATE users SET disabled = $2, tokens_valid_after = $3 WHERE username = $1";
 
 pub(super) const REVOKE_TOKENS: &str =
     "UPDATE users SET tokens_valid_after = $2 WHERE username = $1";
