@@ -13,6 +13,7 @@ mod durability;
 mod finding;
 mod flow;
 mod hardening;
+mod held;
 mod knapsack;
 mod limits;
 mod logins;

@@ -8,7 +8,7 @@ use crate::support::{ADMIN_PASSWORD, ServerOptions, TestServer, complete_graph, 
 use caseload::store::scratch::ScratchDatabase;
 
 /// A max-cut job that runs for its whole time limit.
-fn timed_job(seconds: f64) -> Value {
+pub(crate) fn timed_job(seconds: f64) -> Value {
     json!({
         "num_nodes": 30,
         "adj_matrix": complete_graph(30),
@@ -133,14 +133,14 @@ async fn a_held_status_wakes_on_a_replica_that_does_not_run_the_job() {
 
 /// One server-sent event.
 #[derive(Debug, Clone)]
-struct SseEvent {
-    event: String,
-    data: Value,
-    id: Option<String>,
+pub(crate) struct SseEvent {
+    pub(crate) event: String,
+    pub(crate) data: Value,
+    pub(crate) id: Option<String>,
 }
 
 /// Reads events from an open stream until it ends, `stop` says so, or 30 s pass.
-async fn read_events(
+pub(crate) async fn read_events(
     response: reqwest::Response,
     mut stop: impl FnMut(&SseEvent) -> bool,
 ) -> Vec<SseEvent> {
@@ -192,7 +192,7 @@ async fn read_events(
     }
 }
 
-fn events_url(server: &TestServer, path: &str) -> reqwest::RequestBuilder {
+pub(crate) fn events_url(server: &TestServer, path: &str) -> reqwest::RequestBuilder {
     server.client.get(server.url(path))
 }
 
@@ -375,12 +375,15 @@ async fn held_answers_and_streams_let_the_server_stop() {
     tokio::task::spawn_blocking(move || server.terminate())
         .await
         .unwrap();
-    // The long-poll was answered, not cut off; the stream ended cleanly.
+    // The long-poll was answered, not cut off; the stream ended cleanly, telling its client
+    // to come back from its last event.
     let answer = poll.await.unwrap().unwrap();
     assert_eq!(answer.status(), StatusCode::OK);
     let events = read_events(stream, |_| false).await;
+    let (last, before) = events.split_last().expect("events");
+    assert_eq!(last.event, "reconnect", "{events:?}");
     assert!(
-        events.iter().all(|event| event.event == "status"),
+        before.iter().all(|event| event.event == "status"),
         "{events:?}"
     );
 }

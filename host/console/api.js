@@ -123,7 +123,9 @@ export function follow(path, onEvent) {
               const event = parseEvent(buffer.slice(0, end));
               buffer = buffer.slice(end + 2);
               if (event.id) lastEventId = event.id;
-              if (event.data === undefined) continue;
+              // The server closes the stream (a restart, or room for others): the loop below
+              // reconnects from the last event.
+              if (event.data === undefined || event.event === 'reconnect') continue;
               if (onEvent(event.event ?? 'message', JSON.parse(event.data)) === false) {
                 stop();
                 return;

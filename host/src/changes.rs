@@ -1,24 +1,40 @@
 //! Who waits for which job. Long-polls and event streams subscribe here; the store's change
 //! notices (this process's writes, and through PostgreSQL every replica's) wake them. A
 //! waiter costs a map entry and a channel receiver, and reads the database only when woken.
+//! Every batch of changes gets a sequence number, which a woken waiter hands to
+//! [`SharedReads`](crate::changes::SharedReads) so that one read serves every waiter woken
+//! by the same change.
+
+mod shared_reads;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{broadcast, watch};
 
+pub use self::shared_reads::SharedReads;
 use crate::store::{JobChange, JobEvents};
 
 /// Changes one owner's stream may fall behind by before it is told it lagged.
 const OWNER_BACKLOG: usize = 1024;
 
+/// A changed job's id, and the sequence number of the batch of changes it was in.
+type ChangedJob = (Arc<str>, u64);
+
 /// The subscriptions, by job and by owner.
 #[derive(Debug)]
 pub struct JobChanges {
+    /// Each job's watchers, told the sequence number of the job's latest change.
     jobs: Mutex<HashMap<String, watch::Sender<u64>>>,
-    owners: Mutex<HashMap<String, broadcast::Sender<Arc<str>>>>,
+    /// Each owner's watchers, told each changed job and its change's sequence number.
+    owners: Mutex<HashMap<String, broadcast::Sender<ChangedJob>>>,
+    /// The sequence number of the latest batch of changes published.
+    sequence: AtomicU64,
     /// Set when the server stops: every waiter wakes and lets its client go.
     stopping: watch::Sender<bool>,
+    /// The reads the waiters of one change share.
+    reads: SharedReads,
 }
 
 impl Default for JobChanges {
@@ -26,7 +42,9 @@ impl Default for JobChanges {
         JobChanges {
             jobs: Mutex::default(),
             owners: Mutex::default(),
+            sequence: AtomicU64::new(0),
             stopping: watch::channel(false).0,
+            reads: SharedReads::default(),
         }
     }
 }
@@ -36,6 +54,11 @@ impl JobChanges {
     /// clients resume elsewhere from their last event), and the server can stop.
     pub fn stop(&self) {
         self.stopping.send_replace(true);
+    }
+
+    /// The reads the waiters woken by one change share.
+    pub fn reads(&self) -> &SharedReads {
+        &self.reads
     }
 
     /// Wakes on every change of `job_id` from now on.
@@ -79,12 +102,13 @@ impl JobChanges {
     }
 
     fn publish(&self, changes: &[JobChange]) {
+        let sequence = self.sequence.fetch_add(1, Ordering::AcqRel) + 1;
         {
             let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
             if !jobs.is_empty() {
                 for change in changes {
                     if let Some(sender) = jobs.get(&change.job_id) {
-                        sender.send_modify(|version| *version += 1);
+                        sender.send_replace(sequence);
                     }
                 }
             }
@@ -93,7 +117,7 @@ impl JobChanges {
         if !owners.is_empty() {
             for change in changes {
                 if let Some(sender) = owners.get(&change.owner_id) {
-                    let _ = sender.send(Arc::from(change.job_id.as_str()));
+                    let _ = sender.send((Arc::from(change.job_id.as_str()), sequence));
                 }
             }
         }
@@ -119,6 +143,7 @@ async fn stopped(stopping: &mut watch::Receiver<bool>) {
 /// A subscription to one job's changes; it ends when dropped.
 #[derive(Debug)]
 pub struct JobWatch {
+    /// The sequence number of the job's latest change.
     receiver: watch::Receiver<u64>,
     stopping: watch::Receiver<bool>,
     job_id: String,
@@ -147,6 +172,11 @@ impl JobWatch {
     pub fn stopping(&self) -> bool {
         *self.stopping.borrow()
     }
+
+    /// The sequence number of the job's latest change heard (0 for none yet).
+    pub fn sequence(&self) -> u64 {
+        *self.receiver.borrow()
+    }
 }
 
 impl Drop for JobWatch {
@@ -169,7 +199,7 @@ impl Drop for JobWatch {
 /// A subscription to one owner's changes; it ends when dropped.
 #[derive(Debug)]
 pub struct OwnerWatch {
-    receiver: broadcast::Receiver<Arc<str>>,
+    receiver: broadcast::Receiver<ChangedJob>,
     stopping: watch::Receiver<bool>,
     owner_id: String,
     changes: Arc<JobChanges>,
@@ -178,8 +208,8 @@ pub struct OwnerWatch {
 /// What an owner's subscription heard.
 #[derive(Debug, PartialEq, Eq)]
 pub enum OwnerChange {
-    /// This job changed.
-    Job(Arc<str>),
+    /// This job changed, in the batch of changes with this sequence number.
+    Job(Arc<str>, u64),
     /// Changes were missed (the subscriber fell more than [`OWNER_BACKLOG`] behind).
     Lagged,
     /// The server is stopping.
@@ -193,7 +223,7 @@ impl OwnerWatch {
         }
         tokio::select! {
             received = self.receiver.recv() => match received {
-                Ok(job_id) => OwnerChange::Job(job_id),
+                Ok((job_id, sequence)) => OwnerChange::Job(job_id, sequence),
                 Err(broadcast::error::RecvError::Lagged(_)) => OwnerChange::Lagged,
                 // The sender lives as long as a receiver does; never reached.
                 Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
@@ -240,7 +270,8 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(1), job.changed())
             .await
             .expect("woken");
-        assert_eq!(owner.next().await, OwnerChange::Job(Arc::from("j1")));
+        assert_eq!(owner.next().await, OwnerChange::Job(Arc::from("j1"), 1));
+        assert_eq!(job.sequence(), 1);
         let quiet =
             tokio::time::timeout(std::time::Duration::from_millis(50), other_job.changed()).await;
         assert!(quiet.is_err(), "another job's watcher was woken");

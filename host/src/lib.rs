@@ -354,6 +354,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let webhook_policy = Arc::new(webhooks::WebhookPolicy::parse(&args.webhook_allow)?);
     state.webhook_policy = webhook_policy.clone();
     webhooks::start(store.clone(), webhook_policy);
+    state.held_requests = Arc::new(api::HeldRequests::new(args.max_held_requests_per_user));
     state.trusted_proxies =
         Arc::new(api::TrustedProxies::parse(&args.trusted_proxies).map_err(anyhow::Error::msg)?);
     if let Some(bytes) = args.max_inflight_body_bytes {

@@ -4,8 +4,10 @@
 //! its previous response (an idle keep-alive connection gets the same time), and a body must
 //! make progress (a frame at least every `body_timeout`), or the connection is closed; an
 //! upload cut off so deletes what it wrote. At most `max_connections` are open at once: one
-//! more closes the oldest, gracefully (a request in flight finishes first), so a flood of
-//! silent connections cannot keep a new client out, nor push the process past its file limit.
+//! more closes the oldest, gracefully (a request in flight finishes first; event streams and
+//! long-polls, told by [`ConnectionClosing`], answer at once; anything else still running
+//! after [`CLOSE_BACKSTOP`] is cut off), so a flood of silent connections or of streams
+//! cannot keep a new client out, nor push the process past its file limit.
 //! Connections speak HTTP/1.1, which every client of the API does.
 
 use std::collections::BTreeMap;
@@ -23,6 +25,8 @@ use tokio::sync::{Notify, watch};
 use tower_http::timeout::TimeoutBody;
 use tower_service::Service;
 
+use crate::api::ConnectionClosing;
+
 /// What a connection may do.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
@@ -34,6 +38,9 @@ pub struct ConnectionLimits {
     /// Connections open at once.
     pub max_connections: usize,
 }
+
+/// How long a connection closed to make room may take to finish its request in flight.
+const CLOSE_BACKSTOP: Duration = Duration::from_secs(5);
 
 /// Connections asked to close that may still hold their sockets, beyond `max_connections`.
 const CLOSING_SLACK: usize = 64;
@@ -141,10 +148,12 @@ pub async fn serve(
             (id, close)
         };
         let router = app.clone();
+        let (closing_sender, closing) = ConnectionClosing::new();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let mut request =
                 request.map(|body| Body::new(TimeoutBody::new(limits.body_timeout, body)));
             request.extensions_mut().insert(ConnectInfo(remote));
+            request.extensions_mut().insert(closing.clone());
             let mut router = router.clone();
             async move { router.call(request).await }
         });
@@ -156,7 +165,15 @@ pub async fn serve(
             // In a box, so that it can be dropped (its socket closed) before it is counted out.
             let mut connection = Box::pin(connection);
             let mut closing = false;
+            // Set when the connection is closed to make room: it may not linger.
+            let mut cut_off_at = None;
             loop {
+                let backstop = async {
+                    match cut_off_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     result = connection.as_mut() => {
                         if let Err(error) = result {
@@ -166,11 +183,18 @@ pub async fn serve(
                     }
                     () = close.notified(), if !closing => {
                         closing = true;
+                        cut_off_at = Some(tokio::time::Instant::now() + CLOSE_BACKSTOP);
+                        closing_sender.send_replace(true);
                         connection.as_mut().graceful_shutdown();
                     }
                     _ = stop.wait_for(|stopping| *stopping), if !closing => {
                         closing = true;
+                        closing_sender.send_replace(true);
                         connection.as_mut().graceful_shutdown();
+                    }
+                    () = backstop => {
+                        tracing::debug!("a connection closed to make room was cut off");
+                        break;
                     }
                 }
             }

@@ -45,6 +45,12 @@ pub enum ApiError {
          delete some (DELETE /data_file/<id>)"
     )]
     DatasetBytesQuota(u64),
+    /// The user holds as many event streams and long-polls open as it may.
+    #[error(
+        "quota reached: {0} event streams and held requests open, the most one user may \
+         have; close one, or follow many jobs with one GET /jobs/events"
+    )]
+    HeldRequestsQuota(usize),
     /// The user's stored job outputs take all of its storage quota for them.
     #[error(
         "quota reached: your jobs' outputs take {0} bytes, the most one user may store; \
@@ -130,6 +136,9 @@ impl ApiError {
             ApiError::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid-credentials"),
             ApiError::TooManyAttempts(_) => (StatusCode::TOO_MANY_REQUESTS, "too-many-attempts"),
             ApiError::PendingJobsQuota(_) => (StatusCode::TOO_MANY_REQUESTS, "quota-pending-jobs"),
+            ApiError::HeldRequestsQuota(_) => {
+                (StatusCode::TOO_MANY_REQUESTS, "quota-held-requests")
+            }
             ApiError::DatasetBytesQuota(_) => {
                 (StatusCode::INSUFFICIENT_STORAGE, "quota-dataset-bytes")
             }

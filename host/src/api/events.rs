@@ -1,10 +1,13 @@
 //! Server-Sent Events: `GET /job/<id>/events` (one job's status, progress and log as they
 //! change, then its end) and `GET /jobs/events` (the status of every job of the caller as it
-//! changes). A stream reads the database only when the job changes; it resumes from
-//! `Last-Event-ID` with only what the client has not seen.
+//! changes). A stream reads the database only when the job changes, and the streams woken by
+//! one change share one read; it resumes from `Last-Event-ID` with only what the client has
+//! not seen. A stream is a held request ([`Hold`]): one of its user's places, ended by a
+//! `reconnect` event when its connection must close, and ended when its user loses access.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -14,6 +17,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::get;
 use futures_util::{Stream, StreamExt, stream};
 
+use super::held::{Connection, Hold, Interrupt};
 use super::jobs::not_found;
 use super::wire::{JobListEntry, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
 use super::{ApiError, AppState, Path};
@@ -26,6 +30,9 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How many of the caller's newest jobs a resumed `GET /jobs/events` looks through.
 const RESUME_SCAN: u32 = 500;
+
+/// How long a client told to reconnect waits before it does (the SSE `retry` field).
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// What a stream remembers of the log it sent, to find where new text starts in a tail whose
 /// oldest lines may have been dropped since.
@@ -41,12 +48,23 @@ fn last_event_id(headers: &HeaderMap) -> Option<&str> {
     headers.get("last-event-id")?.to_str().ok()
 }
 
+/// The last event of a stream whose connection must close: the client comes back (with its
+/// `Last-Event-ID`) after the `retry` time, to this replica or another.
+fn reconnect_event() -> Event {
+    Event::default()
+        .event("reconnect")
+        .retry(RECONNECT_AFTER)
+        .data(r#"{"reason":"the server closes this connection; reconnect with Last-Event-ID"}"#)
+}
+
 async fn job_events(
     State(state): State<AppState>,
     user: AuthUser,
+    connection: Connection,
     Path(job_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let hold = Hold::begin(&state, &user, connection)?;
     // Subscribed before the first read: no change falls between them.
     let watch = state.changes.watch_job(&job_id);
     let job = state
@@ -60,10 +78,11 @@ async fn job_events(
     let stream = JobStream {
         state,
         user,
+        hold,
         job_id,
         watch,
         sent,
-        first: Some(job),
+        first: Some(Arc::new(job)),
         ended: false,
     };
     let events = stream::unfold(stream, |mut stream| async move {
@@ -109,11 +128,12 @@ impl Sent {
 struct JobStream {
     state: AppState,
     user: AuthUser,
+    hold: Hold,
     job_id: String,
     watch: JobWatch,
     sent: Sent,
     /// The read made before the stream started.
-    first: Option<JobRecord>,
+    first: Option<Arc<JobRecord>>,
     ended: bool,
 }
 
@@ -127,13 +147,29 @@ impl JobStream {
             let job = match self.first.take() {
                 Some(job) => job,
                 None => {
-                    self.watch.changed().await;
+                    tokio::select! {
+                        () = self.watch.changed() => {}
+                        interrupt = self.hold.interrupted() => {
+                            self.ended = true;
+                            return match interrupt {
+                                Interrupt::Closing => Some(vec![reconnect_event()]),
+                                Interrupt::AccessLost(_) => None,
+                            };
+                        }
+                    }
                     if self.watch.stopping() {
                         // The client resumes from its last event on another replica, or here
                         // once the server is back.
-                        return None;
+                        self.ended = true;
+                        return Some(vec![reconnect_event()]);
                     }
-                    match self.state.store.job(&self.user.id, &self.job_id).await {
+                    let read = self.state.changes.reads().job(
+                        self.state.store.as_ref(),
+                        &self.user.id,
+                        &self.job_id,
+                        self.watch.sequence(),
+                    );
+                    match read.await {
                         Ok(Some(job)) => job,
                         // Deleted meanwhile (its user, or retention): nothing more to say.
                         Ok(None) => return None,
@@ -144,7 +180,7 @@ impl JobStream {
                     }
                 }
             };
-            let events = self.events(job);
+            let events = self.events(&job);
             if !events.is_empty() {
                 return Some(events);
             }
@@ -152,7 +188,7 @@ impl JobStream {
     }
 
     /// What changed since the last events; the last event carries the new id.
-    fn events(&mut self, job: JobRecord) -> Vec<Event> {
+    fn events(&mut self, job: &JobRecord) -> Vec<Event> {
         let mut events = Vec::new();
         let execution = job.executions.last();
         let attempt = execution.map_or(0, |execution| execution.attempt);
@@ -168,7 +204,7 @@ impl JobStream {
         // comes after the last progress and log.
         let status = (self.sent.status != Some(job.status)).then(|| {
             self.sent.status = Some(job.status);
-            json_event("status", &StatusEvent::new(&job))
+            json_event("status", &StatusEvent::new(job))
         });
         if !ended {
             events.extend(status.clone());
@@ -193,7 +229,7 @@ impl JobStream {
             self.ended = true;
             events.push(json_event(
                 "end",
-                &JobStatusResponse::new(job, now_millis()),
+                &JobStatusResponse::new(job.clone(), now_millis()),
             ));
         }
         if let Some(last) = events.pop() {
@@ -238,13 +274,17 @@ fn json_event(name: &str, data: &impl serde::Serialize) -> Event {
 async fn owner_events(
     State(state): State<AppState>,
     user: AuthUser,
+    connection: Connection,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let hold = Hold::begin(&state, &user, connection)?;
     let watch = state.changes.watch_owner(&user.id);
     let resume_from = last_event_id(&headers).and_then(|id| id.parse::<Millis>().ok());
     let stream = OwnerStream {
         state,
         user,
+        hold,
+        ended: false,
         watch,
         sent: HashMap::new(),
         resume_from,
@@ -260,6 +300,8 @@ async fn owner_events(
 struct OwnerStream {
     state: AppState,
     user: AuthUser,
+    hold: Hold,
+    ended: bool,
     watch: OwnerWatch,
     /// The status last sent of each job not ended yet.
     sent: HashMap<String, JobStatus>,
@@ -268,17 +310,36 @@ struct OwnerStream {
 }
 
 impl OwnerStream {
-    /// The next events, once there are some; `None` once the server is stopping.
+    /// The next events, once there are some; `None` once the stream is over.
     async fn next_events(&mut self) -> Option<Vec<Event>> {
         loop {
+            if self.ended {
+                return None;
+            }
             let now = now_millis();
             let jobs = if let Some(since) = self.resume_from.take() {
                 self.changed_since(since).await
             } else {
-                match self.watch.next().await {
-                    OwnerChange::Job(job_id) => {
-                        match self.state.store.job(&self.user.id, &job_id).await {
-                            Ok(Some(job)) => vec![summary(job)],
+                let change = tokio::select! {
+                    change = self.watch.next() => change,
+                    interrupt = self.hold.interrupted() => {
+                        self.ended = true;
+                        return match interrupt {
+                            Interrupt::Closing => Some(vec![reconnect_event()]),
+                            Interrupt::AccessLost(_) => None,
+                        };
+                    }
+                };
+                match change {
+                    OwnerChange::Job(job_id, sequence) => {
+                        let read = self.state.changes.reads().job(
+                            self.state.store.as_ref(),
+                            &self.user.id,
+                            &job_id,
+                            sequence,
+                        );
+                        match read.await {
+                            Ok(Some(job)) => vec![summary(&job)],
                             Ok(None) => Vec::new(),
                             Err(error) => {
                                 tracing::warn!(%error, "event stream read failed");
@@ -290,7 +351,10 @@ impl OwnerStream {
                         self.resume_from = Some(now.saturating_sub(60_000));
                         continue;
                     }
-                    OwnerChange::Stopping => return None,
+                    OwnerChange::Stopping => {
+                        self.ended = true;
+                        return Some(vec![reconnect_event()]);
+                    }
                 }
             };
             let mut events: Vec<Event> = jobs
@@ -340,13 +404,13 @@ impl OwnerStream {
     }
 }
 
-fn summary(job: JobRecord) -> JobSummary {
+fn summary(job: &JobRecord) -> JobSummary {
     JobSummary {
-        id: job.id,
-        problem: job.problem,
+        id: job.id.clone(),
+        problem: job.problem.clone(),
         status: job.status,
         created_at: job.created_at,
         ended_at: job.ended_at,
-        labels: job.labels,
+        labels: job.labels.clone(),
     }
 }

@@ -8,6 +8,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use super::held::{Connection, Hold};
 use super::job_filter::JobListRequest;
 use super::long_poll::{Until, WaitQuery, wait_for_job};
 use super::wire::{CancelResponse, JobList, JobListEntry, JobStatusResponse};
@@ -57,12 +58,16 @@ pub(super) fn not_found(job_id: &str) -> ApiError {
 async fn status(
     State(state): State<AppState>,
     user: AuthUser,
+    connection: Connection,
     Path(job_id): Path<String>,
     query: Result<Query<WaitQuery>, QueryRejection>,
 ) -> Result<Json<JobStatusResponse>, ApiError> {
     let job = match wait_query(query)?.parse()? {
         None => state.store.job(&user.id, &job_id).await?,
-        Some((wait, until)) => wait_for_job(&state, &user, &job_id, wait, until).await?,
+        Some((wait, until)) => {
+            let mut hold = Hold::begin(&state, &user, connection)?;
+            wait_for_job(&state, &user, &job_id, wait, until, Some(&mut hold)).await?
+        }
     };
     let job = job.ok_or_else(|| not_found(&job_id))?;
     Ok(Json(JobStatusResponse::new(job, now_millis())))
@@ -100,7 +105,8 @@ async fn cancel(
         }
         CancelOutcome::Requested => {
             state.local_jobs.cancel(&job_id);
-            wait_for_job(&state, &user, &job_id, CANCEL_WAIT, Until::Ended)
+            // Short and bounded: not one of the caller's held requests.
+            wait_for_job(&state, &user, &job_id, CANCEL_WAIT, Until::Ended, None)
                 .await?
                 .ok_or_else(|| not_found(&job_id))?
                 .status
@@ -130,6 +136,7 @@ async fn cancel(
 async fn output(
     State(state): State<AppState>,
     user: AuthUser,
+    connection: Connection,
     Path(job_id): Path<String>,
     query: Result<Query<WaitQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
@@ -140,7 +147,8 @@ async fn output(
         ));
     }
     if let Some((wait, until)) = query.parse()? {
-        wait_for_job(&state, &user, &job_id, wait, until)
+        let mut hold = Hold::begin(&state, &user, connection)?;
+        wait_for_job(&state, &user, &job_id, wait, until, Some(&mut hold))
             .await?
             .ok_or_else(|| not_found(&job_id))?;
     }

@@ -2,11 +2,13 @@
 //! or `S` seconds pass. A waiter subscribes to the job's changes before it reads the job, so a
 //! change between the read and the wait is not missed, and reads it again only when woken.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use super::held::{Hold, Interrupt};
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::store::{JobRecord, JobStatus};
@@ -68,26 +70,44 @@ impl Until {
 }
 
 /// Reads the job, again on each of its changes, until it is as asked or `wait` passes; the
-/// job as last read. `None` if there is no such job of this user.
+/// job as last read. `None` if there is no such job of this user. A client's held request
+/// passes its [`Hold`]: it also answers at once when its connection must close, and 401 when
+/// its user loses access.
 pub async fn wait_for_job(
     state: &AppState,
     user: &AuthUser,
     job_id: &str,
     wait: Duration,
     until: Until,
+    mut hold: Option<&mut Hold>,
 ) -> Result<Option<JobRecord>, ApiError> {
     let deadline = Instant::now() + wait;
     let mut changes = state.changes.watch_job(job_id);
     loop {
-        let Some(job) = state.store.job(&user.id, job_id).await? else {
+        let read =
+            state
+                .changes
+                .reads()
+                .job(state.store.as_ref(), &user.id, job_id, changes.sequence());
+        let Some(job) = read.await? else {
             return Ok(None);
         };
         if until.reached(job.status) || Instant::now() >= deadline || changes.stopping() {
-            return Ok(Some(job));
+            return Ok(Some(Arc::unwrap_or_clone(job)));
         }
+        let interrupted = async {
+            match hold.as_deref_mut() {
+                Some(hold) => hold.interrupted().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = changes.changed() => {}
             () = tokio::time::sleep_until(deadline) => {}
+            interrupt = interrupted => match interrupt {
+                Interrupt::Closing => return Ok(Some(Arc::unwrap_or_clone(job))),
+                Interrupt::AccessLost(error) => return Err(error),
+            },
         }
     }
 }

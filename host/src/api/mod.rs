@@ -10,6 +10,7 @@ mod cors;
 mod data_files;
 mod error;
 mod events;
+mod held;
 mod job_filter;
 mod job_input;
 mod jobs;
@@ -43,6 +44,7 @@ pub use self::body_budget::BodyBudget;
 pub use self::client_address::TrustedProxies;
 pub use self::cors::cors;
 pub use self::error::ApiError;
+pub use self::held::{ConnectionClosing, HeldRequests};
 use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;
 pub use self::wire::format_timestamp;
@@ -94,6 +96,8 @@ pub struct AppState {
     pub user_access: Arc<AccessCache>,
     /// Who waits for which job (long-polls, event streams).
     pub changes: Arc<JobChanges>,
+    /// Event streams and long-polls open, by user, and how many each may hold.
+    pub held_requests: Arc<HeldRequests>,
     /// Where callbacks may go.
     pub webhook_policy: Arc<WebhookPolicy>,
 }
@@ -128,6 +132,7 @@ impl AppState {
             metrics_token_sha256: None,
             user_access: Arc::default(),
             changes: Arc::default(),
+            held_requests: Arc::default(),
             webhook_policy: Arc::default(),
         }
     }

@@ -243,6 +243,11 @@ pub struct ServeArgs {
     )]
     pub webhook_allow: Vec<String>,
 
+    /// Event streams and long-polls (`?wait=`) one user may hold open at once; one more is
+    /// answered 429.
+    #[arg(long, env = "CASELOAD_MAX_HELD_REQUESTS_PER_USER", default_value_t = DEFAULT_MAX_HELD_REQUESTS_PER_USER)]
+    pub max_held_requests_per_user: usize,
+
     /// A network (`10.0.0.0/8`) or address of the load balancers in front of the server;
     /// repeat for more. Their `Forwarded` or `X-Forwarded-For` header then names the client
     /// (for the login throttle and the log); every other peer is taken as the client.
@@ -262,6 +267,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_COMPILE_CACHE_DIR")]
     pub compile_cache_dir: Option<PathBuf>,
 }
+
+/// `--max-held-requests-per-user` when not given: room for a console, a client following
+/// its jobs and dozens of long-polls, far below what one user could take of the connection
+/// cap.
+pub const DEFAULT_MAX_HELD_REQUESTS_PER_USER: usize = 100;
 
 /// Parses a byte count: a plain number, or one with a unit `KiB`, `MiB`, `GiB`, `kB`, `MB`,
 /// `GB` (`B` alone is bytes).

@@ -233,12 +233,18 @@ class Client:
                             continue
                         if event.id is not None:
                             last_event_id = event.id
+                        if event.event == "reconnect":
+                            # The server closes this connection (a restart, or room for others):
+                            # come back from the last event.
+                            break
                         yield event
                         if event.event == "end":
                             return
-                    if job_id is None:
+                    else:
+                        if job_id is not None:
+                            return
                         continue
-                    return
+                    time.sleep(1.0)
             except httpx.TransportError:
                 attempts += 1
                 if attempts > self._retries:

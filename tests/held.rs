@@ -1,0 +1,154 @@
+//! Requests held open (event streams, long-polls) within what the server can give: a cap per
+//! user, closed by the connection cap with a `reconnect` event, ended when their user loses
+//! access.
+
+use reqwest::StatusCode;
+
+use crate::support::{ServerOptions, TestServer, expect_problem};
+use crate::waiting::{events_url, read_events, timed_job};
+
+#[tokio::test]
+async fn a_user_holds_at_most_its_share_of_streams_and_long_polls() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-held-requests-per-user", "3"],
+        ..Default::default()
+    });
+    let admin = server.admin_token().await;
+    server.add_user("bob", "bob's password");
+    let bob = server.token("bob", "bob's password").await;
+    let job = server.launch(&admin, "maxcut", &timed_job(20.0)).await;
+
+    // The long-poll first, so that it holds its place before the fourth request is made.
+    let poll = tokio::spawn(
+        server
+            .client
+            .get(server.url(&format!("/job/{job}?wait=60")))
+            .bearer_auth(&admin)
+            .send(),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let first = events_url(&server, "/jobs/events")
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let second = events_url(&server, &format!("/job/{job}/events"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), StatusCode::OK);
+    let refused = events_url(&server, "/jobs/events")
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert!(!poll.is_finished(), "the long-poll was answered early");
+    let problem = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS).await;
+    assert_eq!(problem["type"], "urn:caseload:problem:quota-held-requests");
+    // Another user's places are its own.
+    let bobs = events_url(&server, "/jobs/events")
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bobs.status(), StatusCode::OK);
+    // A place is given back when its stream goes.
+    drop(first);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let response = events_url(&server, "/jobs/events")
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap();
+        if response.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed stream's place was never given back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    drop((second, poll));
+}
+
+#[tokio::test]
+async fn the_connection_cap_closes_streams_with_a_reconnect_event() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-connections", "4"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    // Four streams, each on its own connection, fill the cap.
+    let mut streams = Vec::new();
+    for _ in 0..4 {
+        let client = reqwest::Client::new();
+        let stream = client
+            .get(server.url("/jobs/events"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), StatusCode::OK);
+        streams.push(stream);
+    }
+    // A new client is answered: the oldest stream makes room.
+    let health = reqwest::Client::new()
+        .get(server.url("/healthz"))
+        .timeout(std::time::Duration::from_secs(10))
+        .send()
+        .await
+        .expect("/healthz answers at the connection cap");
+    assert_eq!(health.status(), StatusCode::OK);
+    let oldest = streams.remove(0);
+    let events = read_events(oldest, |_| false).await;
+    let names: Vec<&str> = events.iter().map(|event| event.event.as_str()).collect();
+    assert_eq!(names, ["reconnect"], "{events:?}");
+}
+
+#[tokio::test]
+async fn streams_and_long_polls_end_when_their_user_is_disabled() {
+    let server = TestServer::start();
+    server.add_user("alice", "alice's password");
+    let alice = server.token("alice", "alice's password").await;
+    let job = server.launch(&alice, "maxcut", &timed_job(25.0)).await;
+    let owner_stream = events_url(&server, "/jobs/events")
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap();
+    let job_stream = events_url(&server, &format!("/job/{job}/events"))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap();
+    let poll = tokio::spawn(
+        server
+            .client
+            .get(server.url(&format!("/job/{job}?wait=60")))
+            .bearer_auth(&alice)
+            .send(),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (ok, output) = server.user_command(&["disable", "alice"], None);
+    assert!(ok, "{output}");
+
+    // Each ends long before the job would (25 s): no `end` event, no reconnect.
+    let job_events = read_events(job_stream, |_| false).await;
+    assert!(
+        job_events
+            .iter()
+            .all(|event| event.event != "end" && event.event != "reconnect"),
+        "{job_events:?}"
+    );
+    let owner_events = read_events(owner_stream, |_| false).await;
+    assert!(
+        owner_events.iter().all(|event| event.event == "status"),
+        "{owner_events:?}"
+    );
+    let answer = poll.await.unwrap().unwrap();
+    expect_problem(answer, StatusCode::UNAUTHORIZED).await;
+}
