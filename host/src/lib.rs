@@ -360,7 +360,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     if let Some(bytes) = args.max_inflight_body_bytes {
         state.body_budget = api::BodyBudget::new(bytes);
     }
-    state.quotas = api::Quotas {
+    state.quotas = store::Quotas {
         pending_jobs: args.max_pending_jobs_per_user,
         dataset_bytes: args.max_dataset_bytes_per_user,
         output_bytes: args.max_output_bytes_per_user,

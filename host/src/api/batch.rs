@@ -119,7 +119,7 @@ async fn run_batch(
                 key: item_key(&idempotency.key, index),
                 request_hash: idempotency.request_hash.clone(),
             });
-            prepared.into_job(&user, &plugin, idempotency)
+            prepared.into_job(&user, &plugin, idempotency, state.quotas)
         })
         .collect::<Result<Vec<NewJob>, ApiError>>()?;
     // Each job's submission in its own trace, open until the batch is answered.
@@ -138,6 +138,13 @@ async fn run_batch(
             return Err(insert_failed(&state, &user, first, error).await);
         }
     };
+    if let Some(Inserted::Refused(refusal)) = inserted
+        .iter()
+        .find(|inserted| matches!(inserted, Inserted::Refused(_)))
+    {
+        // A batch counts whole against the quotas: none of it was stored.
+        return Err((*refusal).into());
+    }
     if inserted
         .iter()
         .any(|inserted| *inserted != Inserted::Created)

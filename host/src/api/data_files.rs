@@ -70,7 +70,11 @@ async fn upload(
         return Err(ApiError::DatasetTooLarge(limit));
     }
     // What the user's quota leaves; checked again as the bytes come.
-    let usage = state.store.usage(&user.id).await?;
+    let usage = state
+        .store
+        .usage(&user.id)
+        .await?
+        .ok_or(ApiError::InvalidToken("the token's user no longer exists"))?;
     let total = usage
         .quotas
         .dataset_bytes
@@ -283,7 +287,9 @@ impl Upload {
             filename,
             created_at: now_millis(),
         };
-        let stored = self.store.complete_upload(&file).await?;
+        // The quota is checked again where the data file is committed, against every upload
+        // that completed meanwhile.
+        let stored = self.store.complete_upload(&file, self.quota.total).await?;
         self.done = true;
         Ok(stored)
     }

@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::store::StoreError;
+use crate::store::{Refusal, StoreError};
 use crate::violation::Violation;
 
 /// Everything a handler can fail with.
@@ -41,8 +41,9 @@ pub enum ApiError {
     PendingJobsQuota(u64),
     /// The user's datasets would exceed its storage quota.
     #[error(
-        "quota reached: your datasets would take more than the {0} bytes one user may store; \
-         delete some (DELETE /data_file/<id>)"
+        "quota reached: your inputs would take more than the {0} bytes one user may store \
+         (data files, and the inputs your jobs keep until retention deletes them); delete \
+         some data files (DELETE /data_file/<id>) or jobs"
     )]
     DatasetBytesQuota(u64),
     /// The user holds as many event streams and long-polls open as it may.
@@ -92,10 +93,21 @@ pub enum ApiError {
     Internal(String),
 }
 
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> ApiError {
+        match refusal {
+            Refusal::PendingJobs(quota) => ApiError::PendingJobsQuota(quota),
+            Refusal::DatasetBytes(quota) => ApiError::DatasetBytesQuota(quota),
+            Refusal::NoSuchOwner => ApiError::InvalidToken("the token's user no longer exists"),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> ApiError {
         match error {
             StoreError::Closed => ApiError::ShuttingDown,
+            StoreError::Refused(refusal) => refusal.into(),
             other => ApiError::Internal(other.to_string()),
         }
     }

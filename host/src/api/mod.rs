@@ -55,7 +55,7 @@ use crate::metrics::Metrics;
 use crate::options::JobOptions;
 use crate::plugins::PluginRegistry;
 use crate::runtime::Limits;
-use crate::store::JobStore;
+use crate::store::{JobStore, Quotas};
 use crate::webhooks::WebhookPolicy;
 use crate::worker::LocalJobs;
 
@@ -194,24 +194,6 @@ async fn run_with_permit<T: Send + 'static>(
 
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |count| count.get())
-}
-
-/// What one user may hold at once.
-#[derive(Debug, Clone, Copy)]
-pub struct Quotas {
-    pub pending_jobs: u64,
-    pub dataset_bytes: u64,
-    pub output_bytes: u64,
-}
-
-impl Default for Quotas {
-    fn default() -> Quotas {
-        Quotas {
-            pending_jobs: 10_000,
-            dataset_bytes: 10 << 30,
-            output_bytes: 10 << 30,
-        }
-    }
 }
 
 /// `--max-dataset-bytes` when not given: 256 MiB.

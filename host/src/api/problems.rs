@@ -20,7 +20,9 @@ use crate::auth::AuthUser;
 use crate::options::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::CallError;
-use crate::store::{DataFile, Idempotency, Inserted, JobDataset, NewJob, StoreError, now_millis};
+use crate::store::{
+    DataFile, Idempotency, Inserted, JobDataset, NewJob, Quotas, StoreError, now_millis,
+};
 use crate::violation::Violation;
 
 pub fn router() -> Router<AppState> {
@@ -87,7 +89,7 @@ async fn run_job(
     let prepared = prepare(&state, &user, &plugin, fields, large).await?;
 
     check_quotas(&state, &user, 1).await?;
-    let job = prepared.into_job(&user, &plugin, idempotency)?;
+    let job = prepared.into_job(&user, &plugin, idempotency, state.quotas)?;
     // The job is committed before the client hears of it.
     let span = crate::telemetry::submission_span(&job.id, &job.problem);
     let inserted = match state.store.insert_job(&job).instrument(span).await {
@@ -96,6 +98,7 @@ async fn run_job(
     };
     match inserted {
         Inserted::Created => {}
+        Inserted::Refused(refusal) => return Err(refusal.into()),
         // The same key, sent twice at once: the other request stored its job first.
         Inserted::Existing {
             job_id,
@@ -190,11 +193,13 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
+    /// The job to store; `state_quotas` are the server's, checked where the owner has none.
     pub(super) fn into_job(
         self,
         user: &AuthUser,
         plugin: &Plugin,
         idempotency: Option<Idempotency>,
+        state_quotas: Quotas,
     ) -> Result<NewJob, ApiError> {
         Ok(NewJob {
             id: uuid::Uuid::now_v7().to_string(),
@@ -209,6 +214,7 @@ impl Prepared {
             priority: self.options.priority,
             labels: self.labels,
             callback_url: self.callback_url,
+            quotas: state_quotas,
         })
     }
 }
@@ -318,14 +324,19 @@ pub(super) async fn prepare(
     })
 }
 
-/// Refuses `count` more jobs from a user at its pending-jobs or output-bytes quota. Counted,
-/// not reserved: submissions racing each other may pass the quota by a few.
+/// Refuses `count` more jobs from a user at its pending-jobs or output-bytes quota, before
+/// the work of checking them. Only a first look: the pending-jobs and dataset quotas are
+/// checked again, exactly, in the transaction that stores the jobs.
 pub(super) async fn check_quotas(
     state: &AppState,
     user: &AuthUser,
     count: u64,
 ) -> Result<(), ApiError> {
-    let usage = state.store.usage(&user.id).await?;
+    let usage = state
+        .store
+        .usage(&user.id)
+        .await?
+        .ok_or(ApiError::InvalidToken("the token's user no longer exists"))?;
     let quota = usage
         .quotas
         .pending_jobs

@@ -58,6 +58,43 @@ pub enum StoreError {
     /// The database holds a value this version of caseload does not understand.
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// Nothing was written: it would take its owner past a quota, or the owner is gone.
+    #[error("refused: {0:?}")]
+    Refused(Refusal),
+}
+
+/// Why a write that adds to what a user holds was refused, checked in the transaction that
+/// would have committed it (so concurrent writes cannot all pass one check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The owner would have more jobs pending than this.
+    PendingJobs(u64),
+    /// The owner would keep more bytes of inputs (data files, and what its jobs hold) than
+    /// this.
+    DatasetBytes(u64),
+    /// The owner no longer exists (deleted since its token was checked).
+    NoSuchOwner,
+}
+
+/// What one user may hold at once, unless the user has quotas of its own
+/// ([`UserQuotas`]): the server's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    pub pending_jobs: u64,
+    /// Bytes of inputs: data files, the inputs jobs keep, and data files deleted while jobs
+    /// still refer to them.
+    pub dataset_bytes: u64,
+    pub output_bytes: u64,
+}
+
+impl Default for Quotas {
+    fn default() -> Quotas {
+        Quotas {
+            pending_jobs: 10_000,
+            dataset_bytes: 10 << 30,
+            output_bytes: 10 << 30,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -219,6 +256,8 @@ pub enum Inserted {
         job_id: String,
         request_hash: String,
     },
+    /// Nothing was stored: the owner is at a quota, or gone.
+    Refused(Refusal),
 }
 
 /// A job as accepted by the API, stored before the client hears about it.
@@ -242,6 +281,8 @@ pub struct NewJob {
     pub labels: Option<String>,
     /// Where its end is posted (`options.callback_url`), if anywhere.
     pub callback_url: Option<String>,
+    /// The quotas it is checked against, where its owner has none of its own.
+    pub quotas: Quotas,
 }
 
 /// A job's end to post to the callback its launch named: claimed by one dispatcher for a
@@ -445,8 +486,8 @@ pub trait JobStore: Send + Sync + 'static {
     async fn user_count(&self) -> Result<u64, StoreError>;
     /// Whether the user with this id may use its tokens; `None` if there is no such user.
     async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError>;
-    /// What counts against the user's quotas now.
-    async fn usage(&self, user_id: &str) -> Result<Usage, StoreError>;
+    /// What counts against the user's quotas now; `None` if there is no such user.
+    async fn usage(&self, user_id: &str) -> Result<Option<Usage>, StoreError>;
     /// Changes a user; false if there is no such user.
     async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError>;
     /// Deletes a user with its jobs and data files, in one transaction; false if there is no
@@ -511,7 +552,13 @@ pub trait JobStore: Send + Sync + 'static {
     /// Completes an upload in one transaction: the blob gets its digest, or is dropped for the
     /// blob that holds the same bytes already, and the data file appears. Returns the data
     /// file as stored (its `blob_id` may be the older blob's).
-    async fn complete_upload(&self, file: &DataFile) -> Result<DataFile, StoreError>;
+    /// Refused ([`StoreError::Refused`]) if it would take its owner past its dataset quota,
+    /// `max_dataset_bytes` unless the owner has its own.
+    async fn complete_upload(
+        &self,
+        file: &DataFile,
+        max_dataset_bytes: u64,
+    ) -> Result<DataFile, StoreError>;
 
     /// Deletes an unfinished upload and its chunks.
     async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError>;

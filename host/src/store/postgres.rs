@@ -65,6 +65,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         14,
         include_str!("../../migrations/postgres/0014_pending_count.sql"),
     ),
+    (
+        15,
+        include_str!("../../migrations/postgres/0015_kept_bytes.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -312,6 +316,8 @@ impl Backend for PostgresStore {
     const CLAIM: &'static str = CLAIM;
 
     const CLAIM_WEBHOOKS: &'static str = CLAIM_WEBHOOKS;
+
+    const LOCK_USER: Option<&'static str> = Some("SELECT id FROM users WHERE id = $1 FOR UPDATE");
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()

@@ -14,10 +14,10 @@ use super::service::{fill_minutes, first_job_id_since};
 use super::{
     CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobDataset, JobEvents,
     JobFilter, JobInput, JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate,
-    Millis, NewJob, PluginRef, QueueDepth, QueuedWrite, ReplicaReport, ServiceStats, StoreError,
-    Usage, User, UserAccess, UserChange, UserQuotas, WebhookDelivery, WebhookOutcome,
-    claim_from_row, data_file_from_row, execution_from_row, now_millis, sql, summary_from_row,
-    user_conflict,
+    Millis, NewJob, PluginRef, QueueDepth, QueuedWrite, Quotas, Refusal, ReplicaReport,
+    ServiceStats, StoreError, Usage, User, UserAccess, UserChange, UserQuotas, WebhookDelivery,
+    WebhookOutcome, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
+    summary_from_row, user_conflict,
 };
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -61,6 +61,11 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// After a commit that changed jobs: tells this process, where no announcement does.
     fn changes_committed(&self, changes: &[JobChange]);
 
+    /// Locks user `$1`'s row until the transaction ends, where other writers could
+    /// otherwise change what a quota check reads meanwhile (`None` where the transaction
+    /// excludes every other writer already).
+    const LOCK_USER: Option<&'static str>;
+
     /// Claims due webhook deliveries: `$1` the time until which they are held, `$2` now, `$3`
     /// how many; returns `id, job_id, owner_id, url, status, attempts, created_at`.
     const CLAIM_WEBHOOKS: &'static str;
@@ -102,8 +107,20 @@ where
     usize: ColumnIndex<<B::Db as Database>::Row>,
 {
     Ok(match write {
-        Write::InsertJob(job) => Outcome::Inserted(insert_job::<B>(connection, job).await?),
+        Write::InsertJob(job) => {
+            let jobs = std::slice::from_ref(job);
+            Outcome::Inserted(match check_job_quotas::<B>(connection, jobs).await? {
+                Some(refusal) => Inserted::Refused(refusal),
+                None => insert_job::<B>(connection, job).await?,
+            })
+        }
         Write::InsertJobs(jobs) => {
+            if let Some(refusal) = check_job_quotas::<B>(connection, jobs).await? {
+                return Ok(Outcome::InsertedAll(vec![
+                    Inserted::Refused(refusal);
+                    jobs.len()
+                ]));
+            }
             let mut inserted = Vec::with_capacity(jobs.len());
             for job in jobs {
                 inserted.push(insert_job::<B>(connection, job).await?);
@@ -196,6 +213,91 @@ where
         }
         Write::Finish { lease, end } => Outcome::Held(finish::<B>(connection, lease, end).await?),
     })
+}
+
+/// What counts against a user's pending-jobs and dataset quotas, read with the user's row
+/// locked until the transaction ends.
+struct QuotaState {
+    pending_jobs: u64,
+    max_pending_jobs: u64,
+    dataset_bytes: u64,
+    max_dataset_bytes: u64,
+}
+
+async fn quota_state<B>(
+    connection: &mut <B::Db as Database>::Connection,
+    owner_id: &str,
+    quotas: &Quotas,
+) -> Result<Option<QuotaState>, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
+    <B::Db as Database>::Arguments: IntoArguments<B::Db>,
+    for<'q> i64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q str: Encode<'q, B::Db> + Type<B::Db>,
+    for<'a> &'a str: ColumnIndex<<B::Db as Database>::Row>,
+{
+    if let Some(lock) = B::LOCK_USER {
+        // A statement of its own: the read below then starts after every transaction that
+        // held the lock committed, and sees all they wrote (one statement would read the
+        // data files as they were before it waited).
+        sqlx::query(lock)
+            .bind(owner_id)
+            .execute(&mut *connection)
+            .await?;
+    }
+    let stored = |quota: u64| i64::try_from(quota).unwrap_or(i64::MAX);
+    let row = sqlx::query(sql::QUOTA_STATE)
+        .bind(owner_id)
+        .bind(stored(quotas.pending_jobs))
+        .bind(stored(quotas.dataset_bytes))
+        .fetch_optional(&mut *connection)
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let count = |column: &str| -> Result<u64, StoreError> {
+        let value: i64 = row.try_get(column)?;
+        Ok(u64::try_from(value).unwrap_or(0))
+    };
+    Ok(Some(QuotaState {
+        pending_jobs: count("pending_jobs")?,
+        max_pending_jobs: count("max_pending_jobs")?,
+        dataset_bytes: count("dataset_bytes")?,
+        max_dataset_bytes: count("max_dataset_bytes")?,
+    }))
+}
+
+/// Whether the jobs, all of one owner, fit its quotas: `None` if they do. Read in the
+/// transaction that stores them, with the owner's row locked, so that concurrent launches
+/// (and batches, counted whole) cannot pass one check together.
+async fn check_job_quotas<B>(
+    connection: &mut <B::Db as Database>::Connection,
+    jobs: &[NewJob],
+) -> Result<Option<Refusal>, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
+    <B::Db as Database>::Arguments: IntoArguments<B::Db>,
+    for<'q> i64: Encode<'q, B::Db> + Decode<'q, B::Db> + Type<B::Db>,
+    for<'q> &'q str: Encode<'q, B::Db> + Type<B::Db>,
+    for<'a> &'a str: ColumnIndex<<B::Db as Database>::Row>,
+{
+    let Some(first) = jobs.first() else {
+        return Ok(None);
+    };
+    let Some(state) = quota_state::<B>(connection, &first.owner_id, &first.quotas).await? else {
+        return Ok(Some(Refusal::NoSuchOwner));
+    };
+    let count = jobs.len() as u64;
+    if state.pending_jobs + count > state.max_pending_jobs {
+        return Ok(Some(Refusal::PendingJobs(state.max_pending_jobs)));
+    }
+    let bytes: u64 = jobs.iter().map(|job| job.input.len() as u64).sum();
+    if state.dataset_bytes + bytes > state.max_dataset_bytes {
+        return Ok(Some(Refusal::DatasetBytes(state.max_dataset_bytes)));
+    }
+    Ok(None)
 }
 
 async fn insert_job<B>(
@@ -411,11 +513,14 @@ where
         .transpose()
     }
 
-    async fn usage(&self, user_id: &str) -> Result<Usage, StoreError> {
+    async fn usage(&self, user_id: &str) -> Result<Option<Usage>, StoreError> {
         let row = sqlx::query(sql::USAGE)
             .bind(user_id)
-            .fetch_one(self.readers())
+            .fetch_optional(self.readers())
             .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
         let count = |column: &str| -> Result<u64, StoreError> {
             let value: i64 = row.try_get(column)?;
             Ok(u64::try_from(value).unwrap_or(0))
@@ -424,7 +529,7 @@ where
             let value: Option<i64> = row.try_get(column)?;
             Ok(value.map(|value| u64::try_from(value).unwrap_or(0)))
         };
-        Ok(Usage {
+        Ok(Some(Usage {
             pending_jobs: count("pending_jobs")?,
             dataset_bytes: count("dataset_bytes")?,
             output_bytes: count("output_bytes")?,
@@ -433,7 +538,7 @@ where
                 dataset_bytes: quota("max_dataset_bytes")?,
                 output_bytes: quota("max_output_bytes")?,
             },
-        })
+        }))
     }
 
     async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError> {
@@ -958,7 +1063,11 @@ where
         Ok(())
     }
 
-    async fn complete_upload(&self, file: &DataFile) -> Result<DataFile, StoreError> {
+    async fn complete_upload(
+        &self,
+        file: &DataFile,
+        max_dataset_bytes: u64,
+    ) -> Result<DataFile, StoreError> {
         // Two uploads of the same bytes completing at once race for the digest, and a
         // blob found may be swept before the data file refers to it; the loser of
         // either race fails its transaction and the retry sees the winner's state.
@@ -966,6 +1075,22 @@ where
         loop {
             let once = async {
                 let mut transaction = self.writer().begin().await?;
+                // Checked here, with the owner's row locked, so that concurrent uploads cannot
+                // all fit one quota.
+                let quotas = Quotas {
+                    dataset_bytes: max_dataset_bytes,
+                    ..Quotas::default()
+                };
+                let Some(state) =
+                    quota_state::<Self>(&mut *transaction, &file.owner_id, &quotas).await?
+                else {
+                    return Err(StoreError::Refused(Refusal::NoSuchOwner));
+                };
+                if state.dataset_bytes + file.size > state.max_dataset_bytes {
+                    return Err(StoreError::Refused(Refusal::DatasetBytes(
+                        state.max_dataset_bytes,
+                    )));
+                }
                 let existing: Option<String> = sqlx::query_scalar(sql::BLOB_BY_DIGEST)
                     .bind(&file.sha256)
                     .fetch_optional(&mut *transaction)
@@ -1042,14 +1167,25 @@ where
     }
 
     async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
-        let blob_id: Option<String> = sqlx::query_scalar(sql::DELETE_DATA_FILE)
+        let mut transaction = self.writer().begin().await?;
+        let deleted = sqlx::query(sql::DELETE_DATA_FILE)
             .bind(id)
             .bind(owner_id)
-            .fetch_optional(self.writer())
+            .fetch_optional(&mut *transaction)
             .await?;
-        let Some(blob_id) = blob_id else {
+        let Some(deleted) = deleted else {
             return Ok(false);
         };
+        let blob_id: String = deleted.try_get("blob_id")?;
+        let size: i64 = deleted.try_get("size")?;
+        // Its owner's jobs that refer to it keep its bytes, and they stay counted.
+        sqlx::query(sql::KEEP_DELETED_DATASET)
+            .bind(owner_id)
+            .bind(&blob_id)
+            .bind(size)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
         // On its own: if a job started referring to the blob meanwhile, this fails on
         // the foreign key and the blob stays, which is right; the sweep retries.
         if let Err(error) = sqlx::query(sql::DROP_UNREFERENCED_BLOB)

@@ -43,10 +43,25 @@ pub(super) const DELETE_USER_DATA_FILES: &str =
 /// What counts against a user's quotas: its pending jobs and its outputs' bytes (running
 /// totals, see migrations 0014 and 0009) and its datasets' bytes.
 pub(super) const USAGE: &str = "SELECT pending_jobs,
-     (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files WHERE owner_id = $1)
-         AS dataset_bytes,
+     kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
+                   WHERE owner_id = $1) AS dataset_bytes,
      output_bytes, max_pending_jobs, max_dataset_bytes, max_output_bytes
      FROM users WHERE id = $1";
+
+/// What the quota checks of a write read, in its transaction: `$1` the user, `$2` and `$3`
+/// the server's pending-jobs and dataset-bytes quotas.
+pub(super) const QUOTA_STATE: &str = "SELECT pending_jobs,
+     COALESCE(max_pending_jobs, $2) AS max_pending_jobs,
+     kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
+                   WHERE owner_id = $1) AS dataset_bytes,
+     COALESCE(max_dataset_bytes, $3) AS max_dataset_bytes
+     FROM users WHERE id = $1";
+
+/// A data file being deleted whose bytes a job of its owner still refers to: they stay
+/// counted against the owner while the job does.
+pub(super) const KEEP_DELETED_DATASET: &str = "INSERT INTO kept_datasets (owner_id, blob_id, bytes)
+     SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM jobs WHERE owner_id = $1 AND data_blob_id = $2)
+     ON CONFLICT DO NOTHING";
 
 pub(super) const SET_USER_QUOTAS: &str = "UPDATE users
      SET max_pending_jobs = $2, max_dataset_bytes = $3, max_output_bytes = $4
@@ -227,7 +242,7 @@ pub(super) const INSERT_DATA_FILE: &str =
 pub(super) const DATA_FILE: &str = "SELECT * FROM data_files WHERE id = $1 AND owner_id = $2";
 
 pub(super) const DELETE_DATA_FILE: &str =
-    "DELETE FROM data_files WHERE id = $1 AND owner_id = $2 RETURNING blob_id";
+    "DELETE FROM data_files WHERE id = $1 AND owner_id = $2 RETURNING blob_id, size";
 
 /// A completed blob goes once neither a data file nor a job refers to it.
 pub(super) const DROP_UNREFERENCED_BLOB: &str = "DELETE FROM blobs

@@ -61,6 +61,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         14,
         include_str!("../../migrations/sqlite/0014_pending_count.sql"),
     ),
+    (
+        15,
+        include_str!("../../migrations/sqlite/0015_kept_bytes.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
@@ -220,6 +224,8 @@ impl Backend for SqliteStore {
     const CLAIM: &'static str = CLAIM;
 
     const CLAIM_WEBHOOKS: &'static str = CLAIM_WEBHOOKS;
+
+    const LOCK_USER: Option<&'static str> = None;
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()

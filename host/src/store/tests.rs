@@ -84,6 +84,7 @@ for_each_backend!(
     users_are_disabled_revoked_and_deleted_with_their_data,
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
     a_user_s_usage_is_counted_for_quotas,
+    quotas_hold_under_concurrent_launches_and_uploads,
     a_user_s_pending_count_follows_each_job_s_status,
     a_priority_job_goes_first_among_its_owner_s_jobs_only,
     jobs_are_found_by_status_problem_label_time_and_id,
@@ -114,6 +115,7 @@ fn new_job(owner: &User) -> NewJob {
         priority: 0,
         labels: None,
         callback_url: None,
+        quotas: Quotas::default(),
     }
 }
 
@@ -611,7 +613,15 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
         .expect("settle");
     let pending = new_job(&alice);
     store.insert_job(&pending).await.expect("insert");
-    assert_eq!(store.usage(&alice.id).await.expect("usage").output_bytes, 3);
+    assert_eq!(
+        store
+            .usage(&alice.id)
+            .await
+            .expect("usage")
+            .expect("the user exists")
+            .output_bytes,
+        3
+    );
 
     let cutoff = now_millis() - 86_400_000;
     assert_eq!(store.purge_finished(cutoff, 1).await.expect("purge"), 1);
@@ -644,7 +654,15 @@ async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
         JobStatus::Pending
     );
     // The purged outputs came off alice's running total; the kept one still counts.
-    assert_eq!(store.usage(&alice.id).await.expect("usage").output_bytes, 1);
+    assert_eq!(
+        store
+            .usage(&alice.id)
+            .await
+            .expect("usage")
+            .expect("the user exists")
+            .output_bytes,
+        1
+    );
 }
 
 /// Replicas wake each other: a job inserted through one store wakes the workers of another.
@@ -730,6 +748,18 @@ async fn on_postgres_a_starting_replica_leaves_running_jobs_alone() {
 
 /// Uploads `parts` as one blob, chunk by chunk, and completes it as `owner`'s file.
 async fn upload(store: &dyn JobStore, owner: &User, parts: &[&[u8]]) -> DataFile {
+    try_upload(store, owner, parts, u64::MAX)
+        .await
+        .expect("complete")
+}
+
+/// Uploads `parts` as one data file under a dataset quota of `max_dataset_bytes`.
+async fn try_upload(
+    store: &dyn JobStore,
+    owner: &User,
+    parts: &[&[u8]],
+    max_dataset_bytes: u64,
+) -> Result<DataFile, StoreError> {
     use sha2::{Digest, Sha256};
 
     let blob_id = store.begin_blob().await.expect("begin");
@@ -751,7 +781,7 @@ async fn upload(store: &dyn JobStore, owner: &User, parts: &[&[u8]]) -> DataFile
         filename: Some("g.txt".into()),
         created_at: now_millis(),
     };
-    store.complete_upload(&file).await.expect("complete")
+    store.complete_upload(&file, max_dataset_bytes).await
 }
 
 async fn blob_count(store: &dyn JobStore, blob_ids: &[&str]) -> usize {
@@ -870,6 +900,8 @@ async fn a_job_keeps_its_dataset_after_the_file_is_deleted(backend: Backend) {
     crate::upkeep::sweep_blobs(store, now_millis())
         .await
         .expect("sweep");
+    // The bytes the job keeps still count against alice.
+    assert_eq!(dataset_bytes(store, &alice).await, file.size);
 
     let (claim, _) = claim_and_start(store, LONG).await;
     assert_eq!(claim.dataset, job.dataset);
@@ -895,6 +927,102 @@ async fn a_job_keeps_its_dataset_after_the_file_is_deleted(backend: Backend) {
         .expect("purge");
     crate::upkeep::sweep_blobs(store, 0).await.expect("sweep");
     assert_eq!(blob_count(store, &[&file.blob_id]).await, 0);
+    assert_eq!(dataset_bytes(store, &alice).await, 0);
+}
+
+async fn dataset_bytes(store: &dyn JobStore, owner: &User) -> u64 {
+    store
+        .usage(&owner.id)
+        .await
+        .expect("usage")
+        .expect("the user exists")
+        .dataset_bytes
+}
+
+async fn quotas_hold_under_concurrent_launches_and_uploads(backend: Backend) {
+    let store = backend.store.clone();
+    let alice = user(store.as_ref(), "alice").await;
+    let quotas = Quotas {
+        pending_jobs: 10,
+        ..Quotas::default()
+    };
+    // Twenty batches of two at once against a quota of ten pending jobs: five fit, whole.
+    let batches: Vec<_> = (0..20)
+        .map(|_| {
+            let store = store.clone();
+            let jobs: Vec<NewJob> = (0..2)
+                .map(|_| NewJob {
+                    quotas,
+                    ..new_job(&alice)
+                })
+                .collect();
+            tokio::spawn(async move { store.insert_jobs(&jobs).await.expect("insert") })
+        })
+        .collect();
+    let mut stored = 0;
+    for batch in batches {
+        let outcome = batch.await.expect("joined");
+        if outcome
+            .iter()
+            .all(|inserted| *inserted == Inserted::Created)
+        {
+            stored += outcome.len();
+        } else {
+            assert!(
+                outcome
+                    .iter()
+                    .all(|inserted| *inserted == Inserted::Refused(Refusal::PendingJobs(10))),
+                "{outcome:?}"
+            );
+        }
+    }
+    assert_eq!(stored, 10);
+    assert_eq!(pending(store.as_ref()).await, 10);
+
+    // Eight uploads of 20 bytes at once against 50 bytes: two fit.
+    let bob = user(store.as_ref(), "bob").await;
+    let uploads: Vec<_> = (0..8u8)
+        .map(|index| {
+            let store = store.clone();
+            let bob = bob.clone();
+            tokio::spawn(async move {
+                let bytes = [b'a' + index; 20];
+                try_upload(store.as_ref(), &bob, &[&bytes], 50).await
+            })
+        })
+        .collect();
+    let mut fitted = 0;
+    for upload in uploads {
+        match upload.await.expect("joined") {
+            Ok(_) => fitted += 1,
+            Err(StoreError::Refused(Refusal::DatasetBytes(50))) => {}
+            Err(error) => panic!("{error}"),
+        }
+    }
+    assert_eq!(fitted, 2);
+    assert_eq!(dataset_bytes(store.as_ref(), &bob).await, 40);
+    // An inline input counts too: 40 + 11 > 50.
+    let too_big = NewJob {
+        input: r#"{"n":12345}"#.into(),
+        quotas: Quotas {
+            dataset_bytes: 50,
+            ..Quotas::default()
+        },
+        ..new_job(&bob)
+    };
+    assert_eq!(
+        store.insert_job(&too_big).await.expect("insert"),
+        Inserted::Refused(Refusal::DatasetBytes(50))
+    );
+    // A user deleted since its token was checked stores nothing.
+    let ghost = User {
+        id: "no-such-user".into(),
+        ..bob.clone()
+    };
+    assert_eq!(
+        store.insert_job(&new_job(&ghost)).await.expect("insert"),
+        Inserted::Refused(Refusal::NoSuchOwner)
+    );
 }
 
 async fn the_sweep_takes_stale_uploads_and_unreferenced_bytes(backend: Backend) {
@@ -1245,16 +1373,26 @@ async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
     let alice = user(store, "alice").await;
     let bob = user(store, "bob").await;
     assert_eq!(
-        store.usage(&alice.id).await.expect("usage"),
+        store
+            .usage(&alice.id)
+            .await
+            .expect("usage")
+            .expect("the user exists"),
         Usage::default()
     );
     store.insert_job(&new_job(&alice)).await.expect("insert");
     store.insert_job(&new_job(&alice)).await.expect("insert");
     store.insert_job(&new_job(&bob)).await.expect("insert");
     upload(store, &alice, &[b"0 1 1\n", b"1 2 1\n"]).await;
-    let usage = store.usage(&alice.id).await.expect("usage");
+    let usage = store
+        .usage(&alice.id)
+        .await
+        .expect("usage")
+        .expect("the user exists");
     assert_eq!(usage.pending_jobs, 2);
-    assert_eq!(usage.dataset_bytes, 12);
+    // The data file, and the inputs alice's jobs keep.
+    let input = new_job(&alice).input.len() as u64;
+    assert_eq!(usage.dataset_bytes, 12 + 2 * input);
     assert_eq!(usage.quotas, UserQuotas::default());
     let own = UserQuotas {
         pending_jobs: Some(5),
@@ -1267,8 +1405,24 @@ async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
             .await
             .expect("quota")
     );
-    assert_eq!(store.usage(&alice.id).await.expect("usage").quotas, own);
-    assert_eq!(store.usage(&bob.id).await.expect("usage").pending_jobs, 1);
+    assert_eq!(
+        store
+            .usage(&alice.id)
+            .await
+            .expect("usage")
+            .expect("the user exists")
+            .quotas,
+        own
+    );
+    assert_eq!(
+        store
+            .usage(&bob.id)
+            .await
+            .expect("usage")
+            .expect("the user exists")
+            .pending_jobs,
+        1
+    );
 }
 
 /// The count the quota reads is kept by triggers: it must follow a job into and out of the
@@ -1278,7 +1432,14 @@ async fn a_user_s_pending_count_follows_each_job_s_status(backend: Backend) {
     let alice = user(store, "alice").await;
     let pending_of = |user: &User| {
         let id = user.id.clone();
-        async move { store.usage(&id).await.expect("usage").pending_jobs }
+        async move {
+            store
+                .usage(&id)
+                .await
+                .expect("usage")
+                .expect("the user exists")
+                .pending_jobs
+        }
     };
     let mut jobs = [new_job(&alice), new_job(&alice), new_job(&alice)];
     jobs[0].idempotency = Some(Idempotency {
