@@ -162,6 +162,13 @@ async fn the_service_view_shows_this_replica_the_queue_and_the_minutes() {
     };
     let replica = &service["replicas"][0];
     assert_eq!(replica["live"], true);
+    // Counts only: nothing of the machine it runs on.
+    assert_eq!(replica["name"], "replica 1");
+    let pid = server.pid().to_string();
+    assert!(
+        !service.to_string().contains(&format!("pid {pid}")),
+        "{service}"
+    );
     assert_eq!(replica["workers"], 2);
     assert_eq!(
         replica["busy"].as_u64().unwrap() + replica["idle"].as_u64().unwrap(),

@@ -152,6 +152,11 @@ impl TestServer {
         self.data_dir.path()
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The server's SQLite database, opened beside it: read-only to check what was written,
     /// writable to damage it on purpose.
     pub async fn database(&self, read_only: bool) -> sqlx::SqlitePool {

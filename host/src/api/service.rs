@@ -1,7 +1,8 @@
 //! The service as operators watch it: `GET /service` (replicas and their workers, the queue
 //! per use case, jobs accepted and ended per minute) and `GET /plugin_events` (plugin
-//! loads, replacements, removals and refused files). Counts only, no job of anyone's: any
-//! signed-in user may read them.
+//! loads, replacements, removals and refused files). Counts only, no job of anyone's and
+//! nothing of the machines (a replica is named by its place in the list, not by its host
+//! name and process id): any signed-in user may read them.
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
@@ -37,6 +38,7 @@ struct ServiceView {
 #[derive(Debug, Serialize)]
 struct ReplicaView {
     id: String,
+    /// `replica N`, by when it started: what a host is called stays with its operators.
     name: String,
     /// Whether it reported lately.
     live: bool,
@@ -69,11 +71,12 @@ impl ServiceView {
             replicas: stats
                 .replicas
                 .into_iter()
-                .map(|replica| ReplicaView {
+                .enumerate()
+                .map(|(index, replica)| ReplicaView {
                     live: now - replica.seen_at < REPLICA_SILENT_MILLIS,
                     idle: replica.workers.saturating_sub(replica.busy),
                     id: replica.id,
-                    name: replica.name,
+                    name: format!("replica {}", index + 1),
                     workers: replica.workers,
                     busy: replica.busy,
                     accepted_total: replica.accepted,
