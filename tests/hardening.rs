@@ -81,6 +81,29 @@ async fn the_data_directory_and_the_database_are_the_owner_s_alone() {
 }
 
 #[tokio::test]
+async fn every_answer_forbids_content_sniffing() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    for path in [
+        "/healthz",
+        "/jobs",
+        "/job/nope",
+        "/openapi.json",
+        "/no-such-route",
+    ] {
+        let response = server.get(&token, path).await;
+        assert_eq!(
+            response
+                .headers()
+                .get("x-content-type-options")
+                .map(|value| value.to_str().unwrap()),
+            Some("nosniff"),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn metrics_can_ask_for_a_token() {
     let open = TestServer::start();
     let response = open.client.get(open.url("/metrics")).send().await.unwrap();

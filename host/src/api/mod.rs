@@ -247,6 +247,17 @@ pub fn app(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_unusable_request_id))
+        .layer(axum::middleware::map_response(no_sniffing))
+}
+
+/// Every answer says its `Content-Type` is the one to go by: a browser must not run a
+/// user's uploaded bytes or a job's output as a script or a page because they look like one.
+async fn no_sniffing(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// Records the time to answer a request (to its response head: a stream's body goes on
