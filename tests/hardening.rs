@@ -103,6 +103,30 @@ async fn every_answer_forbids_content_sniffing() {
     }
 }
 
+#[test]
+fn a_cors_origin_that_is_not_an_origin_stops_the_server() {
+    for origin in [
+        "console.example.com",
+        "https://example.com/app",
+        "https://user:pw@x.example",
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_caseload"))
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--cors-origin",
+                origin,
+                "--data-dir",
+            ])
+            .arg(tempfile::tempdir().unwrap().path())
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{origin} was taken");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("is not an origin"), "{origin}: {stderr}");
+    }
+}
+
 #[tokio::test]
 async fn metrics_can_ask_for_a_token() {
     let open = TestServer::start();
