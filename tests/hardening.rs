@@ -128,6 +128,27 @@ fn a_cors_origin_that_is_not_an_origin_stops_the_server() {
 }
 
 #[tokio::test]
+async fn a_database_and_key_others_could_read_are_made_private_at_start() {
+    let server = TestServer::start();
+    server.admin_token().await;
+    let data_dir = server.terminate();
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let files = ["caseload.db", "jwt-ed25519.pem"];
+    for file in files {
+        let path = data_dir.path().join(file);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let server = TestServer::start_in(data_dir, &[]);
+    server.admin_token().await;
+    for file in files {
+        assert_eq!(mode(&server.data_dir().join(file)), 0o600, "{file}");
+    }
+    let log = std::fs::read_to_string(server.data_dir().join("server.log")).unwrap();
+    assert!(log.contains("readable by others"), "{log}");
+}
+
+#[tokio::test]
 async fn metrics_can_ask_for_a_token() {
     let open = TestServer::start();
     let response = open.client.get(open.url("/metrics")).send().await.unwrap();

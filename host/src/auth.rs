@@ -133,6 +133,8 @@ impl TokenKeys {
                 Err(error) => return Err(key_error(error)),
             }
         }
+        // A key others can read signs tokens others can forge.
+        crate::private_file::make_private(&path, "the signing key").map_err(key_error)?;
         let pem = std::fs::read_to_string(&path).map_err(key_error)?;
         let format_error = |message: String| AuthError::KeyFormat {
             path: path.clone(),

@@ -14,6 +14,7 @@ pub mod listener;
 pub mod metrics;
 pub mod options;
 pub mod plugins;
+pub mod private_file;
 pub mod replica;
 pub mod runtime;
 pub mod store;
@@ -63,6 +64,13 @@ pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStor
     };
     create_private_file(&path)
         .with_context(|| format!("cannot create the database {}", path.display()))?;
+    // A database from before the server made it private, or copied in: it holds password
+    // hashes and users' datasets. Its journal files follow its mode once SQLite reopens them.
+    for suffix in ["", "-wal", "-shm"] {
+        let file = PathBuf::from(format!("{}{suffix}", path.display()));
+        private_file::make_private(&file, "the database")
+            .with_context(|| format!("cannot make {} private", file.display()))?;
+    }
     let store = SqliteStore::open(&path)
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
