@@ -458,3 +458,151 @@ async fn openapi_metrics_and_unknown_routes() {
         .unwrap();
     expect_problem(response, StatusCode::NOT_FOUND).await;
 }
+
+/// Beside the spec's `MM/DD/YYYY, HH:MM:SS` fields, a job has `created_at` and `ended_at` and
+/// an execution `began_at` and `ended_at`: RFC 3339 in UTC to the millisecond, the same
+/// instants, null until the end. The same in `GET /job`, `GET /jobs` and both event streams.
+#[tokio::test]
+async fn rfc3339_times_stand_beside_the_spec_s_and_name_the_same_instants() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let before = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let body = json!({
+        "num_nodes": 30,
+        "adj_matrix": complete_graph(30),
+        "options": {"time_limit_s": 30},
+    });
+    let job = server.launch(&token, "maxcut", &body).await;
+    let mut running = server.job(&token, &job).await;
+    while running["status"] == "PENDING" {
+        running = server.job_with(&token, &job, "wait=5&status=PENDING").await;
+    }
+    assert_eq!(running["status"], "RUNNING", "{running}");
+    assert_same_instant(&running["started_at"], &running["created_at"]);
+    assert_eq!(
+        (&running["end_at"], &running["ended_at"]),
+        (&json!(""), &Value::Null)
+    );
+    let execution = only_execution(&running);
+    assert_same_instant(&execution["started_at"], &execution["began_at"]);
+    assert_eq!(
+        (&execution["end_at"], &execution["ended_at"]),
+        (&json!(""), &Value::Null)
+    );
+
+    assert!(
+        server
+            .delete(&token, &format!("/job/{job}"))
+            .await
+            .status()
+            .is_success()
+    );
+    let ended = server.wait_until_ended(&token, &job).await;
+    assert_eq!(ended["status"], "CANCELLED", "{ended}");
+    assert_eq!(ended["created_at"], running["created_at"]);
+    let created = assert_same_instant(&ended["started_at"], &ended["created_at"]);
+    let ended_at = assert_same_instant(&ended["end_at"], &ended["ended_at"]);
+    assert!(before <= created && created <= ended_at && ended_at <= chrono::Utc::now());
+    let execution = only_execution(&ended);
+    let began = assert_same_instant(&execution["started_at"], &execution["began_at"]);
+    let execution_ended = assert_same_instant(&execution["end_at"], &execution["ended_at"]);
+    assert!(created <= began && began <= execution_ended);
+
+    let list: Value = server
+        .get(&token, &format!("/jobs?ids={job}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let entry = &list["jobs"][0];
+    assert_eq!(
+        (&entry["created_at"], &entry["ended_at"]),
+        (&ended["created_at"], &ended["ended_at"]),
+        "{list}"
+    );
+
+    // An ended job's stream: its status, then its end (the GET /job body), then it closes.
+    let stream = server.get(&token, &format!("/job/{job}/events")).await;
+    let events = tokio::time::timeout(std::time::Duration::from_secs(30), stream.text())
+        .await
+        .expect("an ended job's stream closes")
+        .unwrap();
+    let status = event_data(&events, "status", |_| true);
+    assert_eq!(
+        (&status["created_at"], &status["ended_at"]),
+        (&ended["created_at"], &ended["ended_at"]),
+        "{events}"
+    );
+    let end = event_data(&events, "end", |_| true);
+    assert_eq!(end["job"][&job]["ended_at"], ended["ended_at"], "{events}");
+
+    // The user's stream, replayed from the start: the job as GET /jobs lists it.
+    let stream = server
+        .client
+        .get(server.url("/jobs/events"))
+        .bearer_auth(&token)
+        .header("last-event-id", "0")
+        .send()
+        .await
+        .unwrap();
+    let mut body = stream.bytes_stream();
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !text.contains(&format!("\"id\":\"{job}\"")) || !text.ends_with("\n\n") {
+        use futures_util::StreamExt;
+        let chunk = tokio::time::timeout_at(deadline, body.next())
+            .await
+            .expect("the job's status event within 30 s")
+            .expect("the stream stays open")
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let replayed = event_data(&text, "status", |data| data["id"] == job.as_str());
+    assert_eq!(
+        (&replayed["created_at"], &replayed["ended_at"]),
+        (&ended["created_at"], &ended["ended_at"]),
+        "{text}"
+    );
+}
+
+fn only_execution(job: &Value) -> &Value {
+    let executions = job["executions"].as_object().unwrap();
+    assert_eq!(executions.len(), 1, "{job}");
+    executions.values().next().unwrap()
+}
+
+/// `rfc3339` is RFC 3339 in UTC with milliseconds (`2026-11-26T04:40:37.123Z`) and names the
+/// instant `spec` names (`11/26/2026, 04:40:37`, to the second); returns it.
+fn assert_same_instant(spec: &Value, rfc3339: &Value) -> chrono::DateTime<chrono::Utc> {
+    let text = rfc3339
+        .as_str()
+        .unwrap_or_else(|| panic!("{rfc3339} is not a string"));
+    let parsed = chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap_or_else(|error| panic!("{text:?} is not RFC 3339: {error}"));
+    assert!(
+        text.len() == "2026-11-26T04:40:37.123Z".len() && text.ends_with('Z'),
+        "{text:?} is not UTC to the millisecond"
+    );
+    let utc = parsed.with_timezone(&chrono::Utc);
+    assert_eq!(
+        utc.format("%m/%d/%Y, %H:%M:%S").to_string(),
+        spec.as_str().unwrap(),
+        "{text} and {spec} are not the same instant"
+    );
+    utc
+}
+
+/// The data of the first `name` event in an event-stream text that `which` accepts.
+fn event_data(text: &str, name: &str, which: impl Fn(&Value) -> bool) -> Value {
+    text.split("\n\n")
+        .filter(|block| block.lines().any(|line| line == format!("event: {name}")))
+        .filter_map(|block| {
+            let data: String = block
+                .lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .collect();
+            serde_json::from_str(&data).ok()
+        })
+        .find(|data| which(data))
+        .unwrap_or_else(|| panic!("no {name} event in {text}"))
+}

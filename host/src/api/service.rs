@@ -10,7 +10,7 @@ use axum::extract::{Query, State};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
 
-use super::wire::format_timestamp;
+use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
 use crate::plugins::history::PluginEvent;
@@ -81,8 +81,8 @@ impl ServiceView {
                     busy: replica.busy,
                     accepted_total: replica.accepted,
                     ended_total: replica.ended,
-                    started_at: format_timestamp(replica.started_at),
-                    seen_at: format_timestamp(replica.seen_at),
+                    started_at: format_rfc3339(replica.started_at),
+                    seen_at: format_rfc3339(replica.seen_at),
                 })
                 .collect(),
             queue: stats
@@ -98,7 +98,7 @@ impl ServiceView {
                 .minutes
                 .into_iter()
                 .map(|minute| MinuteView {
-                    minute: format_timestamp(minute.minute),
+                    minute: format_rfc3339(minute.minute),
                     accepted: minute.accepted,
                     ended: minute.ended,
                 })
@@ -144,7 +144,7 @@ async fn plugin_events(
             .events_since(query.after)
             .into_iter()
             .map(|event| PluginEventView {
-                at: format_timestamp(event.at_millis),
+                at: format_rfc3339(event.at_millis),
                 event,
             })
             .collect(),

@@ -17,6 +17,14 @@ pub fn format_timestamp(millis: Millis) -> String {
         .unwrap_or_default()
 }
 
+/// RFC 3339 in UTC to the millisecond, `2026-11-26T04:40:37.123Z`: every time the API sends
+/// beyond the spec's own fields, so that no client has to parse a zoneless date.
+pub fn format_rfc3339(millis: Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(millis)
+        .map(|time| time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default()
+}
+
 #[derive(Debug, Deserialize)]
 pub struct LoginRequest {
     pub username: String,
@@ -64,7 +72,7 @@ impl DataFileResponse {
             sha256: file.sha256.clone(),
             media_type: file.media_type.clone(),
             filename: file.filename.clone(),
-            created_at: format_timestamp(file.created_at),
+            created_at: format_rfc3339(file.created_at),
         }
     }
 }
@@ -80,6 +88,10 @@ pub struct JobView {
     pub status: &'static str,
     pub started_at: String,
     pub end_at: String,
+    /// When the job was launched (`started_at`), in RFC 3339.
+    pub created_at: String,
+    /// When the job ended (`end_at`), in RFC 3339; null until it ends.
+    pub ended_at: Option<String>,
     /// One entry per attempt, keyed by execution id (time-ordered ids, so in attempt order).
     pub executions: BTreeMap<String, ExecutionView>,
 }
@@ -91,6 +103,10 @@ pub struct ExecutionView {
     pub plugin: PluginRefView,
     pub started_at: String,
     pub end_at: String,
+    /// When the execution began (`started_at`), in RFC 3339.
+    pub began_at: String,
+    /// When it ended (`end_at`), in RFC 3339; null while it runs.
+    pub ended_at: Option<String>,
     /// Run time so far for a running execution, total run time once it ended.
     pub duration_ms: i64,
     pub progress: Option<ProgressView>,
@@ -129,6 +145,8 @@ impl JobStatusResponse {
             status: job.status.as_str(),
             started_at: format_timestamp(job.created_at),
             end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
+            created_at: format_rfc3339(job.created_at),
+            ended_at: job.ended_at.map(format_rfc3339),
             executions: job
                 .executions
                 .into_iter()
@@ -154,6 +172,8 @@ impl ExecutionView {
             },
             started_at: format_timestamp(execution.started_at),
             end_at: execution.ended_at.map(format_timestamp).unwrap_or_default(),
+            began_at: format_rfc3339(execution.started_at),
+            ended_at: execution.ended_at.map(format_rfc3339),
             duration_ms: (end - execution.started_at).max(0),
             progress: execution.progress.map(|progress| ProgressView {
                 fraction: progress.fraction,
@@ -186,6 +206,10 @@ pub struct StatusEvent {
     /// 0 before the first execution started.
     pub attempt: u32,
     pub end_at: String,
+    /// When the job was launched, in RFC 3339.
+    pub created_at: String,
+    /// When the job ended (`end_at`), in RFC 3339; null until it ends.
+    pub ended_at: Option<String>,
 }
 
 impl StatusEvent {
@@ -197,6 +221,8 @@ impl StatusEvent {
                 .last()
                 .map_or(0, |execution| execution.attempt),
             end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
+            created_at: format_rfc3339(job.created_at),
+            ended_at: job.ended_at.map(format_rfc3339),
         }
     }
 }
@@ -224,6 +250,10 @@ pub struct JobListEntry {
     pub status: &'static str,
     pub started_at: String,
     pub end_at: String,
+    /// When the job was launched (`started_at`), in RFC 3339.
+    pub created_at: String,
+    /// When the job ended (`end_at`), in RFC 3339; null until it ends.
+    pub ended_at: Option<String>,
     /// Its labels; `{}` for none.
     pub labels: serde_json::Map<String, Value>,
 }
@@ -234,6 +264,8 @@ impl JobListEntry {
             status: job.status.as_str(),
             started_at: format_timestamp(job.created_at),
             end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
+            created_at: format_rfc3339(job.created_at),
+            ended_at: job.ended_at.map(format_rfc3339),
             labels: job
                 .labels
                 .and_then(|labels| serde_json::from_str(&labels).ok())
@@ -254,6 +286,7 @@ pub struct ProblemSummary {
     pub digest: String,
     /// `built-in`, or the file it was loaded from.
     pub source: String,
+    /// RFC 3339.
     pub loaded_at: String,
     pub media_types: Vec<String>,
 }
@@ -295,7 +328,7 @@ impl ProblemSummary {
                     path.file_name().unwrap_or_default().to_string_lossy()
                 ),
             },
-            loaded_at: format_timestamp(plugin.loaded_at.timestamp_millis()),
+            loaded_at: format_rfc3339(plugin.loaded_at.timestamp_millis()),
             media_types: plugin.info.media_types.clone(),
         }
     }
@@ -329,5 +362,17 @@ mod tests {
     fn timestamps_use_the_spec_form_in_utc() {
         // 2024-08-15T10:52:45Z
         assert_eq!(format_timestamp(1_723_719_165_000), "08/15/2024, 10:52:45");
+    }
+
+    #[test]
+    fn other_times_are_rfc3339_in_utc_to_the_millisecond() {
+        assert_eq!(
+            format_rfc3339(1_723_719_165_007),
+            "2024-08-15T10:52:45.007Z"
+        );
+        assert_eq!(
+            format_rfc3339(1_723_719_165_000),
+            "2024-08-15T10:52:45.000Z"
+        );
     }
 }
