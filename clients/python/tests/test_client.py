@@ -2,6 +2,7 @@
 
 import io
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -20,6 +21,22 @@ def test_a_job_is_launched_waited_for_and_read(client):
     assert status.status == "COMPLETED"
     assert status.ended
     assert client.output(job)["cut_value"] == 2
+
+
+def test_times_are_aware_datetimes_at_the_spec_s_instants(client):
+    before = datetime.now(timezone.utc) - timedelta(seconds=5)
+    job = client.submit("maxcut", TRIANGLE)
+    status = client.wait(job, timeout=60)
+    assert status.created_at.tzinfo is not None and status.created_at.utcoffset() == timedelta(0)
+    assert before <= status.created_at <= status.ended_at <= datetime.now(timezone.utc)
+    spec = "%m/%d/%Y, %H:%M:%S"
+    assert status.created_at.strftime(spec) == status.started_at
+    assert status.ended_at.strftime(spec) == status.end_at
+    (summary,) = client.jobs(ids=[job])
+    assert (summary.created_at, summary.ended_at) == (status.created_at, status.ended_at)
+    # The filters take datetimes too: the job's own creation time finds it, a millisecond later not.
+    assert [entry.id for entry in client.jobs(ids=[job], since=status.created_at)] == [job]
+    assert list(client.jobs(ids=[job], since=status.created_at + timedelta(milliseconds=1))) == []
 
 
 def test_a_repeated_launch_with_its_key_is_the_same_job(client):

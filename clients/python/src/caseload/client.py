@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -180,13 +181,14 @@ class Client:
         status: str | Iterable[str] | None = None,
         problem: str | None = None,
         labels: dict[str, str] | None = None,
-        since: int | None = None,
-        until: int | None = None,
+        since: int | datetime | None = None,
+        until: int | datetime | None = None,
         ids: Iterable[str] | None = None,
         page_size: int = 100,
     ) -> Iterator[JobSummary]:
         """The caller's jobs that pass every filter given, newest first, page after page.
-        `since` and `until` are milliseconds since the Unix epoch."""
+        `since` and `until` bound the creation time: datetimes (a naive one is local time,
+        as Python takes it) or milliseconds since the Unix epoch."""
         params: dict[str, Any] = {"limit": page_size}
         if status:
             params["status"] = status if isinstance(status, str) else ",".join(status)
@@ -195,9 +197,9 @@ class Client:
         if labels:
             params["label"] = [f"{key}:{value}" for key, value in labels.items()]
         if since is not None:
-            params["since"] = since
+            params["since"] = _instant(since)
         if until is not None:
-            params["until"] = until
+            params["until"] = _instant(until)
         if ids:
             params["ids"] = ",".join(ids)
         while True:
@@ -280,6 +282,13 @@ class Client:
             if response.status_code >= 400:
                 raise _error(response)
             return response
+
+
+def _instant(value: int | datetime) -> int | str:
+    """A time filter as the API takes it: epoch milliseconds, or RFC 3339 in UTC."""
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    return value
 
 
 def _error(response: httpx.Response) -> ApiError:

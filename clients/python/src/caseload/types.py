@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 #: The statuses a job may be in; the last three are ends.
@@ -11,14 +12,28 @@ STATUSES = ("PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED")
 ENDED = ("COMPLETED", "FAILED", "CANCELLED")
 
 
+def parse_time(text: str | None) -> datetime | None:
+    """An RFC 3339 time of the API (`2026-11-26T04:40:37.123Z`) as an aware datetime in UTC;
+    None for None. (`fromisoformat` takes a `Z` only from Python 3.11.)"""
+    if text is None:
+        return None
+    return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+
+
 @dataclass(frozen=True)
 class JobStatus:
-    """`GET /job/<id>`: the job's status, its times and every execution."""
+    """`GET /job/<id>`: the job's status, its times and every execution.
+
+    `started_at` and `end_at` are the spec's `MM/DD/YYYY, HH:MM:SS` strings (UTC, `end_at`
+    empty until the end); `created_at` and `ended_at` are the same instants as aware
+    datetimes in UTC, to the millisecond (`ended_at` None until the end)."""
 
     id: str
     status: str
     started_at: str
     end_at: str
+    created_at: datetime
+    ended_at: datetime | None
     executions: dict[str, dict[str, Any]]
 
     @property
@@ -33,19 +48,23 @@ class JobStatus:
             status=job["status"],
             started_at=job["started_at"],
             end_at=job["end_at"],
+            created_at=parse_time(job["created_at"]),
+            ended_at=parse_time(job["ended_at"]),
             executions=job["executions"],
         )
 
 
 @dataclass(frozen=True)
 class JobSummary:
-    """An entry of `GET /jobs`."""
+    """An entry of `GET /jobs`, with its times as `JobStatus` has them."""
 
     id: str
     problem: str
     status: str
     started_at: str
     end_at: str
+    created_at: datetime
+    ended_at: datetime | None
     labels: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -56,6 +75,8 @@ class JobSummary:
             status=entry["status"],
             started_at=entry["started_at"],
             end_at=entry["end_at"],
+            created_at=parse_time(entry["created_at"]),
+            ended_at=parse_time(entry["ended_at"]),
             labels=entry.get("labels", {}),
         )
 
