@@ -3,7 +3,8 @@
 //! the keyboard, see a plugin dropped into the plugins directory appear, launch max-cut from
 //! the form, upload G1 and watch its progress and its picture, cancel a long job, read the
 //! jobs and service pages, on a desktop and a phone-sized screen; no console error, no CSP
-//! violation, no serious axe-core violation.
+//! violation, no serious axe-core violation. The browser runs in Tokyo's time zone, so a
+//! time read or shown as if it were UTC (or UTC as if it were local) is 9 hours off and fails.
 
 use std::process::Command;
 
@@ -89,6 +90,8 @@ async fn the_console_works_in_a_real_browser() {
         .env("CASELOAD_G1", g1)
         .env("CASELOAD_CHROMEDRIVER", chromedriver)
         .env("CASELOAD_AXE", axe)
+        // Chromium takes its time zone from TZ, through chromedriver.
+        .env("TZ", "Asia/Tokyo")
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let output = tokio::task::spawn_blocking(move || {
         command

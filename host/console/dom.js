@@ -27,11 +27,34 @@ export function fill(element, ...children) {
   return element;
 }
 
-// "2026-11-25T20:17:56.123Z" as local time, to the second; "" stays "".
-export function when(timestamp) {
-  if (!timestamp) return '';
-  const date = new Date(timestamp);
-  return Number.isNaN(date.getTime()) ? timestamp : date.toLocaleString();
+// Times in the browser's time zone, to the second, with the zone shown ("Nov 26, 2026,
+// 13:40:37 GMT+9" in English).
+const LOCAL_TIME = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric', month: 'short', day: 'numeric',
+  hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+  timeZoneName: 'short',
+});
+
+// An RFC 3339 time of the API ("2026-11-25T20:17:56.123Z") as a <time> element in local
+// time, its `datetime` and title the instant as sent; `missing` for null or "". The API's
+// spec fields (`started_at`, `end_at`: "MM/DD/YYYY, HH:MM:SS" in UTC, no zone) are never
+// read: a browser would take them for local time.
+export function when(rfc3339, missing = '') {
+  if (!rfc3339) return missing;
+  const date = new Date(rfc3339);
+  if (Number.isNaN(date.getTime())) return rfc3339;
+  return h('time', { datetime: rfc3339, title: rfc3339 }, LOCAL_TIME.format(date));
+}
+
+// A datetime-local control's value ("2026-11-26T13:40", a wall-clock time in the browser's
+// zone) as the instant it names, in RFC 3339 UTC; "" for "".
+export function localToUtc(value) {
+  if (!value) return '';
+  const [date, time = '00:00'] = value.split('T');
+  const [year, month, day] = date.split('-').map(Number);
+  const [hour, minute, second = 0] = time.split(':').map(Number);
+  const whole = Math.floor(second);
+  return new Date(year, month - 1, day, hour, minute, whole, Math.round((second - whole) * 1000)).toISOString();
 }
 
 export function seconds(milliseconds) {

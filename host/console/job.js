@@ -41,8 +41,8 @@ export function jobPage(id) {
   function show(view) {
     fill(state,
       h('dt', {}, 'State'), h('dd', {}, statusBadge(view.status)),
-      h('dt', {}, 'Created'), h('dd', {}, when(view.started_at)),
-      h('dt', {}, 'Ended'), h('dd', {}, when(view.end_at) || '—'));
+      h('dt', {}, 'Created'), h('dd', {}, when(view.created_at)),
+      h('dt', {}, 'Ended'), h('dd', {}, when(view.ended_at, '—')));
     cancel.hidden = !['PENDING', 'RUNNING'].includes(view.status);
     const attempts = Object.values(view.executions ?? {}).sort((a, b) => a.attempt - b.attempt);
     fill(executions, attempts.length ? attempts.map((execution) => h('tr', {},
@@ -50,7 +50,7 @@ export function jobPage(id) {
       h('td', {}, statusBadge(execution.status)),
       h('td', {}, `${execution.plugin.name} ${execution.plugin.version}`),
       h('td', { class: 'mono', title: execution.plugin.digest }, execution.plugin.digest.slice(0, 19)),
-      h('td', {}, when(execution.started_at)),
+      h('td', {}, when(execution.began_at)),
       h('td', {}, seconds(execution.duration_ms)),
       h('td', {}, execution.error ? `${execution.error.code}: ${execution.error.message}` : ''))) :
       h('tr', {}, h('td', { colspan: '7' }, 'Not started yet.')));

@@ -3,7 +3,7 @@
 
 import { ApiError, follow, get, request } from './api.js';
 import { barChart, legend, lineChart } from './chart.js';
-import { fill, h, notice, page, statusBadge, when } from './dom.js';
+import { fill, h, localToUtc, notice, page, statusBadge, when } from './dom.js';
 
 const STATES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'];
 const PAGE = 50;
@@ -46,8 +46,8 @@ export function jobsPage() {
       h('option', { value: '' }, 'any'), STATES.map((state) => h('option', { value: state }, state)))),
     field('Use case', problemSelect),
     field('Label (key:value)', h('input', { id: 'filter-label', placeholder: 'team:ops', onchange: (event) => setFilter('label', event.target.value.trim()) })),
-    field('Created since', h('input', { id: 'filter-since', type: 'datetime-local', onchange: (event) => setFilter('since', event.target.value) })),
-    field('Created before', h('input', { id: 'filter-until', type: 'datetime-local', onchange: (event) => setFilter('until', event.target.value) })));
+    field('Created since', h('input', { id: 'filter-since', type: 'datetime-local', onchange: (event) => setFilter('since', localToUtc(event.target.value)) })),
+    field('Created before', h('input', { id: 'filter-until', type: 'datetime-local', onchange: (event) => setFilter('until', localToUtc(event.target.value)) })));
 
   page('Jobs',
     h('div', { class: 'charts' },
@@ -76,8 +76,8 @@ export function jobsPage() {
     if (filters.status) parameters.set('status', filters.status);
     if (filters.problem) parameters.set('problem', filters.problem);
     if (filters.label) parameters.set('label', filters.label);
-    if (filters.since) parameters.set('since', new Date(filters.since).toISOString());
-    if (filters.until) parameters.set('until', new Date(filters.until).toISOString());
+    if (filters.since) parameters.set('since', filters.since);
+    if (filters.until) parameters.set('until', filters.until);
     if (before) parameters.set('before', before);
     return parameters;
   }
@@ -89,9 +89,9 @@ export function jobsPage() {
       const [key, ...rest] = filters.label.split(':');
       if (job.labels?.[key] !== rest.join(':')) return false;
     }
-    const created = new Date(job.started_at).getTime();
-    if (filters.since && created < new Date(filters.since).getTime()) return false;
-    if (filters.until && created >= new Date(filters.until).getTime()) return false;
+    const created = Date.parse(job.created_at);
+    if (filters.since && created < Date.parse(filters.since)) return false;
+    if (filters.until && created >= Date.parse(filters.until)) return false;
     return true;
   }
 
@@ -130,8 +130,8 @@ export function jobsPage() {
       h('td', {}, h('a', { href: `#/job/${job.id}`, class: 'mono' }, job.id)),
       h('td', {}, job.problem),
       h('td', {}, statusBadge(job.status)),
-      h('td', {}, when(job.started_at)),
-      h('td', {}, when(job.end_at)),
+      h('td', {}, when(job.created_at)),
+      h('td', {}, when(job.ended_at)),
       h('td', {}, labels));
   }
 

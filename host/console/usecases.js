@@ -51,7 +51,7 @@ function watchPluginEvents(list, changed) {
       const events = await get(`/plugin_events?after=${after}`);
       for (const event of events) {
         after = event.seq;
-        list.prepend(h('li', { class: `plugin-event ${event.kind}`, 'data-kind': event.kind }, h('time', { datetime: event.at }, when(event.at)), ' ', describe(event)));
+        list.prepend(h('li', { class: `plugin-event ${event.kind}`, 'data-kind': event.kind }, when(event.at), ' ', describe(event)));
       }
       if (events.length) changed();
     } catch (error) {

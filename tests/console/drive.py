@@ -6,17 +6,29 @@ CASELOAD_PLUGINS_DIR, CASELOAD_RUNAWAY_WASM          where to drop a plugin, and
 CASELOAD_G1                                          a G-set file to upload;
 CASELOAD_CHROMEDRIVER, CASELOAD_CHROMIUM             the browser;
 CASELOAD_AXE                                         axe-core's axe.min.js;
+TZ                                                   the browser's time zone, not UTC
+                                                     (times must show in it);
 CASELOAD_SCREENSHOTS (optional)                      a directory for the docs' screenshots.
 
 Fails on any step that does not happen, any script error or Content-Security-Policy
 violation in the browser's console, and any serious or critical axe-core violation.
+
+Besides the page, the drive watches the page's own calls: `RECORDER` wraps `fetch` (to
+see which streams are open and which URLs were asked for, to hold one answer back, and to
+make a poll fail as a dropped network does) and the object-URL calls (to see that download
+links are freed).
 """
 
+import json
 import os
 import re
 import shutil
 import sys
 import time
+import urllib.parse
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
@@ -27,12 +39,56 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 BASE = os.environ["CASELOAD_URL"]
 SCREENSHOTS = os.environ.get("CASELOAD_SCREENSHOTS")
+ZONE = os.environ.get("TZ", "")
+
+RECORDER = """
+const record = window.caseloadTest = {
+  fetches: [], failPluginEvents: 0, pluginEventFailures: 0, hold: null, objectUrls: new Set(),
+};
+const originalFetch = window.fetch.bind(window);
+window.fetch = async (input, init = {}) => {
+  const url = String(input instanceof Request ? input.url : input);
+  record.fetches.push({ url, method: init.method ?? 'GET', signal: init.signal ?? null });
+  if (record.failPluginEvents > 0 && url.startsWith('/plugin_events')) {
+    record.failPluginEvents -= 1;
+    record.pluginEventFailures += 1;
+    throw new TypeError('Failed to fetch');
+  }
+  const hold = record.hold;
+  if (hold && url === hold.url && !hold.caught) {
+    hold.caught = true;
+    await hold.released;
+    const answer = originalFetch(input, init);
+    answer.finally(() => { hold.settled = true; }).catch(() => {});
+    return answer;
+  }
+  return originalFetch(input, init);
+};
+record.holdNext = (url) => {
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  record.hold = { url, released, release, caught: false, settled: false };
+};
+record.openStreams = (path) => record.fetches
+  .filter((call) => call.url === path && !(call.signal && call.signal.aborted)).length;
+const createObjectURL = URL.createObjectURL.bind(URL);
+const revokeObjectURL = URL.revokeObjectURL.bind(URL);
+URL.createObjectURL = (object) => {
+  const url = createObjectURL(object);
+  record.objectUrls.add(url);
+  return url;
+};
+URL.revokeObjectURL = (url) => {
+  record.objectUrls.delete(url);
+  revokeObjectURL(url);
+};
+"""
 
 
 def start_browser():
     options = webdriver.ChromeOptions()
     options.binary_location = os.environ.get("CASELOAD_CHROMIUM", "/usr/bin/chromium")
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--lang=en-US",
                      "--window-size=1280,800", "--disable-gpu", "--force-device-scale-factor=1"]:
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -113,7 +169,64 @@ class Console:
         return self.text(".facts dd .badge")
 
     def job_id(self):
-        return self.driver.current_url.split("#/job/")[1]
+        return urllib.parse.unquote(self.driver.current_url.split("#/job/")[1])
+
+    def record(self, expression, *arguments):
+        """Evaluates `expression` on RECORDER's record, `test`."""
+        return self.driver.execute_script(f"const test = window.caseloadTest; return {expression};", *arguments)
+
+    def open_streams(self, path):
+        return self.record("test.openStreams(arguments[0])", path)
+
+    def displayed(self, selector):
+        return any(element.is_displayed() for element in self.all(selector))
+
+    def button(self, text):
+        buttons = self.driver.find_elements(By.XPATH, f"//button[normalize-space()='{text}']")
+        assert len(buttons) == 1, f"{len(buttons)} buttons {text!r}"
+        return buttons[0]
+
+    def times(self, selector):
+        """Each <time> under `selector`: [its text, its datetime]."""
+        return self.driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0] + ' time')]"
+            ".map((e) => [e.innerText.trim(), e.getAttribute('datetime')])", selector)
+
+
+class Api:
+    """The API as a script calls it, beside the page: the same user, its own token."""
+
+    def __init__(self):
+        self.token = None
+        self.token = self.send("POST", "/login", {"username": os.environ["CASELOAD_USERNAME"],
+                                                  "password": os.environ["CASELOAD_PASSWORD"]})["access_token"]
+
+    def send(self, method, path, body=None):
+        headers = {"content-type": "application/json"}
+        if self.token:
+            headers["authorization"] = f"Bearer {self.token}"
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response)
+
+    def job(self, job_id):
+        return self.send("GET", f"/job/{urllib.parse.quote(job_id, safe='')}")["job"][job_id]
+
+
+def local_time(rfc3339):
+    """An API time as the console must show it in the browser's zone (English):
+    `Nov 26, 2026, 13:40:37 GMT+9`."""
+    local = datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).astimezone(ZoneInfo(ZONE))
+    hours, rest = divmod(int(local.utcoffset().total_seconds()), 3600)
+    zone = f"GMT{hours:+d}" + (f":{rest // 60:02d}" if rest else "") if hours or rest else "GMT"
+    return f"{local:%b} {local.day}, {local.year}, {local:%H:%M:%S} {zone}"
+
+
+def assert_times(shown, *expected):
+    """`shown` ([text, datetime] of each <time>) are the API's `expected` times, in local time."""
+    assert [when for _, when in shown] == list(expected), (shown, expected)
+    assert [text for text, _ in shown] == [local_time(when) for when in expected], (shown, expected)
 
 
 def main():
@@ -138,9 +251,13 @@ def completed_count(counts):
 
 def run(c):
     driver = c.driver
+    api = Api()
     driver.get(BASE + "/")
     # Sign in with the keyboard alone: the user name field has the focus.
     c.wait(lambda: c.text("h1") == "Sign in", "the sign-in page")
+    zone = driver.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone")
+    assert zone == ZONE and ZONE not in ("", "UTC", "Etc/UTC"), f"the browser's zone is {zone!r}, TZ {ZONE!r}"
+    driver.execute_script(RECORDER)
     c.check_accessibility("sign-in")
     focused = driver.switch_to.active_element
     focused.send_keys(os.environ["CASELOAD_USERNAME"], Keys.TAB, os.environ["CASELOAD_PASSWORD"], Keys.ENTER)
@@ -149,6 +266,8 @@ def run(c):
     # A plugin dropped into the plugins directory appears as it loads.
     c.go("#/usecases", "Use cases")
     c.wait(lambda: any("maxcut" in t for t in c.texts(".plugin-event")), "the built-in plugins' events")
+    loaded = c.times(".plugin-event")[-1]
+    assert loaded[0] == local_time(loaded[1]), loaded
     shutil.copy(os.environ["CASELOAD_RUNAWAY_WASM"], os.path.join(os.environ["CASELOAD_PLUGINS_DIR"], "runaway.wasm"))
     c.wait(lambda: any("runaway" in t for t in c.texts(".plugin-event[data-kind=loaded]")), "the runaway plugin's load event")
     c.wait(lambda: any("runaway" in t for t in c.texts(".card h2")), "the runaway use case's card")
@@ -172,6 +291,13 @@ def run(c):
     c.wait(lambda: c.job_state() == "COMPLETED", "the small job to complete")
     c.wait(lambda: c.all("canvas.graph"), "the picture of the small cut")
     assert "cut value" in c.text("table.summary").lower(), c.text("table.summary")
+    # Its times are the API's, in the browser's zone.
+    small = c.job_id()
+    view = api.job(small)
+    (execution,) = view["executions"].values()
+    c.wait(lambda: len(c.times(".facts")) == 2, "the job's times")
+    assert_times(c.times(".facts"), view["created_at"], view["ended_at"])
+    assert_times(c.times("table tbody tr"), execution["began_at"])
 
     # Upload G1 with a progress bar, launch it, watch its progress chart and its picture.
     c.go("#/usecase/maxcut", "Use case maxcut")
@@ -210,13 +336,27 @@ def run(c):
     c.find("button.danger").click()
     c.wait(lambda: c.job_state() == "CANCELLED", "the runaway job to be cancelled")
 
-    # The jobs page lists all three, live, with counts per state.
+    # The jobs page lists all three, live, with counts per state, times in local time.
     c.go("#/jobs", "Jobs")
     c.wait(lambda: len(c.all("tr[data-job]")) >= 3, "three jobs in the list")
     c.wait(lambda: completed_count(c.text(".counts")) >= 2, "the counts per state")
     c.wait(lambda: c.find(".charts canvas").get_attribute("aria-label").find("ended") >= 0, "the per-minute chart")
+    assert_times(c.times(f'tr[data-job="{small}"]'), view["created_at"], view["ended_at"])
     c.screenshot("console-jobs.png")
     c.check_accessibility("jobs")
+
+    # A creation-time filter is picked in local time and asked for in UTC; a job launched
+    # after it shows up live.
+    since = datetime.now(ZoneInfo(ZONE)).replace(second=0, microsecond=0)
+    since_utc = since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    driver.execute_script("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('change'))",
+                          c.find("#filter-since"), since.strftime("%Y-%m-%dT%H:%M"))
+    c.wait(lambda: any(urllib.parse.parse_qs(urllib.parse.urlsplit(call["url"]).query).get("since") == [since_utc]
+                       for call in c.record("test.fetches") if call["url"].startswith("/jobs?")),
+           f"the list of jobs since {since_utc}")
+    fresh = api.send("POST", "/problem/maxcut", {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]})["job"]
+    c.wait(lambda: c.all(f'tr[data-job="{fresh}"]'), "the job launched after the filter's time to show up")
+    driver.execute_script("arguments[0].value = ''; arguments[0].dispatchEvent(new Event('change'))", c.find("#filter-since"))
 
     # The service: this replica, live, with its workers.
     c.go("#/service", "Service")
