@@ -253,15 +253,18 @@ def run(c):
     driver = c.driver
     api = Api()
     driver.get(BASE + "/")
-    # Sign in with the keyboard alone: the user name field has the focus.
+    # Sign in with the keyboard alone: the user name field has the focus; nothing of a
+    # signed-in user (the sections, "Sign out") shows yet.
     c.wait(lambda: c.text("h1") == "Sign in", "the sign-in page")
     zone = driver.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone")
     assert zone == ZONE and ZONE not in ("", "UTC", "Etc/UTC"), f"the browser's zone is {zone!r}, TZ {ZONE!r}"
     driver.execute_script(RECORDER)
+    assert not c.displayed("#nav") and not c.displayed("#sign-out"), "the sign-in page shows the sections or Sign out"
     c.check_accessibility("sign-in")
     focused = driver.switch_to.active_element
     focused.send_keys(os.environ["CASELOAD_USERNAME"], Keys.TAB, os.environ["CASELOAD_PASSWORD"], Keys.ENTER)
     c.wait(lambda: c.text("h1") == "Jobs", "the jobs page after signing in")
+    assert c.displayed("#nav") and c.displayed("#sign-out")
 
     # A plugin dropped into the plugins directory appears as it loads.
     c.go("#/usecases", "Use cases")
@@ -291,8 +294,9 @@ def run(c):
     c.wait(lambda: c.job_state() == "COMPLETED", "the small job to complete")
     c.wait(lambda: c.all("canvas.graph"), "the picture of the small cut")
     assert "cut value" in c.text("table.summary").lower(), c.text("table.summary")
-    # Its times are the API's, in the browser's zone.
+    # A finished job offers no cancel; its times are the API's, in the browser's zone.
     small = c.job_id()
+    assert not c.displayed("button.danger"), "a completed job offers to cancel it"
     view = api.job(small)
     (execution,) = view["executions"].values()
     c.wait(lambda: len(c.times(".facts")) == 2, "the job's times")
@@ -333,8 +337,10 @@ def run(c):
     c.find(".launch button[type=submit]").click()
     c.wait(lambda: "#/job/" in driver.current_url, "the runaway job's page")
     c.wait(lambda: c.job_state() == "RUNNING", "the runaway job to start")
+    assert c.displayed("button.danger"), "a running job offers no cancel"
     c.find("button.danger").click()
     c.wait(lambda: c.job_state() == "CANCELLED", "the runaway job to be cancelled")
+    assert not c.displayed("button.danger"), "a cancelled job offers to cancel it"
 
     # The jobs page lists all three, live, with counts per state, times in local time.
     c.go("#/jobs", "Jobs")
@@ -342,6 +348,8 @@ def run(c):
     c.wait(lambda: completed_count(c.text(".counts")) >= 2, "the counts per state")
     c.wait(lambda: c.find(".charts canvas").get_attribute("aria-label").find("ended") >= 0, "the per-minute chart")
     assert_times(c.times(f'tr[data-job="{small}"]'), view["created_at"], view["ended_at"])
+    # "Load older jobs" is not offered when there are none.
+    assert not c.button("Load older jobs").is_displayed(), "Load older jobs shown with every job listed"
     c.screenshot("console-jobs.png")
     c.check_accessibility("jobs")
 
