@@ -11,7 +11,11 @@ const PAGE = 50;
 export function jobsPage() {
   const filters = { status: '', problem: '', label: '', since: '', until: '' };
   const rows = new Map();
+  // The `before` of the next page; null when the list has them all.
   let next = null;
+  // Each fresh list bumps this; an answer for an older one is dropped.
+  let listGeneration = 0;
+  let loadingOlder = false;
   const selected = new Set();
   const queueHistory = [];
 
@@ -95,25 +99,42 @@ export function jobsPage() {
     return true;
   }
 
+  // The first page afresh, or the page after the last one shown: none when there is none
+  // (the first page again would be appended twice) or while one is on its way.
   async function load(fresh) {
+    if (!fresh && (next === null || loadingOlder)) return;
+    const generation = fresh ? ++listGeneration : listGeneration;
+    if (fresh) {
+      // The old list's pages are not this one's.
+      next = null;
+      more.hidden = true;
+    } else {
+      loadingOlder = true;
+    }
     try {
       const list = await get(`/jobs?${query(fresh ? null : next)}`);
+      if (generation !== listGeneration) return;
       if (fresh) {
         rows.clear();
         selected.clear();
         body.replaceChildren();
       }
       for (const job of list.jobs) {
+        // A job the event stream added while this page was on its way is shown once.
         const row = renderRow(job);
+        const shown = rows.get(job.id);
+        if (shown) shown.replaceWith(row);
+        else body.append(row);
         rows.set(job.id, row);
-        body.append(row);
       }
       next = list.next;
-      more.hidden = !next;
+      more.hidden = next === null;
       if (rows.size === 0) body.append(h('tr', {}, h('td', { colspan: '7' }, 'No jobs match.')));
       updateSelection();
     } catch (error) {
       notice(error.message, 'error');
+    } finally {
+      if (!fresh) loadingOlder = false;
     }
   }
 

@@ -348,8 +348,11 @@ def run(c):
     c.wait(lambda: completed_count(c.text(".counts")) >= 2, "the counts per state")
     c.wait(lambda: c.find(".charts canvas").get_attribute("aria-label").find("ended") >= 0, "the per-minute chart")
     assert_times(c.times(f'tr[data-job="{small}"]'), view["created_at"], view["ended_at"])
-    # "Load older jobs" is not offered when there are none.
+    # "Load older jobs" is not offered when there are none, and asks for nothing if pressed.
     assert not c.button("Load older jobs").is_displayed(), "Load older jobs shown with every job listed"
+    asked = c.record("test.fetches.length")
+    driver.execute_script("arguments[0].click()", c.button("Load older jobs"))
+    assert c.record("test.fetches.length") == asked, "a hidden Load older jobs asked again"
     c.screenshot("console-jobs.png")
     c.check_accessibility("jobs")
 
@@ -365,6 +368,17 @@ def run(c):
     fresh = api.send("POST", "/problem/maxcut", {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]})["job"]
     c.wait(lambda: c.all(f'tr[data-job="{fresh}"]'), "the job launched after the filter's time to show up")
     driver.execute_script("arguments[0].value = ''; arguments[0].dispatchEvent(new Event('change'))", c.find("#filter-since"))
+
+    # Past a page of jobs, "Load older jobs" adds the older ones once.
+    api.send("POST", "/problem/maxcut/batch", {"jobs": [{"num_nodes": 3, "edges": [[0, 1, 1]]}] * 60})
+    total = sum(api.send("GET", "/jobs/counts").values())
+    c.go("#/service", "Service")
+    c.go("#/jobs", "Jobs")
+    c.wait(lambda: len(c.all("tr[data-job]")) == 50 and c.button("Load older jobs").is_displayed(), "a first page of 50 jobs")
+    c.button("Load older jobs").click()
+    c.wait(lambda: not c.button("Load older jobs").is_displayed(), "the last page")
+    listed = [row.get_attribute("data-job") for row in c.all("tr[data-job]")]
+    assert len(listed) == total and len(set(listed)) == total, f"{len(listed)} rows, {len(set(listed))} jobs of {total}"
 
     # The service: this replica, live, with its workers.
     c.go("#/service", "Service")
