@@ -22,7 +22,7 @@ function route() {
     return;
   }
   const [, section = 'jobs', ...rest] = location.hash.replace(/^#/, '').split('/');
-  const argument = decodeURIComponent(rest.join('/'));
+  const argument = decoded(rest.join('/'));
   for (const link of document.querySelectorAll('#nav a')) {
     const current = link.getAttribute('href') === `#/${section.replace(/^(job|usecase)$/, '$1s')}`;
     if (current) link.setAttribute('aria-current', 'page');
@@ -33,6 +33,16 @@ function route() {
   else if (section === 'usecase' && argument) leave = useCasePage(argument);
   else if (section === 'service') leave = servicePage();
   else leave = jobsPage();
+}
+
+// A route's argument as it was encoded; one typed or pasted with a stray '%' ("#/job/50%")
+// is taken as it stands rather than failing the route.
+function decoded(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 function signInPage() {

@@ -13,6 +13,7 @@ const SHOWN_OUTPUT_CHARS = 200000;
 const LAST_NUMBER = /(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*$/;
 
 export function jobPage(id) {
+  const path = `/job/${encodeURIComponent(id)}`;
   const state = h('dl', { class: 'facts' });
   const executions = h('tbody', {});
   const progressBar = h('progress', { max: '1', value: '0', 'aria-label': 'Progress of the current attempt' });
@@ -76,7 +77,7 @@ export function jobPage(id) {
 
   async function showAnswer(view) {
     try {
-      const response = await get(`/job/${id}/output`, { raw: true });
+      const response = await get(`${path}/output`, { raw: true });
       const text = await response.text();
       const result = JSON.parse(text);
       const pretty = JSON.stringify(result, null, 2);
@@ -86,7 +87,7 @@ export function jobPage(id) {
           h('pre', { class: 'json', tabindex: '0' }, pretty.length > SHOWN_OUTPUT_CHARS ? `${pretty.slice(0, SHOWN_OUTPUT_CHARS)}\n… (download for the rest)` : pretty)));
       const problem = Object.values(view.executions ?? {}).at(-1)?.plugin.name;
       if (problem === 'maxcut' && Array.isArray(result.partition)) {
-        const input = await get(`/job/${id}/input`, { raw: true });
+        const input = await get(`${path}/input`, { raw: true });
         const graph = parseGraph(await input.text(), input.headers.get('content-type') ?? '');
         drawn = maxCutPicture(graph, result);
         fill(picture, drawn);
@@ -100,7 +101,7 @@ export function jobPage(id) {
 
   async function cancelJob() {
     try {
-      const answer = await request('DELETE', `/job/${id}`);
+      const answer = await request('DELETE', path);
       notice(answer.detail);
     } catch (error) {
       notice(error.message, 'error');
@@ -109,7 +110,7 @@ export function jobPage(id) {
 
   async function load() {
     try {
-      const status = await get(`/job/${encodeURIComponent(id)}`);
+      const status = await get(path);
       show(status.job[id]);
       return true;
     } catch (error) {
@@ -125,7 +126,7 @@ export function jobPage(id) {
   let stop = () => {};
   load().then((found) => {
     if (!found) return;
-    stop = follow(`/job/${encodeURIComponent(id)}/events`, (name, data) => {
+    stop = follow(`${path}/events`, (name, data) => {
       if (name === 'progress') showProgress(data);
       else if (name === 'log') {
         if (data.gap) log.append('\n…\n');

@@ -148,7 +148,7 @@ export function jobsPage() {
     const labels = Object.entries(job.labels ?? {}).map(([key, value]) => h('span', { class: 'label' }, `${key}:${value}`));
     return h('tr', { 'data-job': job.id, 'data-status': job.status },
       h('td', {}, box),
-      h('td', {}, h('a', { href: `#/job/${job.id}`, class: 'mono' }, job.id)),
+      h('td', {}, h('a', { href: `#/job/${encodeURIComponent(job.id)}`, class: 'mono' }, job.id)),
       h('td', {}, job.problem),
       h('td', {}, statusBadge(job.status)),
       h('td', {}, when(job.created_at)),
@@ -164,7 +164,7 @@ export function jobsPage() {
 
   async function cancelSelection() {
     const ids = [...selected];
-    const results = await Promise.allSettled(ids.map((id) => request('DELETE', `/job/${id}`)));
+    const results = await Promise.allSettled(ids.map((id) => request('DELETE', `/job/${encodeURIComponent(id)}`)));
     const failed = results.filter((result) => result.status === 'rejected');
     notice(failed.length ? `${ids.length - failed.length} cancelled; ${failed.length} could not be: ${failed[0].reason.message}` : `${ids.length} cancelled`, failed.length ? 'error' : 'info');
     selected.clear();

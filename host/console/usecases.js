@@ -17,7 +17,7 @@ export function useCasesPage() {
     try {
       const problems = await get('/problems');
       fill(list, problems.map((problem) => h('article', { class: 'card' },
-        h('h2', {}, h('a', { href: `#/usecase/${problem.name}` }, problem.name), ` ${problem.version}`),
+        h('h2', {}, h('a', { href: `#/usecase/${encodeURIComponent(problem.name)}` }, problem.name), ` ${problem.version}`),
         h('p', {}, problem.description),
         h('dl', { class: 'facts' },
           h('dt', {}, 'Source'), h('dd', {}, problem.source),
@@ -108,7 +108,7 @@ export function useCasePage(name) {
       if (!(await check())) return;
       try {
         const accepted = await request('POST', `/problem/${encodeURIComponent(name)}`, { json: JSON.parse(editor.value) });
-        location.hash = `#/job/${accepted.job}`;
+        location.hash = `#/job/${encodeURIComponent(accepted.job)}`;
       } catch (error) {
         notice(error.message, 'error');
       }
@@ -134,7 +134,7 @@ export function useCasePage(name) {
           h('button', { type: 'button', id: 'launch-dataset', onclick: async () => {
             try {
               const accepted = await request('POST', `/problem/${encodeURIComponent(name)}`, { json: { data_file_identifier: dataFile.data_file_identifier } });
-              location.hash = `#/job/${accepted.job}`;
+              location.hash = `#/job/${encodeURIComponent(accepted.job)}`;
             } catch (error) {
               notice(error.message, 'error');
             }

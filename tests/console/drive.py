@@ -342,6 +342,15 @@ def run(c):
     c.wait(lambda: c.job_state() == "CANCELLED", "the runaway job to be cancelled")
     assert not c.displayed("button.danger"), "a cancelled job offers to cancel it"
 
+    # Ids that need encoding in a URL: a stray '%' in the location, and '/', '?' and '#'
+    # typed into "Open".
+    c.go("#/job/50%", "Job 50%")
+    c.wait(lambda: c.text(".facts .error") == "No job 50%.", "the page of a job that does not exist")
+    c.go("#/jobs", "Jobs")
+    driver.find_element(By.ID, "job-id").send_keys("a/b?c#d", Keys.ENTER)
+    c.wait(lambda: c.text(".facts .error") == "No job a/b?c#d.", "the page of an odd job id")
+    assert "/job/a%2Fb%3Fc%23d" in [call["url"] for call in c.record("test.fetches")]
+
     # The jobs page lists all three, live, with counts per state, times in local time.
     c.go("#/jobs", "Jobs")
     c.wait(lambda: len(c.all("tr[data-job]")) >= 3, "three jobs in the list")
