@@ -14,6 +14,10 @@ const LAST_NUMBER = /(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*$/;
 
 export function jobPage(id) {
   const path = `/job/${encodeURIComponent(id)}`;
+  // Set when the page is left: whatever was on its way stops there (no stream is opened,
+  // no picture drawn).
+  let left = false;
+  const leaving = new AbortController();
   const state = h('dl', { class: 'facts' });
   const executions = h('tbody', {});
   const progressBar = h('progress', { max: '1', value: '0', 'aria-label': 'Progress of the current attempt' });
@@ -77,8 +81,9 @@ export function jobPage(id) {
 
   async function showAnswer(view) {
     try {
-      const response = await get(`${path}/output`, { raw: true });
+      const response = await get(`${path}/output`, { raw: true, signal: leaving.signal });
       const text = await response.text();
+      if (left) return;
       const result = JSON.parse(text);
       const pretty = JSON.stringify(result, null, 2);
       const download = h('a', { class: 'button', download: `${id}.json`, href: URL.createObjectURL(new Blob([pretty], { type: 'application/json' })) }, 'Download output');
@@ -87,15 +92,16 @@ export function jobPage(id) {
           h('pre', { class: 'json', tabindex: '0' }, pretty.length > SHOWN_OUTPUT_CHARS ? `${pretty.slice(0, SHOWN_OUTPUT_CHARS)}\n… (download for the rest)` : pretty)));
       const problem = Object.values(view.executions ?? {}).at(-1)?.plugin.name;
       if (problem === 'maxcut' && Array.isArray(result.partition)) {
-        const input = await get(`${path}/input`, { raw: true });
+        const input = await get(`${path}/input`, { raw: true, signal: leaving.signal });
         const graph = parseGraph(await input.text(), input.headers.get('content-type') ?? '');
+        if (left) return;
         drawn = maxCutPicture(graph, result);
         fill(picture, drawn);
       } else if (Array.isArray(result.sample)) {
         fill(picture, quboPicture(result));
       }
     } catch (error) {
-      notice(`Cannot show the answer: ${error.message}`, 'error');
+      if (!left) notice(`Cannot show the answer: ${error.message}`, 'error');
     }
   }
 
@@ -110,10 +116,12 @@ export function jobPage(id) {
 
   async function load() {
     try {
-      const status = await get(path);
+      const status = await get(path, { signal: leaving.signal });
+      if (left) return false;
       show(status.job[id]);
       return true;
     } catch (error) {
+      if (left) return false;
       if (error instanceof ApiError && error.status === 404) {
         fill(state, h('p', { class: 'error' }, `No job ${id}.`));
         return false;
@@ -125,7 +133,7 @@ export function jobPage(id) {
 
   let stop = () => {};
   load().then((found) => {
-    if (!found) return;
+    if (!found || left) return;
     stop = follow(`${path}/events`, (name, data) => {
       if (name === 'progress') showProgress(data);
       else if (name === 'log') {
@@ -141,6 +149,8 @@ export function jobPage(id) {
     });
   });
   return () => {
+    left = true;
+    leaving.abort();
     stop();
     drawn?.stop?.();
   };

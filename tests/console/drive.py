@@ -337,7 +337,23 @@ def run(c):
     c.find(".launch button[type=submit]").click()
     c.wait(lambda: "#/job/" in driver.current_url, "the runaway job's page")
     c.wait(lambda: c.job_state() == "RUNNING", "the runaway job to start")
+    runaway = c.job_id()
+    stream = f"/job/{runaway}/events"
+    c.wait(lambda: c.open_streams(stream) == 1, "the job page's event stream")
     assert c.displayed("button.danger"), "a running job offers no cancel"
+    # Its page left before its first read answers opens no stream: the read is held back
+    # until the page is gone, and when the page is opened again it has one stream.
+    c.go("#/service", "Service")
+    c.wait(lambda: c.open_streams(stream) == 0, "the stream to close with its page")
+    c.record("test.holdNext(arguments[0])", f"/job/{runaway}")
+    c.go(f"#/job/{runaway}", f"Job {runaway}")
+    c.wait(lambda: c.record("test.hold.caught"), "the job page's first read")
+    c.go("#/service", "Service")
+    c.record("test.hold.release()")
+    c.wait(lambda: c.record("test.hold.settled"), "the held read to be answered")
+    c.go(f"#/job/{runaway}", f"Job {runaway}")
+    c.wait(lambda: c.job_state() == "RUNNING" and c.open_streams(stream) >= 1, "the job page again")
+    assert c.open_streams(stream) == 1, f"{c.open_streams(stream)} streams of {stream} open"
     c.find("button.danger").click()
     c.wait(lambda: c.job_state() == "CANCELLED", "the runaway job to be cancelled")
     assert not c.displayed("button.danger"), "a cancelled job offers to cancel it"
