@@ -15,9 +15,10 @@ const LAST_NUMBER = /(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*$/;
 export function jobPage(id) {
   const path = `/job/${encodeURIComponent(id)}`;
   // Set when the page is left: whatever was on its way stops there (no stream is opened,
-  // no picture drawn).
+  // no picture drawn), and the output's download link is freed.
   let left = false;
   const leaving = new AbortController();
+  let downloadUrl = null;
   const state = h('dl', { class: 'facts' });
   const executions = h('tbody', {});
   const progressBar = h('progress', { max: '1', value: '0', 'aria-label': 'Progress of the current attempt' });
@@ -86,7 +87,8 @@ export function jobPage(id) {
       if (left) return;
       const result = JSON.parse(text);
       const pretty = JSON.stringify(result, null, 2);
-      const download = h('a', { class: 'button', download: `${id}.json`, href: URL.createObjectURL(new Blob([pretty], { type: 'application/json' })) }, 'Download output');
+      downloadUrl = URL.createObjectURL(new Blob([pretty], { type: 'application/json' }));
+      const download = h('a', { class: 'button', download: `${id}.json`, href: downloadUrl }, 'Download output');
       fill(output, download,
         h('details', {}, h('summary', {}, 'Output JSON'),
           h('pre', { class: 'json', tabindex: '0' }, pretty.length > SHOWN_OUTPUT_CHARS ? `${pretty.slice(0, SHOWN_OUTPUT_CHARS)}\n… (download for the rest)` : pretty)));
@@ -153,5 +155,6 @@ export function jobPage(id) {
     leaving.abort();
     stop();
     drawn?.stop?.();
+    if (downloadUrl) URL.revokeObjectURL(downloadUrl);
   };
 }

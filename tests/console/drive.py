@@ -302,9 +302,13 @@ def run(c):
     c.wait(lambda: len(c.times(".facts")) == 2, "the job's times")
     assert_times(c.times(".facts"), view["created_at"], view["ended_at"])
     assert_times(c.times("table tbody tr"), execution["began_at"])
+    # The output's download link is freed when the page is left.
+    c.wait(lambda: c.all("a[download]"), "the output's download link")
+    assert c.record("test.objectUrls.size") == 1
 
     # Upload G1 with a progress bar, launch it, watch its progress chart and its picture.
     c.go("#/usecase/maxcut", "Use case maxcut")
+    assert c.record("test.objectUrls.size") == 0, "the download link outlived its page"
     c.wait(lambda: c.all("#dataset-file"), "the upload form")
     c.find("#dataset-file").send_keys(os.path.abspath(os.environ["CASELOAD_G1"]))
     c.find(".upload button[type=submit]").click()
