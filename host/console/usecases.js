@@ -3,7 +3,7 @@
 // launch from there, or upload a dataset with a progress bar and launch that. Plugin
 // reloads and refused files appear as they happen.
 
-import { ApiError, get, request, upload } from './api.js';
+import { get, request, upload } from './api.js';
 import { fill, h, notice, page, when } from './dom.js';
 
 // How often the page asks for plugin events.
@@ -33,9 +33,12 @@ export function useCasesPage() {
 }
 
 // Follows GET /plugin_events, newest first into `list`; `changed()` after each new batch.
+// A failed poll (the server restarting, the network gone) is told once and the polling goes
+// on, so the events appear again when the server does.
 function watchPluginEvents(list, changed) {
   let after = 0;
   let stopped = false;
+  let failing = false;
   const describe = (event) => {
     const what = event.name ? `${event.name} ${event.version ?? ''}`.trim() : event.file;
     const from = event.file ? ` from ${event.file}` : ' (built in)';
@@ -49,13 +52,15 @@ function watchPluginEvents(list, changed) {
   const poll = async () => {
     try {
       const events = await get(`/plugin_events?after=${after}`);
+      failing = false;
       for (const event of events) {
         after = event.seq;
         list.prepend(h('li', { class: `plugin-event ${event.kind}`, 'data-kind': event.kind }, when(event.at), ' ', describe(event)));
       }
       if (events.length) changed();
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
+      if (!failing && !stopped) notice(`Cannot read plugin events, trying again: ${error.message}`, 'error');
+      failing = true;
     }
     if (!stopped) timer = setTimeout(poll, EVENTS_EVERY_MS);
   };

@@ -266,11 +266,14 @@ def run(c):
     c.wait(lambda: c.text("h1") == "Jobs", "the jobs page after signing in")
     assert c.displayed("#nav") and c.displayed("#sign-out")
 
-    # A plugin dropped into the plugins directory appears as it loads.
+    # A plugin dropped into the plugins directory appears as it loads, also after a poll
+    # of the plugin events failed as a dropped network does.
     c.go("#/usecases", "Use cases")
     c.wait(lambda: any("maxcut" in t for t in c.texts(".plugin-event")), "the built-in plugins' events")
     loaded = c.times(".plugin-event")[-1]
     assert loaded[0] == local_time(loaded[1]), loaded
+    c.record("test.failPluginEvents = 1")
+    c.wait(lambda: c.record("test.pluginEventFailures") == 1, "a failed poll of the plugin events")
     shutil.copy(os.environ["CASELOAD_RUNAWAY_WASM"], os.path.join(os.environ["CASELOAD_PLUGINS_DIR"], "runaway.wasm"))
     c.wait(lambda: any("runaway" in t for t in c.texts(".plugin-event[data-kind=loaded]")), "the runaway plugin's load event")
     c.wait(lambda: any("runaway" in t for t in c.texts(".card h2")), "the runaway use case's card")
