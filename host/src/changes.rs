@@ -2,7 +2,7 @@
 //! notices (this process's writes, and through PostgreSQL every replica's) wake them. A
 //! waiter costs a map entry and a channel receiver, and reads the database only when woken.
 //! Every batch of changes gets a sequence number, which a woken waiter hands to
-//! [`SharedReads`](crate::changes::SharedReads) so that one read serves every waiter woken
+//! [`SharedReads`] so that one read serves every waiter woken
 //! by the same change.
 
 mod shared_reads;

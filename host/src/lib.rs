@@ -2,7 +2,7 @@
 //! same router and runtime the `caseload` binary serves.
 //!
 //! Start at [`serve`]; the request path runs through [`api`] (HTTP), [`auth`], [`store`]
-//! (the durable job queue), [`jobs`] (workers), [`plugins`] (the use cases) and [`runtime`]
+//! (the durable job queue), [`worker`] (workers), [`plugins`] (the use cases) and [`runtime`]
 //! (the wasmtime sandbox). ARCHITECTURE.md draws the whole path.
 
 pub mod api;

@@ -105,7 +105,7 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// Directory of plugin `.wasm` files, watched: a file added, replaced or removed there
-    /// changes the use cases served [default: <data-dir>/plugins].
+    /// changes the use cases served (default: `<data-dir>/plugins`).
     #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,
 
@@ -137,8 +137,8 @@ pub struct ServeArgs {
     pub max_attempts: u32,
 
     /// The Ed25519 key (PKCS#8 PEM) that signs access tokens, generated if missing. Replicas
-    /// must share it, so that a token one issues verifies on all [default:
-    /// <data-dir>/jwt-ed25519.pem].
+    /// must share it, so that a token one issues verifies on all (default:
+    /// `<data-dir>/jwt-ed25519.pem`).
     #[arg(long, env = "CASELOAD_JWT_KEY_FILE")]
     pub jwt_key_file: Option<PathBuf>,
 
@@ -262,8 +262,8 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_PLUGINS_DEBOUNCE", default_value = "250ms", value_parser = parse_duration)]
     pub plugins_debounce: Duration,
 
-    /// Directory of compiled plugin code, kept across restarts [default:
-    /// <data-dir>/compile-cache].
+    /// Directory of compiled plugin code, kept across restarts (default:
+    /// `<data-dir>/compile-cache`).
     #[arg(long, env = "CASELOAD_COMPILE_CACHE_DIR")]
     pub compile_cache_dir: Option<PathBuf>,
 }

@@ -54,7 +54,7 @@ pub enum PluginCommand {
     /// A failed build or check publishes nothing.
     Watch {
         dir: PathBuf,
-        /// The server's plugins directory [default: <data-dir>/plugins].
+        /// The server's plugins directory (default: `<data-dir>/plugins`).
         #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
         plugins_dir: Option<PathBuf>,
         #[command(flatten)]

@@ -4,7 +4,7 @@
 //! `f(x) = Σ linear[i]·x_i + Σ weight·x_i·x_j` ([`Qubo`]): a QUBO to minimise is one as it
 //! stands, a maximisation is its negation, an Ising model is one after `x = (1 + s) / 2`, and
 //! a cut to maximise is `-f` with `linear[i] = -Σ_j w_ij` and `weight = 2·w_ij`. The engine
-//! enumerates a function of few variables ([`exhaustive`]) and searches a larger one by tabu
+//! enumerates a function of few variables ([`exhaustive()`]) and searches a larger one by tabu
 //! search ([`tabu_search`]), stopping at a deadline or after an iteration budget
 //! ([`Limits`]), and reporting its best value as it goes ([`Report`]).
 //!
