@@ -435,3 +435,24 @@ async fn a_password_guesser_is_throttled_and_the_owner_is_not_locked_out() {
     let response = login_from(&server, &guesser, "erin", "erin's password").await;
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn administrators_are_made_and_the_last_one_stays() {
+    let server = TestServer::start();
+    // The first user, made at the first start, is one; so is a user added with --admin.
+    server.add_user("alice", "alice's password");
+    let (ok, output) =
+        server.user_command(&["add", "root2", "--password-stdin", "--admin"], Some("pw"));
+    assert!(ok && output.contains("administrator"), "{output}");
+    let (ok, output) = server.user_command(&["admin", "admin", "off"], None);
+    assert!(ok, "{output}");
+    // root2 is the last one now: it stays.
+    let (ok, output) = server.user_command(&["admin", "root2", "off"], None);
+    assert!(!ok && output.contains("last administrator"), "{output}");
+    let (ok, output) = server.user_command(&["admin", "alice", "on"], None);
+    assert!(ok, "{output}");
+    let (ok, output) = server.user_command(&["admin", "root2", "off"], None);
+    assert!(ok, "{output}");
+    let (ok, output) = server.user_command(&["admin", "nobody", "on"], None);
+    assert!(!ok && output.contains("no user"), "{output}");
+}

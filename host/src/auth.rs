@@ -219,6 +219,7 @@ impl TokenKeys {
             id: data.claims.sub,
             username: data.claims.name,
             issued_ms: data.claims.issued_ms,
+            admin: false,
         };
         let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
         if verified.len() >= VERIFIED_TOKENS {
@@ -252,6 +253,9 @@ pub struct AuthUser {
     pub username: String,
     /// When the token was issued, in milliseconds since the epoch.
     pub issued_ms: u64,
+    /// Whether the user is an administrator, as its access was last read (not a claim of
+    /// the token: a change holds within the access check's time).
+    pub admin: bool,
 }
 
 #[cfg(test)]

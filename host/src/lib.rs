@@ -33,7 +33,7 @@ use sha2::Digest;
 
 pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
-use crate::config::{JobLimits, ServeArgs, StorageArgs, UserCommand};
+use crate::config::{AdminSwitch, JobLimits, ServeArgs, StorageArgs, UserCommand};
 use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::plugins::PluginRegistry;
@@ -112,8 +112,8 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
     options.open(path).map(drop)
 }
 
-/// `caseload user add NAME --password-stdin`.
-pub async fn add_user(storage: &StorageArgs, name: &str) -> anyhow::Result<()> {
+/// `caseload user add NAME --password-stdin [--admin]`.
+pub async fn add_user(storage: &StorageArgs, name: &str, admin: bool) -> anyhow::Result<()> {
     let password = read_password()?;
     if name.is_empty() || name.chars().any(char::is_control) {
         bail!("the user name must be non-empty and printable");
@@ -121,6 +121,11 @@ pub async fn add_user(storage: &StorageArgs, name: &str) -> anyhow::Result<()> {
     let store = open_store(storage).await?;
     let hash = hash_password(&password)?;
     match store.create_user(name, &hash).await {
+        Ok(_) if admin => {
+            store.update_user(name, &UserChange::Admin(true)).await?;
+            println!("created user {name}, an administrator");
+            Ok(())
+        }
         Ok(_) => {
             println!("created user {name}");
             Ok(())
@@ -133,7 +138,15 @@ pub async fn add_user(storage: &StorageArgs, name: &str) -> anyhow::Result<()> {
 /// `caseload user passwd | disable | enable | revoke | delete NAME`.
 pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow::Result<()> {
     let (name, change, done) = match command {
-        UserCommand::Add { name, .. } => return add_user(storage, name).await,
+        UserCommand::Add { name, admin, .. } => return add_user(storage, name, *admin).await,
+        UserCommand::Admin { name, switch } => (
+            name,
+            UserChange::Admin(*switch == AdminSwitch::On),
+            match switch {
+                AdminSwitch::On => "made an administrator of",
+                AdminSwitch::Off => "took administration from",
+            },
+        ),
         UserCommand::Delete { name } => {
             let store = open_store(storage).await?;
             return match store.delete_user(name).await {
@@ -170,8 +183,11 @@ pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow
         ),
     };
     let store = open_store(storage).await?;
-    if !store.update_user(name, &change).await? {
-        bail!("no user {name:?}");
+    match store.update_user(name, &change).await {
+        Ok(true) => {}
+        Ok(false) => bail!("no user {name:?}"),
+        Err(StoreError::Conflict(why)) => bail!("{why}"),
+        Err(error) => return Err(error.into()),
     }
     println!("{done} user {name}");
     Ok(())
@@ -211,7 +227,9 @@ async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<(
     };
     let hash = hash_password(&password)?;
     match store.create_user("admin", &hash).await {
-        Ok(_) => {}
+        Ok(_) => {
+            store.update_user("admin", &UserChange::Admin(true)).await?;
+        }
         // Another replica created it in the meantime.
         Err(StoreError::Conflict(_)) => return Ok(()),
         Err(error) => return Err(error.into()),

@@ -25,11 +25,12 @@ impl FromRequestParts<AppState> for AuthUser {
             .ok_or(ApiError::InvalidToken(
                 "the Authorization header is not 'Bearer <token>'",
             ))?;
-        let user = state
+        let mut user = state
             .tokens
             .verify(token)
             .ok_or(ApiError::InvalidToken("the token is invalid or expired"))?;
-        state.user_access.check(state.store.as_ref(), &user).await?;
+        let access = state.user_access.check(state.store.as_ref(), &user).await?;
+        user.admin = access.admin;
         Ok(user)
     }
 }

@@ -1,8 +1,8 @@
 //! The service as operators watch it: `GET /service` (replicas and their workers, the queue
 //! per use case, jobs accepted and ended per minute) and `GET /plugin_events` (plugin
-//! loads, replacements, removals and refused files). Counts only, no job of anyone's and
-//! nothing of the machines (a replica is named by its place in the list, not by its host
-//! name and process id): any signed-in user may read them.
+//! loads, replacements, removals and refused files). Counts only, no job of anyone's and,
+//! but for administrators, nothing of the machines (a replica is named by its place in the
+//! list, not by its host name and process id): any signed-in user may read them.
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
@@ -39,6 +39,7 @@ struct ServiceView {
 struct ReplicaView {
     id: String,
     /// `replica N`, by when it started: what a host is called stays with its operators.
+    /// An administrator sees the host's name and the process id instead.
     name: String,
     /// Whether it reported lately.
     live: bool,
@@ -66,7 +67,8 @@ struct MinuteView {
 }
 
 impl ServiceView {
-    fn new(stats: ServiceStats, now: i64) -> ServiceView {
+    /// The view for a user; `admin` also sees each replica's host and process.
+    fn new(stats: ServiceStats, now: i64, admin: bool) -> ServiceView {
         ServiceView {
             replicas: stats
                 .replicas
@@ -76,7 +78,11 @@ impl ServiceView {
                     live: now - replica.seen_at < REPLICA_SILENT_MILLIS,
                     idle: replica.workers.saturating_sub(replica.busy),
                     id: replica.id,
-                    name: format!("replica {}", index + 1),
+                    name: if admin {
+                        replica.name
+                    } else {
+                        format!("replica {}", index + 1)
+                    },
                     workers: replica.workers,
                     busy: replica.busy,
                     accepted_total: replica.accepted,
@@ -109,12 +115,12 @@ impl ServiceView {
 
 async fn service(
     State(state): State<AppState>,
-    _user: AuthUser,
+    user: AuthUser,
 ) -> Result<Json<ServiceView>, ApiError> {
     let now = now_millis();
     let since = (now.div_euclid(60_000) - (MINUTES - 1)) * 60_000;
     let stats = state.store.service_stats(since).await?;
-    Ok(Json(ServiceView::new(stats, now)))
+    Ok(Json(ServiceView::new(stats, now, user.admin)))
 }
 
 #[derive(Debug, Deserialize)]

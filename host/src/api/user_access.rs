@@ -24,8 +24,12 @@ pub struct AccessCache {
 }
 
 impl AccessCache {
-    /// Ok if `user`'s token may be used; a 401 that says why otherwise.
-    pub async fn check(&self, store: &dyn JobStore, user: &AuthUser) -> Result<(), ApiError> {
+    /// The user's access if its token may be used; a 401 that says why otherwise.
+    pub async fn check(
+        &self,
+        store: &dyn JobStore,
+        user: &AuthUser,
+    ) -> Result<UserAccess, ApiError> {
         let access = match self.fresh(&user.id) {
             Some(access) => access,
             None => {
@@ -42,7 +46,7 @@ impl AccessCache {
             Some(access) if (user.issued_ms as i64) < access.tokens_valid_after => Err(
                 ApiError::InvalidToken("the token was revoked; log in again for a new one"),
             ),
-            Some(_) => Ok(()),
+            Some(access) => Ok(access),
         }
     }
 

@@ -48,6 +48,15 @@ pub enum UserCommand {
         /// Read the password from standard input (its first line).
         #[arg(long, required = true)]
         password_stdin: bool,
+        /// Make the user an administrator: it may publish, promote and retire plugins.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Make a user an administrator, or not (the last one stays).
+    Admin {
+        name: String,
+        #[arg(value_enum)]
+        switch: AdminSwitch,
     },
     /// Set a user's password, read from standard input; its tokens stop working.
     Passwd {
@@ -58,7 +67,7 @@ pub enum UserCommand {
     },
     /// Stop a user from logging in; its tokens stop working (within seconds on every replica).
     Disable { name: String },
-    /// Let a disabled user log in again (tokens issued before it was disabled work again).
+    /// Let a disabled user log in again (with a new login: its tokens stay revoked).
     Enable { name: String },
     /// Make every token issued to a user until now stop working; it can log in again.
     Revoke { name: String },
@@ -78,6 +87,13 @@ pub enum UserCommand {
     /// Delete a user with its jobs and data files (refused while a job of it is pending or
     /// running).
     Delete { name: String },
+}
+
+/// `caseload user admin NAME on|off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AdminSwitch {
+    On,
+    Off,
 }
 
 /// Where the server keeps its state; accepted by every subcommand.

@@ -110,6 +110,8 @@ pub struct User {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UserAccess {
     pub disabled: bool,
+    /// May publish and promote plugins, and see what the service runs on.
+    pub admin: bool,
     /// Tokens issued before this (milliseconds since the epoch) are revoked.
     pub tokens_valid_after: i64,
 }
@@ -142,6 +144,8 @@ pub enum UserChange {
     Password(String),
     /// The user's own quotas, both replaced.
     Quotas(UserQuotas),
+    /// Made an administrator, or not ([`StoreError::Conflict`] for the last one).
+    Admin(bool),
 }
 
 /// What a job is doing, as clients see it.

@@ -69,6 +69,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         15,
         include_str!("../../migrations/postgres/0015_kept_bytes.sql"),
     ),
+    (
+        17,
+        include_str!("../../migrations/postgres/0017_admins.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

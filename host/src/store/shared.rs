@@ -508,6 +508,7 @@ where
             Ok(UserAccess {
                 disabled: row.try_get("disabled")?,
                 tokens_valid_after: row.try_get("tokens_valid_after")?,
+                admin: row.try_get("admin")?,
             })
         })
         .transpose()
@@ -555,6 +556,26 @@ where
                 .bind(username)
                 .bind(hash.as_str())
                 .bind(now_millis()),
+            UserChange::Admin(true) => sqlx::query(sql::MAKE_ADMIN).bind(username),
+            UserChange::Admin(false) => {
+                let result = sqlx::query(sql::UNMAKE_ADMIN)
+                    .bind(username)
+                    .execute(self.writer())
+                    .await?;
+                if B::rows_affected(&result) > 0 {
+                    return Ok(true);
+                }
+                let exists: i64 = sqlx::query_scalar(sql::USER_EXISTS)
+                    .bind(username)
+                    .fetch_one(self.writer())
+                    .await?;
+                if exists == 0 {
+                    return Ok(false);
+                }
+                return Err(StoreError::Conflict(format!(
+                    "user {username:?} is the last administrator; make another one first"
+                )));
+            }
             UserChange::Quotas(quotas) => {
                 let stored =
                     |quota: Option<u64>| quota.map(|quota| quota.min(i64::MAX as u64) as i64);

@@ -8,7 +8,18 @@ pub(super) const INSERT_USER: &str =
 pub(super) const USER_BY_NAME: &str =
     "SELECT id, username, password_hash, disabled FROM users WHERE username = $1";
 
-pub(super) const USER_ACCESS: &str = "SELECT disabled, tokens_valid_after FROM users WHERE id = $1";
+pub(super) const USER_ACCESS: &str =
+    "SELECT disabled, tokens_valid_after, admin FROM users WHERE id = $1";
+
+pub(super) const MAKE_ADMIN: &str = "UPDATE users SET admin = TRUE WHERE username = $1";
+
+/// Refused (no row changed) for the last administrator: someone must be able to manage the
+/// service.
+pub(super) const UNMAKE_ADMIN: &str = "UPDATE users SET admin = FALSE
+     WHERE username = $1
+       AND EXISTS (SELECT 1 FROM users AS other WHERE other.admin AND other.username <> $1)";
+
+pub(super) const USER_EXISTS: &str = "SELECT COUNT(*) FROM users WHERE username = $1";
 
 pub(super) const ENABLE_USER: &str = "UPDATE users SET disabled = $2 WHERE username = $1";
 

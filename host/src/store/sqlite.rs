@@ -65,6 +65,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         15,
         include_str!("../../migrations/sqlite/0015_kept_bytes.sql"),
     ),
+    (17, include_str!("../../migrations/sqlite/0017_admins.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -1236,7 +1236,8 @@ async fn users_are_disabled_revoked_and_deleted_with_their_data(backend: Backend
         initial,
         UserAccess {
             disabled: false,
-            tokens_valid_after: 0
+            tokens_valid_after: 0,
+            admin: false,
         }
     );
 
