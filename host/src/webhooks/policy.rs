@@ -4,7 +4,7 @@
 //! a network holding the address. Checked at launch on the URL as written, and again at each
 //! delivery on every address the name resolves to, which the request is then pinned to.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use ipnet::IpNet;
 use url::Url;
@@ -116,7 +116,8 @@ fn literal_address(host: &str) -> Option<IpAddr> {
         .ok()
 }
 
-/// Whether an address is on the public internet.
+/// Whether an address is on the public internet. An IPv6 address that carries an IPv4 one
+/// (see [`embedded_ipv4`]) is judged by the IPv4 address, where its packets end up.
 fn is_public(address: IpAddr) -> bool {
     match address {
         IpAddr::V4(v4) => {
@@ -134,16 +135,36 @@ fn is_public(address: IpAddr) -> bool {
                 || a >= 240)
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_ipv4(v6) {
                 return is_public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
+            let [first, second, third, ..] = v6.segments();
+            !(v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80)
+                || (first & 0xffc0) == 0xfe80
+                // Documentation (RFC 3849).
+                || (first == 0x2001 && second == 0x0db8)
+                // NAT64 for a local network (RFC 8215): its translator is the operator's, and
+                // where it leads cannot be read from the address.
+                || (first == 0x0064 && second == 0xff9b && third == 0x0001))
         }
+    }
+}
+
+/// The IPv4 address an IPv6 address leads to, in the forms that carry one: IPv4-compatible
+/// `::a.b.c.d` (which also holds `::` and `::1`), IPv4-mapped `::ffff:a.b.c.d`,
+/// IPv4-translated `::ffff:0:a.b.c.d` (RFC 2765), NAT64's well-known prefix
+/// `64:ff9b::/96` (RFC 6052), 6to4 `2002:AABB:CCDD::/48` (RFC 3056) and Teredo
+/// `2001:0:...` (RFC 4380, whose last 32 bits are the client's address inverted).
+fn embedded_ipv4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let from = |high: u16, low: u16| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
+    match v6.segments() {
+        [0, 0, 0, 0, 0, 0 | 0xffff, high, low]
+        | [0, 0, 0, 0, 0xffff, 0, high, low]
+        | [0x0064, 0xff9b, 0, 0, 0, 0, high, low] => Some(from(high, low)),
+        [0x2002, high, low, ..] => Some(from(high, low)),
+        [0x2001, 0, .., high, low] => Some(from(!high, !low)),
+        _ => None,
     }
 }
 
@@ -174,6 +195,66 @@ mod tests {
         assert!(open.check_url("http://127.0.0.1:9/hook").is_ok());
         assert!(open.check_url("http://10.200.0.1/").is_ok());
         assert!(open.check_url("http://192.168.0.1/").is_err());
+    }
+
+    /// A URL whose host is `v4` written in each IPv6 form that carries an IPv4 address.
+    fn embedding_forms(v4: Ipv4Addr) -> Vec<(&'static str, String)> {
+        let bits = u32::from(v4);
+        let (high, low) = (bits >> 16, bits & 0xffff);
+        let (teredo_high, teredo_low) = (!high & 0xffff, !low & 0xffff);
+        vec![
+            ("IPv4-compatible", format!("http://[::{v4}]/hook")),
+            ("IPv4-mapped", format!("http://[::ffff:{v4}]/hook")),
+            ("IPv4-translated", format!("http://[::ffff:0:{v4}]/hook")),
+            ("NAT64", format!("http://[64:ff9b::{v4}]/hook")),
+            ("6to4", format!("http://[2002:{high:x}:{low:x}::1]/hook")),
+            (
+                "Teredo",
+                format!("http://[2001:0:4136:e378:8000:63bf:{teredo_high:x}:{teredo_low:x}]/hook"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn an_ipv4_address_inside_an_ipv6_one_is_judged_as_itself() {
+        let closed = WebhookPolicy::default();
+        let check = |v4: &str, allowed: bool| {
+            for (form, url) in embedding_forms(v4.parse().expect("an IPv4 address")) {
+                assert_eq!(
+                    closed.check_url(&url).is_ok(),
+                    allowed,
+                    "{form} of {v4}: {url}"
+                );
+                // A name that resolves to it is judged alike at delivery.
+                let address =
+                    literal_address(Url::parse(&url).expect("a URL").host_str().expect("a host"))
+                        .expect("an address");
+                assert_eq!(is_public(address), allowed, "{form} of {v4}: {address}");
+            }
+        };
+        for private in [
+            "10.0.0.1",
+            "127.0.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+        ] {
+            check(private, false);
+        }
+        // The translator or relay sends it on to the public address: allowed as that address.
+        check("8.8.8.8", true);
+
+        for (url, allowed) in [
+            ("http://[::1]/", false),
+            ("http://[::]/", false),
+            // NAT64 for a local network: the operator's translator decides where it leads.
+            ("http://[64:ff9b:1::808:808]/", false),
+            ("http://[2001:db8::1]/", false),
+            ("http://[2606:4700:4700::1111]/", true),
+        ] {
+            assert_eq!(closed.check_url(url).is_ok(), allowed, "{url}");
+        }
     }
 
     #[tokio::test]
