@@ -1,7 +1,9 @@
 //! Webhooks against a receiver in the test: a job's end posted to its `callback_url`, signed
-//! per Standard Webhooks, retried after a failure, and every one delivered across a kill -9.
+//! per Standard Webhooks, retried after a failure, every one delivered across a kill -9, and
+//! none held back by another user's receiver that never answers.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
 use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
 
 use crate::support::{ServerOptions, TestServer, complete_graph, expect_problem};
 
@@ -101,6 +104,36 @@ impl Receiver {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("{} of {count} messages came", distinct(&self.received()));
+    }
+}
+
+/// A receiver on 127.0.0.1 that takes every connection, reads what comes and never answers.
+struct Silent {
+    url: String,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl Silent {
+    async fn start() -> Silent {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut sink = [0; 4096];
+                    while matches!(stream.read(&mut sink).await, Ok(read) if read > 0) {}
+                });
+            }
+        });
+        Silent { url, accepted }
+    }
+
+    /// How many connections (one per attempt) it took.
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 }
 
@@ -236,4 +269,39 @@ async fn every_callback_is_delivered_across_a_kill() {
         .collect();
     assert_eq!(delivered, jobs);
     drop(restarted);
+}
+
+#[tokio::test]
+async fn a_receiver_that_never_answers_holds_back_no_other_user_s_callbacks() {
+    let silent = Silent::start().await;
+    let receiver = Receiver::start(0).await;
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--webhook-allow", "127.0.0.1"],
+        ..Default::default()
+    });
+    let admin = server.admin_token().await;
+    server.add_user("bob", "bob's password");
+    let bob = server.token("bob", "bob's password").await;
+    let mut jobs = Vec::new();
+    for _ in 0..96 {
+        jobs.push(
+            server
+                .launch(&admin, "maxcut", &with_callback(&silent.url))
+                .await,
+        );
+    }
+    for job in &jobs {
+        server.wait_until_ended(&admin, job).await;
+    }
+    // Every one of the 96 callbacks is queued or stuck in a post before bob's job ends.
+    server
+        .launch(&bob, "maxcut", &with_callback(&receiver.url))
+        .await;
+    receiver.until(1).await;
+    // Posted one after another in rounds, bob's would come after all 96 of the admin's.
+    let taken = silent.accepted();
+    assert!(
+        taken < 96,
+        "bob's callback came after {taken} posts to a receiver that never answers"
+    );
 }

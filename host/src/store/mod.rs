@@ -304,6 +304,18 @@ pub struct WebhookDelivery {
     pub created_at: Millis,
 }
 
+/// What one [`JobStore::claim_webhooks`] may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebhookClaim {
+    /// The most deliveries claimed.
+    pub deliveries: u32,
+    /// The most deliveries in flight to one destination (the callback URL's scheme, host and
+    /// port), counting those every dispatcher already holds.
+    pub per_destination: u32,
+    /// How long the claimed deliveries are the claimer's.
+    pub hold: Duration,
+}
+
 /// How an attempt to deliver a webhook went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WebhookOutcome {
@@ -632,12 +644,12 @@ pub trait JobStore: Send + Sync + 'static {
     /// before `ended_before`. Returns how many were deleted.
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError>;
 
-    /// Claims up to `limit` webhook deliveries that are due, for `hold`: no other dispatcher
-    /// takes them meanwhile, and a dispatcher that dies lets them come due again after it.
+    /// Claims webhook deliveries that are due, fairly between owners and within the bound per
+    /// destination, for the claim's `hold`: no other dispatcher takes them meanwhile, and a
+    /// dispatcher that dies lets them come due again after it.
     async fn claim_webhooks(
         &self,
-        limit: u32,
-        hold: Duration,
+        claim: &WebhookClaim,
     ) -> Result<Vec<WebhookDelivery>, StoreError>;
 
     /// Records how a claimed delivery's attempt went.

@@ -70,6 +70,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/postgres/0015_kept_bytes.sql"),
     ),
     (
+        16,
+        include_str!("../../migrations/postgres/0016_webhook_claims.sql"),
+    ),
+    (
         17,
         include_str!("../../migrations/postgres/0017_admins.sql"),
     ),
@@ -110,14 +114,9 @@ const CLAIM: &str = "WITH picked AS (
      FROM picked WHERE jobs.id = picked.picked_id
      RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
 
-const CLAIM_WEBHOOKS: &str = "WITH due AS (
-         SELECT id AS due_id FROM webhook_deliveries
-         WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= $2
-         ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-     UPDATE webhook_deliveries
-     SET next_attempt_at = $1, attempts = attempts + 1
-     FROM due WHERE webhook_deliveries.id = due.due_id
-     RETURNING id, job_id, owner_id, url, status, attempts, created_at";
+/// Serialises webhook claims across replicas, so that each counts the deliveries in flight
+/// that the others claimed ("webhooks" in ASCII).
+const LOCK_WEBHOOK_CLAIMS: &str = "SELECT pg_advisory_xact_lock(x'776562686f6f6b73'::bigint)";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -319,7 +318,7 @@ impl Backend for PostgresStore {
 
     const CLAIM: &'static str = CLAIM;
 
-    const CLAIM_WEBHOOKS: &'static str = CLAIM_WEBHOOKS;
+    const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = Some(LOCK_WEBHOOK_CLAIMS);
 
     const LOCK_USER: Option<&'static str> = Some("SELECT id FROM users WHERE id = $1 FOR UPDATE");
 

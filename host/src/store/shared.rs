@@ -15,9 +15,9 @@ use super::{
     CancelOutcome, ClaimedJob, DataFile, ExecutionEnd, Inserted, JobChange, JobDataset, JobEvents,
     JobFilter, JobInput, JobOutput, JobRecord, JobStatus, JobStore, JobSummary, Lease, LiveUpdate,
     Millis, NewJob, PluginRef, QueueDepth, QueuedWrite, Quotas, Refusal, ReplicaReport,
-    ServiceStats, StoreError, Usage, User, UserAccess, UserChange, UserQuotas, WebhookDelivery,
-    WebhookOutcome, claim_from_row, data_file_from_row, execution_from_row, now_millis, sql,
-    summary_from_row, user_conflict,
+    ServiceStats, StoreError, Usage, User, UserAccess, UserChange, UserQuotas, WebhookClaim,
+    WebhookDelivery, WebhookOutcome, claim_from_row, data_file_from_row, execution_from_row,
+    now_millis, sql, summary_from_row, user_conflict,
 };
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -66,9 +66,9 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// excludes every other writer already).
     const LOCK_USER: Option<&'static str>;
 
-    /// Claims due webhook deliveries: `$1` the time until which they are held, `$2` now, `$3`
-    /// how many; returns `id, job_id, owner_id, url, status, attempts, created_at`.
-    const CLAIM_WEBHOOKS: &'static str;
+    /// A statement that makes the transaction's webhook claim the only one until it commits,
+    /// where the claim statement alone is not.
+    const LOCK_WEBHOOK_CLAIMS: Option<&'static str>;
 
     /// A condition that the job's labels hold the key `$key` with the value `$value`, where
     /// `key` and `value` are the numbers of those parameters.
@@ -982,17 +982,23 @@ where
 
     async fn claim_webhooks(
         &self,
-        limit: u32,
-        hold: Duration,
+        claim: &WebhookClaim,
     ) -> Result<Vec<WebhookDelivery>, StoreError> {
         let now = now_millis();
-        let until = now.saturating_add(Millis::try_from(hold.as_millis()).unwrap_or(Millis::MAX));
-        let rows = sqlx::query(B::CLAIM_WEBHOOKS)
+        let until =
+            now.saturating_add(Millis::try_from(claim.hold.as_millis()).unwrap_or(Millis::MAX));
+        let mut transaction = self.writer().begin().await?;
+        if let Some(lock) = B::LOCK_WEBHOOK_CLAIMS {
+            sqlx::query(lock).execute(&mut *transaction).await?;
+        }
+        let rows = sqlx::query(sql::CLAIM_WEBHOOKS)
             .bind(until)
             .bind(now)
-            .bind(i64::from(limit))
-            .fetch_all(self.writer())
+            .bind(i64::from(claim.deliveries))
+            .bind(i64::from(claim.per_destination))
+            .fetch_all(&mut *transaction)
             .await?;
+        transaction.commit().await?;
         rows.iter()
             .map(|row| {
                 Ok(WebhookDelivery {

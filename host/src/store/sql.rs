@@ -284,14 +284,49 @@ pub(super) const REQUEST_CANCEL: &str = "UPDATE jobs SET cancel_requested = TRUE
 
 pub(super) const JOB_STATUS: &str = "SELECT status FROM jobs WHERE id = $1 AND owner_id = $2";
 
-pub(super) const WEBHOOK_DELIVERED: &str =
-    "UPDATE webhook_deliveries SET delivered_at = $2, last_error = NULL WHERE id = $1";
+/// Claims due webhook deliveries, fairly: `$1` the time until which they are held, `$2` now,
+/// `$3` how many at most, `$4` how many may be in flight to one destination, counting those
+/// already claimed by any dispatcher. Owners take turns (each one's oldest first, then each
+/// one's second...), and so do the owners sharing a destination within its bound, so neither a
+/// user's backlog nor a receiver that never answers holds back another user's callbacks.
+/// Returns `id, job_id, owner_id, url, status, attempts, created_at`.
+pub(super) const CLAIM_WEBHOOKS: &str = "WITH due AS (
+         SELECT id, destination, next_attempt_at,
+                ROW_NUMBER() OVER (PARTITION BY owner_id ORDER BY next_attempt_at, id)
+                    AS owner_turn,
+                ROW_NUMBER() OVER (PARTITION BY destination, owner_id ORDER BY next_attempt_at, id)
+                    AS owner_turn_at_destination
+         FROM webhook_deliveries
+         WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= $2),
+     ranked AS (
+         SELECT id, destination, next_attempt_at, owner_turn,
+                ROW_NUMBER() OVER (PARTITION BY destination
+                                   ORDER BY owner_turn_at_destination, next_attempt_at, id)
+                    AS destination_turn
+         FROM due),
+     in_flight AS (
+         SELECT destination, COUNT(*) AS posts FROM webhook_deliveries
+         WHERE delivered_at IS NULL AND given_up_at IS NULL AND claimed_until > $2
+         GROUP BY destination),
+     picked AS (
+         SELECT ranked.id AS picked_id FROM ranked
+         LEFT JOIN in_flight ON in_flight.destination = ranked.destination
+         WHERE ranked.destination_turn + COALESCE(in_flight.posts, 0) <= $4
+         ORDER BY ranked.owner_turn, ranked.next_attempt_at, ranked.id
+         LIMIT $3)
+     UPDATE webhook_deliveries
+     SET next_attempt_at = $1, claimed_until = $1, attempts = attempts + 1
+     FROM picked WHERE webhook_deliveries.id = picked.picked_id
+     RETURNING id, job_id, owner_id, url, status, attempts, created_at";
 
-pub(super) const WEBHOOK_RETRY: &str =
-    "UPDATE webhook_deliveries SET next_attempt_at = $2, last_error = $3 WHERE id = $1";
+pub(super) const WEBHOOK_DELIVERED: &str = "UPDATE webhook_deliveries
+     SET delivered_at = $2, last_error = NULL, claimed_until = NULL WHERE id = $1";
 
-pub(super) const WEBHOOK_GIVE_UP: &str =
-    "UPDATE webhook_deliveries SET given_up_at = $2, last_error = $3 WHERE id = $1";
+pub(super) const WEBHOOK_RETRY: &str = "UPDATE webhook_deliveries
+     SET next_attempt_at = $2, last_error = $3, claimed_until = NULL WHERE id = $1";
+
+pub(super) const WEBHOOK_GIVE_UP: &str = "UPDATE webhook_deliveries
+     SET given_up_at = $2, last_error = $3, claimed_until = NULL WHERE id = $1";
 
 /// A user's secret, set to `$2` if it has none yet (or always, with `$3`).
 pub(super) const SET_WEBHOOK_SECRET: &str = "UPDATE users

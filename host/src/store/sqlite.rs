@@ -65,6 +65,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         15,
         include_str!("../../migrations/sqlite/0015_kept_bytes.sql"),
     ),
+    (
+        16,
+        include_str!("../../migrations/sqlite/0016_webhook_claims.sql"),
+    ),
     (17, include_str!("../../migrations/sqlite/0017_admins.sql")),
 ];
 
@@ -75,13 +79,6 @@ const CLAIM: &str = "UPDATE jobs
          lease_expires_at = $1
      WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id LIMIT $2)
      RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
-
-const CLAIM_WEBHOOKS: &str = "UPDATE webhook_deliveries
-     SET next_attempt_at = $1, attempts = attempts + 1
-     WHERE id IN (SELECT id FROM webhook_deliveries
-                  WHERE delivered_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= $2
-                  ORDER BY next_attempt_at LIMIT $3)
-     RETURNING id, job_id, owner_id, url, status, attempts, created_at";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -224,7 +221,8 @@ impl Backend for SqliteStore {
 
     const CLAIM: &'static str = CLAIM;
 
-    const CLAIM_WEBHOOKS: &'static str = CLAIM_WEBHOOKS;
+    // One statement on the one writer connection: claims are serial already.
+    const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = None;
 
     const LOCK_USER: Option<&'static str> = None;
 
@@ -328,7 +326,7 @@ impl Backend for SqliteStore {
         }
         // Deliveries the last run had claimed (or scheduled) are due now: none is in flight.
         sqlx::query(
-            "UPDATE webhook_deliveries SET next_attempt_at = 0
+            "UPDATE webhook_deliveries SET next_attempt_at = 0, claimed_until = NULL
              WHERE delivered_at IS NULL AND given_up_at IS NULL",
         )
         .execute(&self.writer)

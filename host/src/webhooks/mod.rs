@@ -2,7 +2,9 @@
 //! the Standard Webhooks specification with its owner's secret, at least once. A database
 //! trigger writes the delivery in the transaction that ends the job (migration 0012); every
 //! replica's dispatcher claims due deliveries for a while, posts them, and records the
-//! outcome, so a replica killed mid-delivery leaves them to come due again.
+//! outcome, so a replica killed mid-delivery leaves them to come due again. Claims take owners
+//! in turn and keep a bound on the posts in flight to each destination (migration 0016), so a
+//! receiver that never answers delays only its own callbacks.
 
 pub mod policy;
 mod post;
@@ -11,12 +13,12 @@ pub mod sign;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::join_all;
 use serde_json::json;
+use tokio::task::JoinSet;
 use url::Url;
 
 pub use self::policy::WebhookPolicy;
-use crate::store::{JobStore, Millis, WebhookDelivery, WebhookOutcome, now_millis};
+use crate::store::{JobStore, Millis, WebhookClaim, WebhookDelivery, WebhookOutcome, now_millis};
 
 /// After a failed attempt, the wait before the next; past the last, the delivery is given
 /// up: retries for a little over a day, as the specification suggests.
@@ -33,33 +35,59 @@ const SCHEDULE: [Duration; 7] = [
 /// How long a claimed delivery is this dispatcher's: longer than an attempt can take.
 const HOLD: Duration = Duration::from_secs(60);
 
-/// The longest one attempt waits for the receiver.
+/// The longest one attempt waits, from the name lookup to the receiver's answer: a receiver
+/// that never answers holds one of its destination's places for this long at most. 10 s, as
+/// GitHub gives its webhooks, is ample for a receiver that acknowledges first and works later,
+/// as the Standard Webhooks specification asks.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Deliveries claimed, and sent at once, per round.
-const BATCH: u32 = 32;
+/// Deliveries this dispatcher posts at once.
+const IN_FLIGHT: u32 = 32;
 
-/// How often an idle dispatcher looks for due deliveries.
+/// Deliveries posted at once to one destination (scheme, host and port), by all replicas
+/// together. Four keep a healthy receiver busy (at 100 ms an answer, 40 callbacks a second)
+/// without a burst of parallel posts against it, and leave a receiver that never answers
+/// only four of a dispatcher's 32 places, so the other destinations' callbacks go on.
+const PER_DESTINATION: u32 = 4;
+
+/// How often a dispatcher with nothing to post, or with every place taken, looks again.
 const IDLE: Duration = Duration::from_millis(250);
 
-/// Starts this replica's dispatcher on the current tokio runtime.
+/// Starts this replica's dispatcher on the current tokio runtime: it keeps up to
+/// `IN_FLIGHT` posts going, claiming more as each one ends.
 pub fn start(store: Arc<dyn JobStore>, policy: Arc<WebhookPolicy>) {
     tokio::spawn(async move {
+        let mut posts = JoinSet::new();
         loop {
-            match store.claim_webhooks(BATCH, HOLD).await {
-                Ok(deliveries) if deliveries.is_empty() => tokio::time::sleep(IDLE).await,
-                Ok(deliveries) => {
-                    join_all(
-                        deliveries
-                            .iter()
-                            .map(|delivery| deliver(store.as_ref(), &policy, delivery)),
-                    )
-                    .await;
+            let free = IN_FLIGHT.saturating_sub(u32::try_from(posts.len()).unwrap_or(u32::MAX));
+            if free > 0 {
+                let claim = WebhookClaim {
+                    deliveries: free,
+                    per_destination: PER_DESTINATION,
+                    hold: HOLD,
+                };
+                match store.claim_webhooks(&claim).await {
+                    Ok(deliveries) => {
+                        for delivery in deliveries {
+                            let (store, policy) = (store.clone(), policy.clone());
+                            posts.spawn(async move {
+                                deliver(store.as_ref(), &policy, &delivery).await;
+                            });
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot claim webhook deliveries");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
                 }
-                Err(error) => {
-                    tracing::warn!(%error, "cannot claim webhook deliveries");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            // Until a post ends (its place and its destination's are free again), or a while
+            // for deliveries that came due meanwhile.
+            tokio::select! {
+                Some(_) = posts.join_next(), if !posts.is_empty() => {
+                    while posts.try_join_next().is_some() {}
                 }
+                () = tokio::time::sleep(IDLE) => {}
             }
         }
     });
@@ -101,7 +129,6 @@ async fn send(
     delivery: &WebhookDelivery,
 ) -> Result<(), String> {
     let url = Url::parse(&delivery.url).map_err(|error| error.to_string())?;
-    let address = policy.resolve(&url).await?;
     let secret = store
         .webhook_secret(&delivery.owner_id, &sign::new_secret(), false)
         .await
@@ -140,8 +167,12 @@ async fn send(
         ("webhook-timestamp", timestamp.to_string()),
         ("webhook-signature", signature),
     ];
-    // To the address just checked: a second lookup could answer another.
-    let status = tokio::time::timeout(ATTEMPT_TIMEOUT, post::post(&url, address, &headers, body))
+    let attempt = async {
+        let address = policy.resolve(&url).await?;
+        // To the address just checked: a second lookup could answer another.
+        post::post(&url, address, &headers, body).await
+    };
+    let status = tokio::time::timeout(ATTEMPT_TIMEOUT, attempt)
         .await
         .map_err(|_| format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs()))??;
     if (200..300).contains(&status) {
