@@ -769,3 +769,61 @@ async fn a_dataset_too_large_to_solve_is_refused_at_launch() {
     let errors = problem["errors"].to_string();
     assert!(errors.contains("memory limit"), "{problem}");
 }
+
+/// QUBO declares `.qubo` for `text/x-qubo` in its input schema, so
+/// `curl --data-binary @bqp50_1.qubo '/data_file?filename=bqp50_1.qubo'` (the form encoding
+/// curl adds, or `application/octet-stream`, or a multipart part without a type) stores a
+/// `text/x-qubo` file, which launches; an extension no use case declares says nothing.
+#[tokio::test]
+async fn a_use_case_s_declared_extension_names_an_upload_s_media_type() {
+    const BQP50_1: &[u8] = include_bytes!("fixtures/bqp50_1.qubo");
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    for content_type in [
+        "application/x-www-form-urlencoded",
+        "application/octet-stream",
+    ] {
+        let file = created(
+            upload_raw(
+                &server,
+                &token,
+                "?filename=bqp50_1.qubo",
+                content_type,
+                BQP50_1.to_vec(),
+            )
+            .await,
+            BQP50_1,
+        )
+        .await;
+        assert_eq!(file["media_type"], "text/x-qubo", "sent as {content_type}");
+        server
+            .launch(
+                &token,
+                "qubo",
+                &json!({"data_file_identifier": file["data_file_identifier"],
+                        "options": {"max_iterations": 1000}}),
+            )
+            .await;
+    }
+    let (content_type, body) = multipart("BQP50_1.QUBO", None, BQP50_1);
+    let file = created(
+        upload_raw(&server, &token, "", &content_type, body).await,
+        BQP50_1,
+    )
+    .await;
+    assert_eq!(file["media_type"], "text/x-qubo");
+
+    let file = created(
+        upload_raw(
+            &server,
+            &token,
+            "?filename=bqp50_1.unknown",
+            "application/octet-stream",
+            BQP50_1.to_vec(),
+        )
+        .await,
+        BQP50_1,
+    )
+    .await;
+    assert_eq!(file["media_type"], "application/octet-stream");
+}

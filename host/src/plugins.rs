@@ -11,8 +11,10 @@ mod schema;
 pub mod watch;
 
 use self::history::{PluginEventKind, PluginHistory, Subject};
-pub use self::schema::DATASET_PARAMETERS_KEYWORD;
-use self::schema::{compile_schema, dataset_parameters, examples, parse_schema};
+pub use self::schema::{DATASET_PARAMETERS_KEYWORD, MEDIA_TYPES_KEYWORD};
+use self::schema::{
+    compile_schema, dataset_parameters, examples, media_type_extensions, parse_schema,
+};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -58,6 +60,9 @@ pub struct Plugin {
     /// The input fields a launch may give beside a `data_file_identifier`, from the input
     /// schema's [`DATASET_PARAMETERS_KEYWORD`].
     pub dataset_parameters: Vec<String>,
+    /// File extensions (lowercase, no dot) and the media types they stand for, from the input
+    /// schema's [`MEDIA_TYPES_KEYWORD`].
+    pub extensions: Vec<(String, String)>,
     /// Example inputs, from the input schema's `examples` keyword.
     pub examples: Vec<Value>,
 }
@@ -470,6 +475,7 @@ impl PluginRegistry {
         let input_schema_value = parse_schema("input", &info.input_schema)?;
         let input_schema = compile_schema("input", &input_schema_value)?;
         let dataset_parameters = dataset_parameters(&input_schema_value)?;
+        let extensions = media_type_extensions(&input_schema_value, &info.media_types)?;
         let examples = examples(&input_schema_value);
         let output_schema =
             compile_schema("output", &parse_schema("output", &info.output_schema)?)?;
@@ -482,6 +488,7 @@ impl PluginRegistry {
             input_schema,
             output_schema,
             dataset_parameters,
+            extensions,
             examples,
         })
     }
@@ -495,6 +502,22 @@ impl PluginRegistry {
         }
         let name = snapshot.aliases.get(&key)?;
         snapshot.by_name.get(name).cloned()
+    }
+
+    /// The media type a served use case declares for files with this extension (any case,
+    /// without its dot). Built-ins are asked first, then the others by name, so the answer is
+    /// the same after every reload.
+    pub fn media_type_for_extension(&self, extension: &str) -> Option<String> {
+        let extension = extension.to_ascii_lowercase();
+        let mut plugins = self.list();
+        plugins.sort_by_key(|plugin| !matches!(plugin.source, PluginSource::BuiltIn));
+        plugins.iter().find_map(|plugin| {
+            plugin
+                .extensions
+                .iter()
+                .find(|(declared, _)| *declared == extension)
+                .map(|(_, media_type)| media_type.clone())
+        })
     }
 
     /// Every plugin in service, by name.

@@ -93,7 +93,9 @@ async fn upload(
         upload_multipart(&state, &user, form, limit, quota).await?
     } else {
         let filename = query.filename.map(clean_filename).transpose()?;
-        let media_type = media_type(content_type.as_deref(), filename.as_deref());
+        let media_type = media_type(content_type.as_deref(), filename.as_deref(), |extension| {
+            state.registry.media_type_for_extension(extension)
+        });
         let mut body = request
             .into_body()
             .into_data_stream()
@@ -158,7 +160,9 @@ async fn upload_multipart(
             .trim()
             .to_ascii_lowercase()
     });
-    let media_type = media_type(part_type.as_deref(), filename.as_deref());
+    let media_type = media_type(part_type.as_deref(), filename.as_deref(), |extension| {
+        state.registry.media_type_for_extension(extension)
+    });
     let mut upload = Upload::begin(state.store.clone(), limit, quota).await?;
     let chunks = futures_util::stream::unfold(field, |mut field| async move {
         match field.chunk().await {
@@ -353,8 +357,13 @@ fn essence(headers: &HeaderMap) -> Option<String> {
 
 /// The dataset's media type: the one given, unless it says nothing about the content (none,
 /// `application/octet-stream`, or the form encoding `curl --data-binary` sends by default);
-/// then guessed from the filename's extension.
-fn media_type(given: Option<&str>, filename: Option<&str>) -> String {
+/// then guessed from the filename's extension: the server's own (`.json`, G-set text), else
+/// the one a use case declares for it (`declared`, from its input schema), else none.
+fn media_type(
+    given: Option<&str>,
+    filename: Option<&str>,
+    declared: impl Fn(&str) -> Option<String>,
+) -> String {
     match given {
         Some(given)
             if !given.is_empty()
@@ -368,11 +377,12 @@ fn media_type(given: Option<&str>, filename: Option<&str>) -> String {
                 .and_then(|name| name.rsplit_once('.'))
                 .map(|(_, extension)| extension.to_ascii_lowercase());
             match extension.as_deref() {
-                Some("json") => "application/json",
-                Some("txt" | "rud" | "rudy" | "gset") => "text/plain",
-                _ => "application/octet-stream",
+                Some("json") => "application/json".to_owned(),
+                Some("txt" | "rud" | "rudy" | "gset") => "text/plain".to_owned(),
+                Some(extension) => declared(extension)
+                    .unwrap_or_else(|| "application/octet-stream".to_owned()),
+                None => "application/octet-stream".to_owned(),
             }
-            .to_owned()
         }
     }
 }
@@ -399,24 +409,35 @@ mod tests {
 
     #[test]
     fn media_types_are_taken_or_guessed() {
-        assert_eq!(media_type(Some("text/plain"), None), "text/plain");
+        let guess = |given, filename| {
+            media_type(given, filename, |extension| {
+                (extension == "qubo").then(|| "text/x-qubo".to_owned())
+            })
+        };
+        assert_eq!(guess(Some("text/plain"), None), "text/plain");
         assert_eq!(
-            media_type(Some("application/json"), Some("g.txt")),
+            guess(Some("application/json"), Some("g.txt")),
             "application/json"
         );
-        assert_eq!(media_type(None, Some("G1.txt")), "text/plain");
+        assert_eq!(guess(None, Some("G1.txt")), "text/plain");
         assert_eq!(
-            media_type(
+            guess(
                 Some("application/x-www-form-urlencoded"),
                 Some("graph.JSON")
             ),
             "application/json"
         );
         assert_eq!(
-            media_type(Some("application/octet-stream"), Some("data.bin")),
+            guess(Some("application/octet-stream"), Some("data.bin")),
             "application/octet-stream"
         );
-        assert_eq!(media_type(None, None), "application/octet-stream");
+        assert_eq!(guess(None, None), "application/octet-stream");
+        assert_eq!(guess(None, Some("bqp50_1.QUBO")), "text/x-qubo");
+        assert_eq!(
+            guess(Some("application/octet-stream"), Some("a.qubo")),
+            "text/x-qubo"
+        );
+        assert_eq!(guess(Some("text/plain"), Some("a.qubo")), "text/plain");
     }
 
     #[test]

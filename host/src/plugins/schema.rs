@@ -11,6 +11,15 @@ use crate::violation::Violation;
 /// `data_file_identifier`. Each must be one of the schema's `properties`.
 pub const DATASET_PARAMETERS_KEYWORD: &str = "x-caseload-dataset-parameters";
 
+/// The input schema keyword that says which file extensions stand for which of the use
+/// case's media types, as `{"text/x-qubo": {"extensions": [".qubo"]}}`: an upload sent
+/// without a telling `Content-Type` is given the media type its filename's extension names.
+/// Each media type must be one the plugin's `describe` lists.
+pub const MEDIA_TYPES_KEYWORD: &str = "x-caseload-media-types";
+
+/// The longest extension a use case may declare, its dot included.
+const MAX_EXTENSION_LENGTH: usize = 16;
+
 /// At most this many schema violations are listed; the rest are counted.
 const MAX_LISTED_ERRORS: usize = 100;
 
@@ -121,6 +130,62 @@ pub(super) fn dataset_parameters(schema: &Value) -> Result<Vec<String>, PluginEr
         .collect()
 }
 
+/// The file extensions the input schema declares under [`MEDIA_TYPES_KEYWORD`], each
+/// lowercased without its dot, with the media type it stands for, in the order declared.
+/// `declared` are the media types `describe` lists: the keyword may name only those.
+pub(super) fn media_type_extensions(
+    schema: &Value,
+    declared: &[String],
+) -> Result<Vec<(String, String)>, PluginError> {
+    let Some(listed) = schema.get(MEDIA_TYPES_KEYWORD) else {
+        return Ok(Vec::new());
+    };
+    let invalid = |message: String| PluginError::Schema {
+        which: "input",
+        message: format!("{MEDIA_TYPES_KEYWORD}: {message}"),
+    };
+    let shape = || {
+        invalid(
+            r#"must be an object of media types, each {"extensions": [".ext", ...]}"#.into(),
+        )
+    };
+    let listed = listed.as_object().ok_or_else(shape)?;
+    let mut extensions = Vec::new();
+    for (media_type, declaration) in listed {
+        if !declared.iter().any(|known| known == media_type) {
+            return Err(invalid(format!(
+                "{media_type:?} is not one of the media types the plugin reads ({})",
+                declared.join(", ")
+            )));
+        }
+        let names = declaration
+            .get("extensions")
+            .and_then(Value::as_array)
+            .ok_or_else(shape)?;
+        for name in names {
+            let name = name.as_str().ok_or_else(shape)?;
+            let extension = name
+                .strip_prefix('.')
+                .filter(|extension| {
+                    !extension.is_empty()
+                        && name.len() <= MAX_EXTENSION_LENGTH
+                        && extension.bytes().all(|byte| {
+                            byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'+')
+                        })
+                })
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "{name:?} is not a file extension: a dot, then up to {} letters, \
+                         digits, '-', '_' or '+'",
+                        MAX_EXTENSION_LENGTH - 1
+                    ))
+                })?;
+            extensions.push((extension.to_ascii_lowercase(), media_type.clone()));
+        }
+    }
+    Ok(extensions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +217,42 @@ mod tests {
         ] {
             let error = dataset_parameters(&schema(extra)).expect_err(extra);
             assert!(error.to_string().contains(expected), "{extra}: {error}");
+        }
+    }
+
+    #[test]
+    fn extensions_name_media_types_the_plugin_reads() {
+        let declared = ["application/json".to_owned(), "text/x-qubo".to_owned()];
+        let read = |keyword: &str| {
+            let schema: Value =
+                serde_json::from_str(&format!(r#"{{"x-caseload-media-types": {keyword}}}"#))
+                    .expect("JSON");
+            media_type_extensions(&schema, &declared)
+        };
+        assert_eq!(
+            media_type_extensions(&serde_json::json!({}), &declared).expect("none declared"),
+            Vec::<(String, String)>::new()
+        );
+        assert_eq!(
+            read(r#"{"text/x-qubo": {"extensions": [".qubo", ".QBSolv"]}}"#).expect("declared"),
+            [
+                ("qubo".to_owned(), "text/x-qubo".to_owned()),
+                ("qbsolv".to_owned(), "text/x-qubo".to_owned())
+            ]
+        );
+        for (keyword, expected) in [
+            (
+                r#"{"text/x-gset": {"extensions": [".gset"]}}"#,
+                "not one of the media types",
+            ),
+            (r#"{"text/x-qubo": {"extensions": ["qubo"]}}"#, "not a file extension"),
+            (r#"{"text/x-qubo": {"extensions": [".a/b"]}}"#, "not a file extension"),
+            (r#"{"text/x-qubo": {"extensions": ["."]}}"#, "not a file extension"),
+            (r#"{"text/x-qubo": [".qubo"]}"#, "must be an object"),
+            (r#"[".qubo"]"#, "must be an object"),
+        ] {
+            let error = read(keyword).expect_err(keyword);
+            assert!(error.to_string().contains(expected), "{keyword}: {error}");
         }
     }
 }
