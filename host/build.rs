@@ -20,6 +20,7 @@ const VERSIONED_VARIANTS: &[(&str, &str)] = &[
     ("", "v1"),
     ("v2", "v2"),
     ("describe-panics", "describe_panics"),
+    ("describe-loops", "describe_loops"),
     ("bad-schema", "bad_schema"),
 ];
 

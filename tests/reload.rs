@@ -2,8 +2,9 @@
 //! dropped while the old one runs a job, broken files refused while the old version serves,
 //! removal, and restarts with a warm, then a corrupted, compile cache.
 //!
-//! The guest is `tests/guests/versioned`, built by `build.rs` in four variants: v1, v2, one
-//! whose `describe` panics and one whose input schema does not compile.
+//! The guest is `tests/guests/versioned`, built by `build.rs` in five variants: v1, v2, one
+//! whose `describe` panics, one whose `describe` loops and one whose input schema does not
+//! compile.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -322,4 +323,85 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     // The recompiled code replaced the bad entries.
     let server = TestServer::start_in(server.kill(), &[]);
     wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 3).await;
+}
+
+/// The kinds and files of the plugin events so far, oldest first, once `done` holds of them.
+async fn plugin_events_until(
+    server: &TestServer,
+    token: &str,
+    done: impl Fn(&[(String, String)]) -> bool,
+) -> Vec<(String, String)> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let events: Value = server
+            .get(token, "/plugin_events")
+            .await
+            .json()
+            .await
+            .unwrap();
+        let events: Vec<(String, String)> = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|event| {
+                (
+                    event["kind"].as_str().unwrap_or_default().to_owned(),
+                    event["file"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        if done(&events) {
+            return events;
+        }
+        assert!(Instant::now() < deadline, "{events:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Where `kind` of `file` stands among `events`.
+fn position(events: &[(String, String)], kind: &str, file: &str) -> Option<usize> {
+    events
+        .iter()
+        .position(|(seen_kind, seen_file)| seen_kind == kind && seen_file == file)
+}
+
+/// A file whose `describe` never returns holds a loader until its 5 s deadline; the files
+/// beside it load meanwhile, at start (where it sorts first) and on reload alike.
+#[tokio::test]
+async fn a_plugin_whose_describe_loops_does_not_hold_back_the_others() {
+    let server = TestServer::start_with(ServerOptions {
+        args: FAST_RELOAD,
+        plugins: &[
+            ("caseload_guest_versioned_describe_loops", "a-loops.wasm"),
+            ("caseload_guest_versioned_v1", "b-versioned.wasm"),
+        ],
+    });
+    let token = server.admin_token().await;
+    let events = plugin_events_until(&server, &token, |events| {
+        position(events, "refused", "a-loops.wasm").is_some()
+    })
+    .await;
+    let loaded = position(&events, "loaded", "b-versioned.wasm").expect("b loaded");
+    assert!(
+        loaded < position(&events, "refused", "a-loops.wasm").unwrap(),
+        "{events:?}"
+    );
+
+    let dir = plugins_dir(&server);
+    publish(
+        &dir,
+        "c-loops.wasm",
+        &guest_bytes("caseload_guest_versioned_describe_loops"),
+    );
+    publish(&dir, "b-versioned.wasm", &guest_bytes("caseload_guest_versioned_v2"));
+    let events = plugin_events_until(&server, &token, |events| {
+        position(events, "refused", "c-loops.wasm").is_some()
+    })
+    .await;
+    let replaced = position(&events, "replaced", "b-versioned.wasm").expect("b replaced");
+    assert!(
+        replaced < position(&events, "refused", "c-loops.wasm").unwrap(),
+        "{events:?}"
+    );
+    assert_eq!(version_serving_jobs(&server, &token).await, "2.0.0");
 }

@@ -30,6 +30,11 @@ pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseloa
 /// The QUBO / Ising component, built from `plugins/qubo` by `build.rs`.
 pub const QUBO_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_qubo.wasm"));
 
+/// How many plugin files load at once, at start and on reload, so that a file whose
+/// `describe` runs to its deadline holds back one loader, not the files beside it. Each load
+/// holds one instance of the pool while `describe` runs: `concurrent_instances` counts them.
+pub const CONCURRENT_LOADS: usize = 4;
+
 /// Where a plugin came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginSource {
@@ -319,12 +324,41 @@ impl PluginRegistry {
             .filter(|path| is_plugin_file_name(path) && path.is_file())
             .collect();
         paths.sort();
-        for path in paths {
-            if let Err(error) = self.load_file(&path) {
-                self.file_rejected(&path, &error);
-            }
-        }
+        self.load_files(paths);
         Ok(())
+    }
+
+    /// Loads the files in `paths`, [`CONCURRENT_LOADS`] at a time, and returns when all are
+    /// loaded or refused. Each is published as soon as it is ready; the order of two files
+    /// declaring one name does not depend on which loads first (the first by path serves).
+    fn load_files(&self, paths: Vec<PathBuf>) {
+        let loaders = CONCURRENT_LOADS.min(paths.len());
+        let queue = Mutex::new(paths.into_iter());
+        let load_queued = || {
+            loop {
+                let next = queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .next();
+                let Some(path) = next else { break };
+                if let Err(error) = self.load_file(&path) {
+                    self.file_rejected(&path, &error);
+                }
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..loaders {
+                let spawned = std::thread::Builder::new()
+                    .name("plugin-loader".into())
+                    .spawn_scoped(scope, load_queued);
+                if let Err(error) = spawned {
+                    tracing::warn!(%error, "cannot start a plugin loader thread; loading with fewer");
+                    break;
+                }
+            }
+            // This thread is a loader too, so that the files load even if no thread started.
+            load_queued();
+        });
     }
 
     /// Loads (or reloads) the plugin in `path` and puts it in service under the name it
@@ -343,8 +377,10 @@ impl PluginRegistry {
         {
             return Ok(FileLoaded::Unchanged);
         }
-        // Compiled and described outside the lock: lookups never wait for a compile, and
-        // only this registry's watcher (one thread) loads files after start.
+        // Compiled and described outside the lock: lookups never wait for a compile. Files
+        // load concurrently, but never one path twice at once (`load_files` takes each path
+        // once; the reloader waits for a path's load before it looks at the path again), so
+        // `previous` is still the file's when this one is put in.
         let plugin = Arc::new(self.load(&bytes, PluginSource::File(path.to_owned()))?);
         let mut sources = self.lock_sources();
         sources.files.insert(path.to_owned(), plugin.clone());

@@ -13,19 +13,23 @@
 //! partial file fails to compile, is rejected with the previous version still serving, and
 //! the copy's next write brings another attempt.
 //!
-//! The reloader is a plain thread because compiling and `describe` block for up to seconds;
-//! jobs never wait for it, since lookups read the registry's snapshot.
+//! The reloader is a plain thread; the loads it decides on run on [`CONCURRENT_LOADS`]
+//! loader threads, because compiling and `describe` block for up to seconds: a file whose
+//! `describe` runs to its deadline holds one loader, while the reloader goes on noticing
+//! changes and the other loaders load other files. A path being loaded waits for that load to
+//! end before it is looked at again, so one path's loads and unloads apply in order. Jobs
+//! never wait for any of it, since lookups read the registry's snapshot.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::{FileLoaded, PluginRegistry, is_plugin_file_name};
+use super::{CONCURRENT_LOADS, FileLoaded, PluginRegistry, is_plugin_file_name};
 
 /// How the plugins directory is watched.
 #[derive(Debug, Clone)]
@@ -90,11 +94,15 @@ pub fn start(
     if let Err(error) = registry.load_dir(&dir) {
         tracing::error!(%error, "cannot read the plugins directory");
     }
+    let loading = Arc::new(Mutex::new(HashSet::new()));
+    let loads = start_loaders(&registry, &loading)?;
     let reloader = Reloader {
         registry,
         dir: dir.clone(),
         debounce: config.debounce,
         pending: HashMap::new(),
+        loading,
+        loads,
     };
     std::thread::Builder::new()
         .name("plugin-reloader".into())
@@ -102,6 +110,44 @@ pub fn start(
         .map_err(WatchError::Thread)?;
     tracing::info!(dir = %dir.display(), debounce = ?config.debounce, "watching the plugins directory");
     Ok(PluginWatcher { _watcher: watcher })
+}
+
+/// Paths being loaded: the reloader adds one as it hands it to a loader, which removes it once
+/// the load is over.
+type Loading = Arc<Mutex<HashSet<PathBuf>>>;
+
+/// Starts the loader threads; the paths sent to the returned sender are loaded, each by one of
+/// them. They stop once the sender is dropped (the reloader stopped).
+fn start_loaders(
+    registry: &Arc<PluginRegistry>,
+    loading: &Loading,
+) -> Result<Sender<PathBuf>, WatchError> {
+    let (loads, queue) = mpsc::channel::<PathBuf>();
+    let queue = Arc::new(Mutex::new(queue));
+    for _ in 0..CONCURRENT_LOADS {
+        let registry = registry.clone();
+        let loading = loading.clone();
+        let queue = queue.clone();
+        std::thread::Builder::new()
+            .name("plugin-loader".into())
+            .spawn(move || {
+                loop {
+                    // One loader waits for the next path; the others wait for the lock.
+                    let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    let Ok(path) = next else { return };
+                    match registry.load_file(&path) {
+                        Ok(FileLoaded::Installed(_)) | Ok(FileLoaded::Unchanged) => {}
+                        Err(error) => registry.file_rejected(&path, &error),
+                    }
+                    loading
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&path);
+                }
+            })
+            .map_err(WatchError::Thread)?;
+    }
+    Ok(loads)
 }
 
 /// What a path looked like at its last event: its size and modification time, or `None` if
@@ -129,6 +175,9 @@ struct Reloader {
     dir: PathBuf,
     debounce: Duration,
     pending: HashMap<PathBuf, Pending>,
+    loading: Loading,
+    /// Where paths to load are sent, to the loader threads.
+    loads: Sender<PathBuf>,
 }
 
 impl Reloader {
@@ -213,6 +262,17 @@ impl Reloader {
             let Some(pending) = self.pending.remove(&path) else {
                 continue;
             };
+            if self.is_loading(&path) {
+                // Looked at again once its load is over: one thing at a time per path.
+                self.pending.insert(
+                    path,
+                    Pending {
+                        due: now + self.debounce,
+                        seen: pending.seen,
+                    },
+                );
+                continue;
+            }
             let state = file_state(&path);
             if state != pending.seen {
                 self.pending.insert(
@@ -228,10 +288,28 @@ impl Reloader {
                 self.registry.unload_file(&path);
                 continue;
             }
-            match self.registry.load_file(&path) {
-                Ok(FileLoaded::Installed(_)) | Ok(FileLoaded::Unchanged) => {}
-                Err(error) => self.registry.file_rejected(&path, &error),
+            self.loading
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(path.clone());
+            // Fails only if every loader died (a panic): then the reloader loads it itself.
+            if let Err(mpsc::SendError(path)) = self.loads.send(path) {
+                self.loading
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&path);
+                match self.registry.load_file(&path) {
+                    Ok(FileLoaded::Installed(_)) | Ok(FileLoaded::Unchanged) => {}
+                    Err(error) => self.registry.file_rejected(&path, &error),
+                }
             }
         }
+    }
+
+    fn is_loading(&self, path: &Path) -> bool {
+        self.loading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(path)
     }
 }

@@ -2,8 +2,8 @@
 //! and answers with its own version, so that a test can tell which build ran a job. Its
 //! `validate` sleeps `validate_sleep_ms`, which holds a submission open for as long;
 //! `sleep_ms` is a parameter that may stand beside a data file. Cargo
-//! features make the variants: `v2` declares 2.0.0 instead of 1.0.0; `describe-panics` and
-//! `bad-schema` are plugins the host must refuse to load. Built by the host's build script
+//! features make the variants: `v2` declares 2.0.0 instead of 1.0.0; `describe-panics`,
+//! `describe-loops` and `bad-schema` are plugins the host must refuse to load. Built by the host's build script
 //! for the end-to-end tests; never shipped.
 
 use std::time::Duration;
@@ -49,6 +49,13 @@ impl UseCase for Versioned {
     fn describe() -> Describe {
         if cfg!(feature = "describe-panics") {
             panic!("this build of versioned cannot describe itself");
+        }
+        if cfg!(feature = "describe-loops") {
+            // Never returns: the host's deadline on `describe` is what ends it.
+            let mut turns = 0u64;
+            loop {
+                turns = std::hint::black_box(turns.wrapping_add(1));
+            }
         }
         Describe {
             name: "versioned",
