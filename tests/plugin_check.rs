@@ -109,6 +109,11 @@ fn check_runs_a_given_input_and_fails_on_what_the_server_would_refuse() {
     );
     assert_eq!(status, Some(0), "{stdout}");
     assert!(stdout.contains("triangle.json: validate"), "{stdout}");
+    // The output itself, below the times.
+    assert!(
+        stdout.contains("    output: {") && stdout.contains("\"cut_value\":2"),
+        "{stdout}"
+    );
     assert!(
         !stdout.contains("example 1"),
         "the given input replaces the examples: {stdout}"
@@ -123,8 +128,18 @@ fn check_runs_a_given_input_and_fails_on_what_the_server_would_refuse() {
     );
     assert_eq!(status, Some(1), "{stdout}");
     assert!(
-        stdout.contains("refused: ")
-            && stdout.contains("does not match the input schema: /num_nodes"),
+        stdout.contains(
+            "off-schema.json: the input was refused: it does not match the input schema: \
+             /num_nodes"
+        ),
+        "{stdout}"
+    );
+    // The input was refused, not the plugin: the server would serve it.
+    assert!(stdout.starts_with(&format!("{maxcut}: loads: maxcut")), "{stdout}");
+    assert!(
+        !stdout
+            .lines()
+            .any(|line| line.trim_start().starts_with("refused: ")),
         "{stdout}"
     );
 
@@ -137,7 +152,35 @@ fn check_runs_a_given_input_and_fails_on_what_the_server_would_refuse() {
     );
     assert_eq!(status, Some(1), "{stdout}");
     assert!(
-        stdout.contains("validating it: the plugin rejected the input: /edges/0"),
+        stdout.contains("bad-edge.json: the input was refused: validate rejected it: /edges/0"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_shows_a_guest_panic_s_message_and_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let runaway = guest_wasm("caseload_guest_runaway");
+    let input = dir.path().join("panic.json");
+    std::fs::write(&input, r#"{"mode": "panic"}"#).unwrap();
+    let (status, stdout, _) = check_in(
+        dir.path(),
+        &[
+            "check",
+            runaway.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(status, Some(1), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|line| line.contains("panic.json: "))
+        .unwrap_or_else(|| panic!("no line for the input: {stdout}"));
+    assert!(
+        line.contains("running it: the plugin panicked at ")
+            && line.contains("src/lib.rs:")
+            && line.ends_with(": the runaway guest panics on purpose"),
         "{stdout}"
     );
 }

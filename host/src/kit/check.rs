@@ -29,8 +29,30 @@ pub struct CheckOptions {
 #[derive(Debug)]
 pub struct Checked {
     pub report: Vec<String>,
-    pub outcome: Result<Plugin, String>,
+    pub outcome: Result<Plugin, Failure>,
 }
+
+/// Why a check did not pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The server would refuse the file: it would not serve it at all.
+    Refused(String),
+    /// The server would serve the file, but an input it was given failed: refused by the
+    /// schema or `validate`, or its run or output failed. The message names the input.
+    Input(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Refused(why) => write!(formatter, "refused: {why}"),
+            Failure::Input(why) => formatter.write_str(why),
+        }
+    }
+}
+
+/// The most of an output the report quotes.
+const MAX_OUTPUT_SHOWN: usize = 400;
 
 /// Loads plugin files as a server with the default limits would: compiled, linked against
 /// the plugin world in a pooled engine, `describe` answered within 5 s under the memory cap,
@@ -75,7 +97,7 @@ impl Checker {
             Err(error) => {
                 return Checked {
                     report,
-                    outcome: Err(format!("cannot read it: {error}")),
+                    outcome: Err(Failure::Refused(format!("cannot read it: {error}"))),
                 };
             }
         };
@@ -88,7 +110,7 @@ impl Checker {
             Err(error) => {
                 return Checked {
                     report,
-                    outcome: Err(format!("{error:#}")),
+                    outcome: Err(Failure::Refused(format!("{error:#}"))),
                 };
             }
         };
@@ -121,7 +143,7 @@ impl Checker {
             Err(why) => {
                 return Checked {
                     report,
-                    outcome: Err(why),
+                    outcome: Err(Failure::Input(why)),
                 };
             }
         };
@@ -132,13 +154,24 @@ impl Checker {
                     .to_owned(),
             );
         }
+        let which = if self.options.input.is_some() {
+            "the input"
+        } else {
+            "the example input"
+        };
         for (label, input) in inputs {
-            match self.try_input(&plugin, &input) {
-                Ok(line) => report.push(format!("  {label}: {line}")),
+            match self.try_input(&plugin, &input, which) {
+                Ok(lines) => {
+                    let mut lines = lines.into_iter();
+                    if let Some(first) = lines.next() {
+                        report.push(format!("  {label}: {first}"));
+                    }
+                    report.extend(lines.map(|line| format!("    {line}")));
+                }
                 Err(why) => {
                     return Checked {
                         report,
-                        outcome: Err(format!("{label}: {why}")),
+                        outcome: Err(Failure::Input(format!("{label}: {why}"))),
                     };
                 }
             }
@@ -167,12 +200,13 @@ impl Checker {
     }
 
     /// One input through the steps of a job: the schema and `validate` at submission, then
-    /// `run` under the default limits and the output schema.
-    fn try_input(&self, plugin: &Plugin, input: &Value) -> Result<String, String> {
+    /// `run` under the default limits and the output schema. The report's lines: the times,
+    /// then the output. `which` names the input in a refusal ("the example input").
+    fn try_input(&self, plugin: &Plugin, input: &Value, which: &str) -> Result<Vec<String>, String> {
         let violations = plugin.input_violations(input);
         if !violations.is_empty() {
             return Err(format!(
-                "the input does not match the input schema: {}",
+                "{which} was refused: it does not match the input schema: {}",
                 violations_text(&violations)
             ));
         }
@@ -181,7 +215,13 @@ impl Checker {
         plugin
             .component
             .validate(&text, &self.call_limits)
-            .map_err(|error| format!("validating it: {}", call_error_text(&error)))?;
+            .map_err(|error| match error {
+                CallError::InvalidInput(violations) => format!(
+                    "{which} was refused: validate rejected it: {}",
+                    violations_text(&violations)
+                ),
+                other => format!("validating it: {}", call_error_text(&other)),
+            })?;
         let validated_in = started.elapsed();
 
         // A job's limits as the server derives them, its grace after the time limit included.
@@ -216,14 +256,20 @@ impl Checker {
         let output = report
             .result
             .map_err(|error| format!("running it: {}", call_error_text(&error)))?;
-        plugin.check_output(&output)?;
-        Ok(format!(
-            "validate {} ms, run {} ms, peak memory {}, output of {} bytes matches the output schema",
-            validated_in.as_millis(),
-            ran_in.as_millis(),
-            megabytes(report.peak_memory_bytes),
-            output.len()
-        ))
+        plugin
+            .check_output(&output)
+            .map_err(|why| format!("{why}; the output: {}", shortened(&output)))?;
+        Ok(vec![
+            format!(
+                "validate {} ms, run {} ms, peak memory {}, output of {} bytes matches the \
+                 output schema",
+                validated_in.as_millis(),
+                ran_in.as_millis(),
+                megabytes(report.peak_memory_bytes),
+                output.len()
+            ),
+            format!("output: {}", shortened(&output)),
+        ])
     }
 
     /// Where the plugin meets a built-in use case.
@@ -267,18 +313,20 @@ pub fn check_plugins(files: &[PathBuf], options: CheckOptions) -> anyhow::Result
         let mut lines = checked.report.iter();
         let path = path.display();
         match (lines.next(), &checked.outcome) {
-            (Some(headline), Ok(_)) => println!("{path}: loads: {headline}"),
-            (Some(headline), Err(_)) => println!("{path}: refused: {headline}"),
-            (None, Err(why)) => println!("{path}: refused: {why}"),
+            (Some(headline), Ok(_) | Err(Failure::Input(_))) => {
+                println!("{path}: loads: {headline}")
+            }
+            (Some(headline), Err(Failure::Refused(_))) => println!("{path}: refused: {headline}"),
+            (None, Err(failure)) => println!("{path}: {failure}"),
             (None, Ok(_)) => println!("{path}: loads"),
         }
         for line in lines {
             println!("{line}");
         }
-        if let Err(why) = &checked.outcome {
+        if let Err(failure) = &checked.outcome {
             all_pass = false;
             if !checked.report.is_empty() {
-                println!("  refused: {why}");
+                println!("  {failure}");
             }
         }
     }
@@ -350,10 +398,28 @@ fn call_error_text(error: &CallError) -> String {
         CallError::InvalidInput(violations) => {
             format!("{error}: {}", violations_text(violations))
         }
-        // An author wants the guest's backtrace.
+        // An author wants the panic's message and location first, then the guest's backtrace.
+        CallError::Trap {
+            details,
+            panic: Some(panic),
+            ..
+        } => format!("the plugin {panic}\n{details}"),
         CallError::Trap { details, .. } => format!("{error}\n{details}"),
         other => other.to_string(),
     }
+}
+
+/// An output on one line, cut at [`MAX_OUTPUT_SHOWN`] bytes with its length said.
+fn shortened(output: &str) -> String {
+    let one_line = output.replace('\n', " ");
+    if one_line.len() <= MAX_OUTPUT_SHOWN {
+        return one_line;
+    }
+    let mut cut = MAX_OUTPUT_SHOWN;
+    while !one_line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{} … ({} bytes in all)", &one_line[..cut], output.len())
 }
 
 fn megabytes(bytes: usize) -> String {

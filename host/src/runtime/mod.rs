@@ -133,9 +133,15 @@ pub enum CallError {
     MemoryLimit(String),
     /// The guest trapped: a panic, an out-of-bounds access, a stack overflow... `summary` is
     /// one line for clients; `details` has wasmtime's whole account, with the guest's
-    /// backtrace, for the server's log and `caseload plugin check`.
+    /// backtrace, for the server's log and `caseload plugin check`; `panic` is the panic the
+    /// guest wrote to its stderr before it trapped (Rust's `panicked at <location>:` line
+    /// and the message under it), if it wrote one.
     #[error("the plugin trapped: {summary}")]
-    Trap { summary: String, details: String },
+    Trap {
+        summary: String,
+        details: String,
+        panic: Option<String>,
+    },
     /// The plugin rejected the input.
     #[error("the plugin rejected the input")]
     InvalidInput(Vec<Violation>),
@@ -685,8 +691,38 @@ impl Call {
                 .unwrap_or_default()
                 .to_owned(),
         };
-        CallError::Trap { summary, details }
+        CallError::Trap {
+            summary,
+            details,
+            panic: last_panic(&self.log.tail().text),
+        }
     }
+}
+
+/// The longest panic message kept from a log.
+const MAX_PANIC_MESSAGE: usize = 2048;
+
+/// The last panic a Rust guest reported in its log: from its `panicked at <location>:` line
+/// to the `note:` line the standard library ends it with (or the log's end), as
+/// `panicked at src/lib.rs:7:5: <message>`.
+fn last_panic(log: &str) -> Option<String> {
+    let start = log.rfind("panicked at ")?;
+    let report = &log[start..];
+    let (location, rest) = report.split_once('\n').unwrap_or((report, ""));
+    let message: Vec<&str> = rest
+        .lines()
+        .take_while(|line| !line.starts_with("note: "))
+        .collect();
+    let mut panic = format!("{} {}", location.trim_end(), message.join("\n").trim_end());
+    if panic.len() > MAX_PANIC_MESSAGE {
+        let mut cut = MAX_PANIC_MESSAGE;
+        while !panic.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        panic.truncate(cut);
+        panic.push_str(" …");
+    }
+    Some(panic.trim_end().to_owned())
 }
 
 /// The WIT boundary: a plugin's violations become the host's.
@@ -700,6 +736,25 @@ fn convert_violations(violations: Vec<wit::Violation>) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_is_read_from_the_log_it_was_written_to() {
+        let log = "running\nthread '<unnamed>' panicked at src/lib.rs:217:27:\n\
+                   the guest panics\non two lines\nnote: run with `RUST_BACKTRACE=1` \
+                   environment variable to display a backtrace\n";
+        assert_eq!(
+            last_panic(log).as_deref(),
+            Some("panicked at src/lib.rs:217:27: the guest panics\non two lines")
+        );
+        assert_eq!(
+            last_panic("panicked at src/a.rs:1:1:\nfirst\npanicked at src/b.rs:2:2:\nlast")
+                .as_deref(),
+            Some("panicked at src/b.rs:2:2: last")
+        );
+        assert_eq!(last_panic("nothing went wrong\n"), None);
+        let long = format!("panicked at a.rs:1:1:\n{}", "é".repeat(MAX_PANIC_MESSAGE));
+        assert!(last_panic(&long).is_some_and(|panic| panic.len() <= MAX_PANIC_MESSAGE + 4));
+    }
 
     #[test]
     fn the_world_version_is_the_wit_files() {
