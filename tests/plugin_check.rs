@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::support::guest_wasm;
+use crate::support::{ServerOptions, TestServer, guest_wasm, wait_for_problem};
 
 fn check(files: &[&std::path::Path]) -> (Option<i32>, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_caseload"))
@@ -183,4 +183,33 @@ fn check_shows_a_guest_panic_s_message_and_location() {
             && line.ends_with(": the runaway guest panics on purpose"),
         "{stdout}"
     );
+}
+
+/// `check` writes the code it compiles to the server's compile cache (under `--data-dir`), so
+/// the server loads the file it then gets without compiling it.
+#[tokio::test]
+async fn the_server_loads_a_checked_file_without_compiling_it() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--plugins-debounce", "100ms"],
+        ..ServerOptions::default()
+    });
+    let token = server.admin_token().await;
+    let v2 = guest_wasm("caseload_guest_versioned_v2");
+    let data_dir = server.data_dir().to_owned();
+    let (status, stdout, _) = check_in(
+        &data_dir,
+        &["check", "--data-dir", data_dir.to_str().unwrap(), v2.to_str().unwrap()],
+    );
+    assert_eq!(status, Some(0), "{stdout}");
+
+    let staging = data_dir.join("plugins/.versioned.wasm.tmp");
+    std::fs::copy(&v2, &staging).unwrap();
+    std::fs::rename(&staging, data_dir.join("plugins/versioned.wasm")).unwrap();
+    wait_for_problem(&server, &token, "versioned", |answer| answer.is_some()).await;
+    let log = std::fs::read_to_string(data_dir.join("server.log")).unwrap();
+    let loaded = log
+        .lines()
+        .find(|line| line.contains("plugin loaded") && line.contains("name=versioned"))
+        .unwrap_or_else(|| panic!("no load of versioned in the log:\n{log}"));
+    assert!(loaded.contains("code=compile-cache"), "{loaded}");
 }

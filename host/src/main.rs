@@ -3,7 +3,7 @@
 //! `cargo run --release` starts the server on 127.0.0.1:8080 with SQLite under `./data`;
 //! `caseload --help` lists the options.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use clap::Parser;
 
@@ -33,10 +33,10 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,
         Some(Command::User(command)) => caseload::change_user(&cli.storage, command).await,
         Some(Command::Plugin(command)) => {
-            let plugins_dir = cli.storage.data_dir.join("plugins");
+            let data_dir = cli.storage.data_dir.clone();
             let command = command.clone();
             let outcome =
-                tokio::task::spawn_blocking(move || plugin_command(command, plugins_dir)).await?;
+                tokio::task::spawn_blocking(move || plugin_command(command, &data_dir)).await?;
             match outcome {
                 Ok(true) => Ok(()),
                 // The command's report already says what failed.
@@ -52,7 +52,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// Runs a `caseload plugin` command; false if it failed in a way its output explains.
-fn plugin_command(command: PluginCommand, default_plugins_dir: PathBuf) -> anyhow::Result<bool> {
+/// `data_dir` is the server's, where its plugins directory and compile cache are by default.
+fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<bool> {
     match command {
         PluginCommand::New { name, lang, dir } => {
             let dir = new_project(&name, lang, dir.as_deref())?;
@@ -64,7 +65,9 @@ fn plugin_command(command: PluginCommand, default_plugins_dir: PathBuf) -> anyho
             println!("{}", component.display());
             Ok(true)
         }
-        PluginCommand::Check { files, run } => check_plugins(&files, check_options(run)),
+        PluginCommand::Check { files, run } => {
+            check_plugins(&files, check_options(run, data_dir))
+        }
         PluginCommand::Watch {
             dir,
             plugins_dir,
@@ -72,9 +75,9 @@ fn plugin_command(command: PluginCommand, default_plugins_dir: PathBuf) -> anyho
             run,
         } => {
             let options = WatchOptions {
-                plugins_dir: plugins_dir.unwrap_or(default_plugins_dir),
+                plugins_dir: plugins_dir.unwrap_or_else(|| data_dir.join("plugins")),
                 build: build_options(&build),
-                check: check_options(run),
+                check: check_options(run, data_dir),
             };
             watch(&dir, &options)?;
             Ok(true)
@@ -88,9 +91,15 @@ fn build_options(args: &BuildArgs) -> BuildOptions {
     }
 }
 
-fn check_options(args: CheckArgs) -> CheckOptions {
+/// The server's compile cache is the check's: given, or the server's default if its data
+/// directory exists (a check elsewhere leaves no `./data` behind).
+fn check_options(args: CheckArgs, data_dir: &Path) -> CheckOptions {
+    let compile_cache_dir = args
+        .compile_cache_dir
+        .or_else(|| data_dir.is_dir().then(|| data_dir.join("compile-cache")));
     CheckOptions {
         input: args.input,
         time_limit: args.time_limit,
+        compile_cache_dir,
     }
 }

@@ -23,9 +23,12 @@ pub struct CheckOptions {
     pub input: Option<PathBuf>,
     /// The time limit each run is given, as a job's `time_limit_s`.
     pub time_limit: Duration,
+    /// The server's compile cache: the code compiled here is written there, so that the
+    /// server loads the file without compiling it again.
+    pub compile_cache_dir: Option<PathBuf>,
 }
 
-/// What a check found: the lines of its report, and the plugin unless it was refused.
+/// What a check found: the lines of its report, and the plugin if it passed.
 #[derive(Debug)]
 pub struct Checked {
     pub report: Vec<String>,
@@ -72,8 +75,11 @@ impl Checker {
         // As the server's engine: a pool, so that a component too large for its slots is
         // refused here as it would be there. Two slots: a check makes one call at a time.
         let memory_bytes = Limits::default().memory_bytes;
-        let runtime =
-            Runtime::with_config(&RuntimeConfig::default().with_pooling(memory_bytes, 2))?;
+        let mut runtime_config = RuntimeConfig::default().with_pooling(memory_bytes, 2);
+        if let Some(dir) = &options.compile_cache_dir {
+            runtime_config = runtime_config.with_compile_cache(dir.clone());
+        }
+        let runtime = Runtime::with_config(&runtime_config)?;
         let call_limits = Limits {
             wall_time: Duration::from_secs(5),
             ..Limits::default()
