@@ -53,6 +53,9 @@ async fn a_generated_python_client_launches_and_reads_a_job() {
         .text()
         .await
         .unwrap();
+    // Generators and fuzzers resolve the paths against the document's own address.
+    let parsed: serde_json::Value = serde_json::from_str(&document).unwrap();
+    assert_eq!(parsed["servers"][0]["url"], "/", "{}", parsed["servers"]);
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join("openapi.json");
     std::fs::write(&path, document).unwrap();
@@ -66,10 +69,13 @@ async fn a_generated_python_client_launches_and_reads_a_job() {
         .unwrap_or_else(|error| panic!("cannot start openapi-python-client: {error}"));
     let log = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{log}");
-    assert!(
-        !log.contains("WARNING"),
-        "the generator skipped parts:\n{log}"
-    );
+    // Every part is generated but the body of GET /metrics: the generator knows no
+    // application/openmetrics-text, and the call still returns the text as its content.
+    let skipped: Vec<&str> = log
+        .lines()
+        .filter(|line| line.starts_with("WARNING") && !line.contains("GET /metrics"))
+        .collect();
+    assert!(skipped.is_empty(), "the generator skipped parts:\n{log}");
 
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/openapi/smoke.py");
     let base_url = server.base_url.clone();
@@ -92,4 +98,7 @@ async fn a_generated_python_client_launches_and_reads_a_job() {
     let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(seen["status"], "COMPLETED");
     assert_eq!(seen["cut"], 2.0);
+    // A dataset uploaded and launched on through the generated calls.
+    assert_eq!(seen["dataset_status"], "COMPLETED");
+    assert_eq!(seen["dataset_cut"], 2.0);
 }
