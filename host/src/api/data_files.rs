@@ -55,6 +55,8 @@ async fn upload(
     request: Request,
 ) -> Result<impl IntoResponse, ApiError> {
     let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    // Checked whatever the body: a bad name is refused, not ignored.
+    let query_filename = query.filename.map(clean_filename).transpose()?;
     let limit = state.max_dataset_bytes;
     let headers = request.headers().clone();
     let content_type = essence(&headers);
@@ -90,9 +92,9 @@ async fn upload(
         let form = Multipart::from_request(request, &state)
             .await
             .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
-        upload_multipart(&state, &user, form, limit, quota).await?
+        upload_multipart(&state, &user, form, limit, quota, query_filename).await?
     } else {
-        let filename = query.filename.map(clean_filename).transpose()?;
+        let filename = query_filename;
         let media_type = media_type(content_type.as_deref(), filename.as_deref(), |extension| {
             state.registry.media_type_for_extension(extension)
         });
@@ -128,6 +130,7 @@ async fn upload_multipart(
     mut form: Multipart,
     limit: u64,
     quota: Quota,
+    query_filename: Option<String>,
 ) -> Result<DataFile, ApiError> {
     let bad_part = |error: axum::extract::multipart::MultipartError| {
         ApiError::BadRequest(format!(
@@ -151,7 +154,8 @@ async fn upload_multipart(
     let filename = field
         .file_name()
         .map(|name| clean_filename(name.to_owned()))
-        .transpose()?;
+        .transpose()?
+        .or(query_filename);
     let part_type = field.content_type().map(|value| {
         value
             .split(';')

@@ -355,11 +355,12 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                 "title": "LaunchBody",
                 "description": "The use case's input (GET /problem/<id> shows its schema) with options and labels beside it, or a DatasetLaunch.",
                 "type": "object",
-                "minProperties": 1,
                 "properties": {
                     "options": {"$ref": "#/components/schemas/Options"},
                     "labels": {"$ref": "#/components/schemas/Labels"},
                 },
+                // Options and labels alone launch nothing: some field must be the input's.
+                "not": {"propertyNames": {"enum": ["options", "labels"]}},
             }),
         ),
         (
