@@ -135,7 +135,10 @@ fn check_runs_a_given_input_and_fails_on_what_the_server_would_refuse() {
         "{stdout}"
     );
     // The input was refused, not the plugin: the server would serve it.
-    assert!(stdout.starts_with(&format!("{maxcut}: loads: maxcut")), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("{maxcut}: loads: maxcut")),
+        "{stdout}"
+    );
     assert!(
         !stdout
             .lines()
@@ -198,7 +201,12 @@ async fn the_server_loads_a_checked_file_without_compiling_it() {
     let data_dir = server.data_dir().to_owned();
     let (status, stdout, _) = check_in(
         &data_dir,
-        &["check", "--data-dir", data_dir.to_str().unwrap(), v2.to_str().unwrap()],
+        &[
+            "check",
+            "--data-dir",
+            data_dir.to_str().unwrap(),
+            v2.to_str().unwrap(),
+        ],
     );
     assert_eq!(status, Some(0), "{stdout}");
 

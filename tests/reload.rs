@@ -393,7 +393,11 @@ async fn a_plugin_whose_describe_loops_does_not_hold_back_the_others() {
         "c-loops.wasm",
         &guest_bytes("caseload_guest_versioned_describe_loops"),
     );
-    publish(&dir, "b-versioned.wasm", &guest_bytes("caseload_guest_versioned_v2"));
+    publish(
+        &dir,
+        "b-versioned.wasm",
+        &guest_bytes("caseload_guest_versioned_v2"),
+    );
     let events = plugin_events_until(&server, &token, |events| {
         position(events, "refused", "c-loops.wasm").is_some()
     })

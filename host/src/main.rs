@@ -65,9 +65,7 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
             println!("{}", component.display());
             Ok(true)
         }
-        PluginCommand::Check { files, run } => {
-            check_plugins(&files, check_options(run, data_dir))
-        }
+        PluginCommand::Check { files, run } => check_plugins(&files, check_options(run, data_dir)),
         PluginCommand::Watch {
             dir,
             plugins_dir,

@@ -383,8 +383,9 @@ fn media_type(
             match extension.as_deref() {
                 Some("json") => "application/json".to_owned(),
                 Some("txt" | "rud" | "rudy" | "gset") => "text/plain".to_owned(),
-                Some(extension) => declared(extension)
-                    .unwrap_or_else(|| "application/octet-stream".to_owned()),
+                Some(extension) => {
+                    declared(extension).unwrap_or_else(|| "application/octet-stream".to_owned())
+                }
                 None => "application/octet-stream".to_owned(),
             }
         }

@@ -208,7 +208,12 @@ impl Checker {
     /// One input through the steps of a job: the schema and `validate` at submission, then
     /// `run` under the default limits and the output schema. The report's lines: the times,
     /// then the output. `which` names the input in a refusal ("the example input").
-    fn try_input(&self, plugin: &Plugin, input: &Value, which: &str) -> Result<Vec<String>, String> {
+    fn try_input(
+        &self,
+        plugin: &Plugin,
+        input: &Value,
+        which: &str,
+    ) -> Result<Vec<String>, String> {
         let violations = plugin.input_violations(input);
         if !violations.is_empty() {
             return Err(format!(

@@ -145,9 +145,7 @@ pub(super) fn media_type_extensions(
         message: format!("{MEDIA_TYPES_KEYWORD}: {message}"),
     };
     let shape = || {
-        invalid(
-            r#"must be an object of media types, each {"extensions": [".ext", ...]}"#.into(),
-        )
+        invalid(r#"must be an object of media types, each {"extensions": [".ext", ...]}"#.into())
     };
     let listed = listed.as_object().ok_or_else(shape)?;
     let mut extensions = Vec::new();
@@ -245,9 +243,18 @@ mod tests {
                 r#"{"text/x-gset": {"extensions": [".gset"]}}"#,
                 "not one of the media types",
             ),
-            (r#"{"text/x-qubo": {"extensions": ["qubo"]}}"#, "not a file extension"),
-            (r#"{"text/x-qubo": {"extensions": [".a/b"]}}"#, "not a file extension"),
-            (r#"{"text/x-qubo": {"extensions": ["."]}}"#, "not a file extension"),
+            (
+                r#"{"text/x-qubo": {"extensions": ["qubo"]}}"#,
+                "not a file extension",
+            ),
+            (
+                r#"{"text/x-qubo": {"extensions": [".a/b"]}}"#,
+                "not a file extension",
+            ),
+            (
+                r#"{"text/x-qubo": {"extensions": ["."]}}"#,
+                "not a file extension",
+            ),
             (r#"{"text/x-qubo": [".qubo"]}"#, "must be an object"),
             (r#"[".qubo"]"#, "must be an object"),
         ] {
