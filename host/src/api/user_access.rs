@@ -1,10 +1,12 @@
 //! Whether a token's user may still use it: the user exists, is not disabled, and has not had
 //! its tokens revoked since this one was issued. Checked on every authenticated request from
 //! a cache of a few seconds, so that `caseload user disable | delete | revoke | passwd` on any
-//! replica holds on every replica within that time.
+//! replica holds on every replica within that time. When a user's entry goes stale, one
+//! request reads it again and the user's other requests (thousands of held streams, say)
+//! wait for that read rather than each making its own.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::ApiError;
@@ -21,6 +23,8 @@ const MAX_USERS: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct AccessCache {
     users: Mutex<HashMap<String, (Instant, Option<UserAccess>)>>,
+    /// Each user's turn to read its entry again (one small lock per user remembered).
+    refreshing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl AccessCache {
@@ -32,11 +36,7 @@ impl AccessCache {
     ) -> Result<UserAccess, ApiError> {
         let access = match self.fresh(&user.id) {
             Some(access) => access,
-            None => {
-                let access = store.user_access(&user.id).await?;
-                self.remember(&user.id, access);
-                access
-            }
+            None => self.refresh(store, &user.id).await?,
         };
         match access {
             None => Err(ApiError::InvalidToken("the token's user no longer exists")),
@@ -50,6 +50,29 @@ impl AccessCache {
         }
     }
 
+    /// Reads the user's access again, once for all who ask at the same time.
+    async fn refresh(
+        &self,
+        store: &dyn JobStore,
+        user_id: &str,
+    ) -> Result<Option<UserAccess>, ApiError> {
+        let turn = {
+            let mut refreshing = self
+                .refreshing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            refreshing.entry(user_id.to_owned()).or_default().clone()
+        };
+        let _turn = turn.lock().await;
+        // Whoever read before this request's turn came has left a fresh entry.
+        if let Some(access) = self.fresh(user_id) {
+            return Ok(access);
+        }
+        let access = store.user_access(user_id).await?;
+        self.remember(user_id, access);
+        Ok(access)
+    }
+
     fn fresh(&self, user_id: &str) -> Option<Option<UserAccess>> {
         let users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
         let (read_at, access) = users.get(user_id)?;
@@ -60,6 +83,11 @@ impl AccessCache {
         let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
         if users.len() >= MAX_USERS {
             users.clear();
+            let mut refreshing = self
+                .refreshing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            refreshing.retain(|_, turn| Arc::strong_count(turn) > 1);
         }
         users.insert(user_id.to_owned(), (Instant::now(), access));
     }
