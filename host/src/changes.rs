@@ -16,8 +16,10 @@ use tokio::sync::{broadcast, watch};
 pub use self::shared_reads::SharedReads;
 use crate::store::{JobChange, JobEvents};
 
-/// Changes one owner's stream may fall behind by before it is told it lagged.
-const OWNER_BACKLOG: usize = 1024;
+/// Changes one owner's stream may fall behind by before it is told it lagged (and must read
+/// the owner's recent jobs from the store to catch up, a costly read). One buffer serves all
+/// of an owner's streams, so a deep one costs little: about 40 bytes a change.
+const OWNER_BACKLOG: usize = 16_384;
 
 /// A changed job's id, and the sequence number of the batch of changes it was in.
 type ChangedJob = (Arc<str>, u64);
@@ -229,6 +231,22 @@ impl OwnerWatch {
                 Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
             },
             () = stopped(&mut self.stopping) => OwnerChange::Stopping,
+        }
+    }
+}
+
+impl OwnerWatch {
+    /// What was heard already, without waiting; `None` if nothing.
+    pub fn try_next(&mut self) -> Option<OwnerChange> {
+        if *self.stopping.borrow() {
+            return Some(OwnerChange::Stopping);
+        }
+        match self.receiver.try_recv() {
+            Ok((job_id, sequence)) => Some(OwnerChange::Job(job_id, sequence)),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => Some(OwnerChange::Lagged),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
+                None
+            }
         }
     }
 }

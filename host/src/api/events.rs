@@ -31,6 +31,10 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How many of the caller's newest jobs a resumed `GET /jobs/events` looks through.
 const RESUME_SCAN: u32 = 500;
 
+/// How long `GET /jobs/events` gathers changes after the first before it reads and sends
+/// them together.
+const OWNER_COALESCE: Duration = Duration::from_millis(25);
+
 /// How long a client told to reconnect waits before it does (the SSE `retry` field).
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
@@ -330,23 +334,8 @@ impl OwnerStream {
                         };
                     }
                 };
-                match change {
-                    OwnerChange::Job(job_id, sequence) => {
-                        let read = self.state.changes.reads().job(
-                            self.state.store.as_ref(),
-                            &self.user.id,
-                            &job_id,
-                            sequence,
-                        );
-                        match read.await {
-                            Ok(Some(job)) => vec![summary(&job)],
-                            Ok(None) => Vec::new(),
-                            Err(error) => {
-                                tracing::warn!(%error, "event stream read failed");
-                                Vec::new()
-                            }
-                        }
-                    }
+                let first = match change {
+                    OwnerChange::Job(job_id, sequence) => (job_id, sequence),
                     OwnerChange::Lagged => {
                         self.resume_from = Some(now.saturating_sub(60_000));
                         continue;
@@ -355,7 +344,44 @@ impl OwnerStream {
                         self.ended = true;
                         return Some(vec![reconnect_event()]);
                     }
+                };
+                // Whatever else changes in the next moment goes out with it: one wake-up and
+                // one write per stream for a burst of changes, not one per change.
+                tokio::time::sleep(OWNER_COALESCE).await;
+                let mut changed = vec![first];
+                loop {
+                    match self.watch.try_next() {
+                        Some(OwnerChange::Job(job_id, sequence)) => {
+                            match changed.iter_mut().find(|(seen, _)| *seen == job_id) {
+                                Some(seen) => seen.1 = seen.1.max(sequence),
+                                None => changed.push((job_id, sequence)),
+                            }
+                        }
+                        Some(OwnerChange::Lagged) => {
+                            self.resume_from = Some(now.saturating_sub(60_000));
+                            break;
+                        }
+                        Some(OwnerChange::Stopping) | None => break,
+                    }
                 }
+                if self.resume_from.is_some() {
+                    continue;
+                }
+                let mut jobs = Vec::with_capacity(changed.len());
+                for (job_id, sequence) in changed {
+                    let read = self.state.changes.reads().job(
+                        self.state.store.as_ref(),
+                        &self.user.id,
+                        &job_id,
+                        sequence,
+                    );
+                    match read.await {
+                        Ok(Some(job)) => jobs.push(summary(&job)),
+                        Ok(None) => {}
+                        Err(error) => tracing::warn!(%error, "event stream read failed"),
+                    }
+                }
+                jobs
             };
             let mut events: Vec<Event> = jobs
                 .into_iter()
