@@ -95,6 +95,11 @@ impl Server {
             .to_owned())
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A field of the server's `/proc/<pid>/status` in MB (`VmRSS`, `VmHWM`).
     pub fn memory_mb(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
