@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryResult};
 
+use super::backend::{Backend, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
-use super::shared::{Backend, apply};
 use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
@@ -104,7 +104,7 @@ const CHANGES_PAYLOAD: usize = 7_000;
 
 /// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
-/// It returns the columns [`super::claim_from_row`] reads.
+/// It returns the columns [`super::executions::claim_from_row`] reads.
 const CLAIM: &str = "WITH picked AS (
          SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id
          LIMIT $2 FOR UPDATE SKIP LOCKED)

@@ -1,7 +1,11 @@
 //! What the service view reads of the store: the replicas' reports, the queue per use case,
 //! and the jobs accepted and ended per minute, service-wide.
 
-use super::Millis;
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Database, Executor, Row};
+
+use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::{Millis, StoreError, now_millis, sql};
 
 /// One replica as it last reported itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +49,132 @@ pub struct ServiceStats {
     pub queue: Vec<QueueDepth>,
     /// Every minute from the one asked for to the current one, oldest first.
     pub minutes: Vec<MinuteCounts>,
+}
+
+/// The service view: replicas' reports, the queue, and jobs per minute, service-wide.
+#[async_trait]
+pub trait Service: Send + Sync + 'static {
+    /// Writes this replica's report of itself, and forgets replicas silent since
+    /// `forget_before`.
+    async fn report_replica(
+        &self,
+        report: &ReplicaReport,
+        forget_before: Millis,
+    ) -> Result<(), StoreError>;
+
+    /// Jobs waiting and claimed, per use case, in the whole store.
+    async fn queue_depth(&self) -> Result<Vec<QueueDepth>, StoreError>;
+
+    /// The replicas' last reports, the queue per use case, and the jobs accepted and ended
+    /// per minute from `since` on.
+    async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError>;
+}
+
+#[async_trait]
+impl<B> Service for B
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    async fn report_replica(
+        &self,
+        report: &ReplicaReport,
+        forget_before: Millis,
+    ) -> Result<(), StoreError> {
+        sqlx::query(sql::REPORT_REPLICA)
+            .bind(&report.id)
+            .bind(&report.name)
+            .bind(i64::from(report.workers))
+            .bind(i64::from(report.busy))
+            .bind(report.accepted as i64)
+            .bind(report.ended as i64)
+            .bind(report.started_at)
+            .bind(report.seen_at)
+            .execute(self.writer())
+            .await?;
+        sqlx::query(sql::FORGET_REPLICAS)
+            .bind(forget_before)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    async fn queue_depth(&self) -> Result<Vec<QueueDepth>, StoreError> {
+        sqlx::query(sql::QUEUE_DEPTH)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(QueueDepth {
+                    problem: row.try_get("problem")?,
+                    pending: row.try_get::<i64, _>("pending")?.max(0) as u64,
+                    running: row.try_get::<i64, _>("running")?.max(0) as u64,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()
+    }
+
+    async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError> {
+        let replicas = sqlx::query(sql::REPLICAS)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(ReplicaReport {
+                    id: row.try_get("id")?,
+                    name: row.try_get("name")?,
+                    workers: row.try_get::<i64, _>("workers")?.max(0) as u32,
+                    busy: row.try_get::<i64, _>("busy")?.max(0) as u32,
+                    accepted: row.try_get::<i64, _>("accepted")?.max(0) as u64,
+                    ended: row.try_get::<i64, _>("ended")?.max(0) as u64,
+                    started_at: row.try_get("started_at")?,
+                    seen_at: row.try_get("seen_at")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let queue = self.queue_depth().await?;
+        let per_minute = |rows: Vec<<B::Db as Database>::Row>| {
+            rows.iter()
+                .map(|row| {
+                    Ok((
+                        row.try_get::<i64, _>("minute")?,
+                        row.try_get::<i64, _>("jobs")?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()
+        };
+        let accepted = per_minute(
+            sqlx::query(sql::ACCEPTED_PER_MINUTE)
+                .bind(first_job_id_since(since))
+                .fetch_all(self.readers())
+                .await?,
+        )?;
+        let ended = per_minute(
+            sqlx::query(sql::ENDED_PER_MINUTE)
+                .bind(since)
+                .fetch_all(self.readers())
+                .await?,
+        )?;
+        Ok(ServiceStats {
+            replicas,
+            queue,
+            minutes: fill_minutes(since, now_millis(), &accepted, &ended),
+        })
+    }
 }
 
 /// The smallest UUIDv7 text of a job created at or after `at`: job ids are UUIDv7, whose

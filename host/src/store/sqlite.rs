@@ -14,8 +14,8 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
+use super::backend::{Backend, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
-use super::shared::{Backend, apply};
 use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
@@ -73,7 +73,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
-/// It returns the columns [`super::claim_from_row`] reads.
+/// It returns the columns [`super::executions::claim_from_row`] reads.
 const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1

@@ -1,0 +1,235 @@
+//! What a SQL backend is ([`Backend`]), and the writes a group-commit batch carries
+//! ([`apply`]), written once for both. Each capability's methods are written once over
+//! [`Backend`] in their own file; the statements are in [`super::sql`]; what differs (the
+//! claim, the reaper, cancellation notices, recovery at start, wake-ups from other
+//! processes) is each backend's, in its own file.
+
+use std::sync::Arc;
+
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
+
+use super::batch::{Batcher, Outcome, Write};
+use super::executions::{claim_from_row, finish};
+use super::jobs::{Inserted, check_job_quotas, insert_job};
+use super::{JobChange, JobEvents, StoreError, now_millis, sql};
+
+/// A SQL backend: its database, its pools and batcher, and the few things it does its own
+/// way. sqlx has no common trait for a statement's rows-affected count, hence
+/// [`Backend::rows_affected`].
+#[async_trait::async_trait]
+pub(super) trait Backend: Send + Sync + 'static {
+    type Db: Database<Arguments: IntoArguments<Self::Db>>;
+
+    /// Claims up to `$2` of the oldest pending jobs with lease expiry `$1`, returning the
+    /// columns [`claim_from_row`] reads.
+    const CLAIM: &'static str;
+
+    fn rows_affected(result: &<Self::Db as Database>::QueryResult) -> u64;
+
+    /// The pool for writes (group commit, upkeep).
+    fn writer(&self) -> &Pool<Self::Db>;
+
+    /// The pool for reads.
+    fn readers(&self) -> &Pool<Self::Db>;
+
+    fn batcher(&self) -> &Batcher;
+
+    /// Requeues (or fails, after `max_attempts`) `RUNNING` jobs whose lease expired, or every
+    /// `RUNNING` job with `every_running`. Returns how many.
+    async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError>;
+
+    /// Tells, at commit, every process that may run the job that its cancellation was asked
+    /// for.
+    async fn announce_cancel(
+        transaction: &mut sqlx::Transaction<'_, Self::Db>,
+        job_id: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Tells, at commit, every process that the jobs changed as clients see them.
+    async fn announce_changes(
+        transaction: &mut sqlx::Transaction<'_, Self::Db>,
+        changes: &[JobChange],
+    ) -> Result<(), StoreError>;
+
+    /// After a commit that changed jobs: tells this process, where no announcement does.
+    fn changes_committed(&self, changes: &[JobChange]);
+
+    /// Locks user `$1`'s row until the transaction ends, where other writers could
+    /// otherwise change what a quota check reads meanwhile (`None` where the transaction
+    /// excludes every other writer already).
+    const LOCK_USER: Option<&'static str>;
+
+    /// A statement that makes the transaction's webhook claim the only one until it commits,
+    /// where the claim statement alone is not.
+    const LOCK_WEBHOOK_CLAIMS: Option<&'static str>;
+
+    /// A condition that the job's labels hold the key `$key` with the value `$value`, where
+    /// `key` and `value` are the numbers of those parameters.
+    fn label_condition(key: usize, value: usize) -> String;
+
+    /// [`Executions::recover_interrupted`](super::Executions::recover_interrupted), the backend's way.
+    async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError>;
+
+    /// [`JobQueue::watch_new_jobs`](super::JobQueue::watch_new_jobs), the backend's way.
+    async fn watch(&self, events: Arc<dyn JobEvents>);
+}
+
+pub(super) async fn apply<B>(
+    connection: &mut Connection<B>,
+    write: &Write,
+) -> Result<Outcome, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    Ok(match write {
+        Write::InsertJob(job) => {
+            let jobs = std::slice::from_ref(job);
+            Outcome::Inserted(match check_job_quotas::<B>(connection, jobs).await? {
+                Some(refusal) => Inserted::Refused(refusal),
+                None => insert_job::<B>(connection, job).await?,
+            })
+        }
+        Write::InsertJobs(jobs) => {
+            if let Some(refusal) = check_job_quotas::<B>(connection, jobs).await? {
+                return Ok(Outcome::InsertedAll(vec![
+                    Inserted::Refused(refusal);
+                    jobs.len()
+                ]));
+            }
+            let mut inserted = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                inserted.push(insert_job::<B>(connection, job).await?);
+            }
+            Outcome::InsertedAll(inserted)
+        }
+        Write::Claim {
+            lease_expires_at,
+            limit,
+        } => {
+            let mut claimed = sqlx::query(B::CLAIM)
+                .bind(lease_expires_at)
+                .bind(i64::from(*limit))
+                .fetch_all(&mut *connection)
+                .await?
+                .iter()
+                .map(claim_from_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            // RETURNING has no order: oldest first, as the queue promises.
+            claimed.sort_by(|a, b| {
+                (a.created_at, &a.lease.job_id).cmp(&(b.created_at, &b.lease.job_id))
+            });
+            Outcome::Claimed(claimed)
+        }
+        Write::Release { lease } => {
+            let released = sqlx::query(sql::RELEASE_UNSTARTED)
+                .bind(&lease.job_id)
+                .bind(lease.token)
+                .bind(now_millis())
+                .execute(&mut *connection)
+                .await?;
+            Outcome::Held(B::rows_affected(&released) == 1)
+        }
+        Write::Start {
+            lease,
+            execution_id,
+            attempt,
+            plugin,
+            started_at,
+        } => {
+            let inserted = sqlx::query(sql::START_EXECUTION)
+                .bind(execution_id)
+                .bind(i64::from(*attempt))
+                .bind(&plugin.name)
+                .bind(&plugin.version)
+                .bind(&plugin.digest)
+                .bind(started_at)
+                .bind(&lease.job_id)
+                .bind(lease.token)
+                .execute(&mut *connection)
+                .await?;
+            Outcome::Held(B::rows_affected(&inserted) == 1)
+        }
+        Write::Progress {
+            lease,
+            execution_id,
+            update,
+        } => {
+            let progress = update.progress.as_ref();
+            let log = update.log.as_ref();
+            let updated = sqlx::query(sql::RECORD_PROGRESS)
+                .bind(progress.map(|progress| progress.fraction))
+                .bind(progress.map(|progress| progress.message.as_str()))
+                .bind(execution_id)
+                .bind(&lease.job_id)
+                .bind(lease.token)
+                .bind(log.map(|(tail, _)| tail.as_str()))
+                .bind(log.map(|(_, truncated)| *truncated))
+                .execute(&mut *connection)
+                .await?;
+            Outcome::Held(B::rows_affected(&updated) == 1)
+        }
+        Write::Heartbeat {
+            leases,
+            lease_expires_at,
+        } => {
+            let mut lost = Vec::new();
+            for lease in leases {
+                let updated = sqlx::query(sql::HEARTBEAT)
+                    .bind(lease_expires_at)
+                    .bind(&lease.job_id)
+                    .bind(lease.token)
+                    .execute(&mut *connection)
+                    .await?;
+                if B::rows_affected(&updated) == 0 {
+                    lost.push(lease.clone());
+                }
+            }
+            Outcome::Lost(lost)
+        }
+        Write::Finish { lease, end } => Outcome::Held(finish::<B>(connection, lease, end).await?),
+    })
+}
+
+/// A backend's connection, the one its writes and the reads inside a transaction go through.
+pub(super) type Connection<B> = <<B as Backend>::Db as Database>::Connection;
+
+/// A row of the backend's database.
+pub(super) type DbRow<B> = <<B as Backend>::Db as Database>::Row;
+
+/// A Rust type the code shared by both backends binds and reads back on `DB`.
+///
+/// The shared code needs these of each backend's database (`i64: Column<B::Db>`, ...) and
+/// Rust cannot imply them from `B: Backend` alone: only bounds whose subject is `Self` or one
+/// of its associated types are implied by a trait (rust-lang/rust#20671), and these bounds'
+/// subjects are `i64`, `&str` or a connection reference. So each generic item repeats one
+/// short list, in this shape, of what it uses; `Option<T>` and `&T` follow from `T`'s.
+pub(super) trait Column<DB: Database>:
+    for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>
+{
+}
+
+impl<DB: Database, T> Column<DB> for T where
+    T: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>
+{
+}
+
+/// A Rust type the shared code binds on `DB` for a statement that lives for `'q` (as
+/// [`Column`], without reading it back): `&'q str`, `Option<&'q str>`, `Option<i64>`...
+pub(super) trait Param<'q, DB: Database>: Encode<'q, DB> + Type<DB> {}
+
+impl<'q, DB: Database, T> Param<'q, DB> for T where T: Encode<'q, DB> + Type<DB> {}

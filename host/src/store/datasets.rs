@@ -1,0 +1,325 @@
+//! Datasets: uploads in chunks, the data files that name them, and the blobs that hold the
+//! bytes, shared by uploads of the same bytes and kept while a job refers to them.
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Executor, Row, Type};
+
+use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::users::quota_state;
+use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
+
+/// An uploaded dataset, as `GET /data_file/<id>` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFile {
+    pub id: String,
+    pub owner_id: String,
+    /// Where the bytes are; uploads of the same bytes share one blob.
+    pub blob_id: String,
+    pub size: u64,
+    /// Lowercase hex.
+    pub sha256: String,
+    pub media_type: String,
+    pub filename: Option<String>,
+    pub created_at: Millis,
+}
+
+/// Datasets: uploads, data files and their blobs.
+#[async_trait]
+pub trait DataSets: Send + Sync + 'static {
+    /// Starts an upload: a blob with no digest yet, which no query shows. Returns its id.
+    async fn begin_blob(&self) -> Result<String, StoreError>;
+
+    /// Appends chunk number `seq` (from 0) to an upload started by [`DataSets::begin_blob`].
+    async fn write_blob_chunk(
+        &self,
+        blob_id: &str,
+        seq: u32,
+        data: &[u8],
+    ) -> Result<(), StoreError>;
+
+    /// Completes an upload in one transaction: the blob gets its digest, or is dropped for the
+    /// blob that holds the same bytes already, and the data file appears. Returns the data
+    /// file as stored (its `blob_id` may be the older blob's).
+    /// Refused ([`StoreError::Refused`]) if it would take its owner past its dataset quota,
+    /// `max_dataset_bytes` unless the owner has its own.
+    async fn complete_upload(
+        &self,
+        file: &DataFile,
+        max_dataset_bytes: u64,
+    ) -> Result<DataFile, StoreError>;
+
+    /// Deletes an unfinished upload and its chunks.
+    async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError>;
+
+    /// The data file, if it exists and belongs to `owner_id`.
+    async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError>;
+
+    /// Deletes the data file; its bytes go too unless another data file or a job still refers
+    /// to them. False if there was no such file of `owner_id`'s.
+    async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
+
+    /// The bytes of a completed blob, `None` if there is no such blob.
+    async fn blob(&self, blob_id: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Deletes, at most `batch` of each, blobs nothing refers to and uploads untouched since
+    /// `stale_before` (cut off by a crash). Returns how many blobs went.
+    async fn sweep_blobs(&self, stale_before: Millis, batch: u32) -> Result<u64, StoreError>;
+}
+
+#[async_trait]
+impl<B> DataSets for B
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    async fn begin_blob(&self) -> Result<String, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        sqlx::query(sql::BEGIN_BLOB)
+            .bind(&id)
+            .bind(now_millis())
+            .execute(self.writer())
+            .await?;
+        Ok(id)
+    }
+
+    async fn write_blob_chunk(
+        &self,
+        blob_id: &str,
+        seq: u32,
+        data: &[u8],
+    ) -> Result<(), StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let touched = sqlx::query(sql::TOUCH_BLOB)
+            .bind(data.len() as i64)
+            .bind(now_millis())
+            .bind(blob_id)
+            .execute(&mut *transaction)
+            .await?;
+        if Self::rows_affected(&touched) != 1 {
+            return Err(StoreError::Conflict(format!(
+                "no unfinished upload {blob_id}"
+            )));
+        }
+        sqlx::query(sql::INSERT_CHUNK)
+            .bind(blob_id)
+            .bind(i64::from(seq))
+            .bind(data)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn complete_upload(
+        &self,
+        file: &DataFile,
+        max_dataset_bytes: u64,
+    ) -> Result<DataFile, StoreError> {
+        // Two uploads of the same bytes completing at once race for the digest, and a
+        // blob found may be swept before the data file refers to it; the loser of
+        // either race fails its transaction and the retry sees the winner's state.
+        let mut attempt = 1;
+        loop {
+            let once = async {
+                let mut transaction = self.writer().begin().await?;
+                // Checked here, with the owner's row locked, so that concurrent uploads cannot
+                // all fit one quota.
+                let quotas = Quotas {
+                    dataset_bytes: max_dataset_bytes,
+                    ..Quotas::default()
+                };
+                let Some(state) =
+                    quota_state::<Self>(&mut *transaction, &file.owner_id, &quotas).await?
+                else {
+                    return Err(StoreError::Refused(Refusal::NoSuchOwner));
+                };
+                if state.dataset_bytes + file.size > state.max_dataset_bytes {
+                    return Err(StoreError::Refused(Refusal::DatasetBytes(
+                        state.max_dataset_bytes,
+                    )));
+                }
+                let existing: Option<String> = sqlx::query_scalar(sql::BLOB_BY_DIGEST)
+                    .bind(&file.sha256)
+                    .fetch_optional(&mut *transaction)
+                    .await?;
+                let blob_id = match existing {
+                    Some(existing) if existing != file.blob_id => {
+                        sqlx::query(sql::DISCARD_BLOB)
+                            .bind(&file.blob_id)
+                            .execute(&mut *transaction)
+                            .await?;
+                        existing
+                    }
+                    _ => {
+                        let sealed = sqlx::query(sql::SEAL_BLOB)
+                            .bind(&file.sha256)
+                            .bind(file.size as i64)
+                            .bind(now_millis())
+                            .bind(&file.blob_id)
+                            .execute(&mut *transaction)
+                            .await?;
+                        if Self::rows_affected(&sealed) != 1 {
+                            return Err(StoreError::Conflict(format!(
+                                "no unfinished upload {}",
+                                file.blob_id
+                            )));
+                        }
+                        file.blob_id.clone()
+                    }
+                };
+                sqlx::query(sql::INSERT_DATA_FILE)
+                    .bind(&file.id)
+                    .bind(&file.owner_id)
+                    .bind(&blob_id)
+                    .bind(file.size as i64)
+                    .bind(&file.sha256)
+                    .bind(&file.media_type)
+                    .bind(&file.filename)
+                    .bind(file.created_at)
+                    .execute(&mut *transaction)
+                    .await?;
+                transaction.commit().await?;
+                Ok(DataFile {
+                    blob_id,
+                    ..file.clone()
+                })
+            };
+            match once.await {
+                Err(StoreError::Database(error)) if attempt < 3 => {
+                    tracing::debug!(%error, attempt, "completing an upload raced; retrying");
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError> {
+        sqlx::query(sql::DISCARD_BLOB)
+            .bind(blob_id)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError> {
+        sqlx::query(sql::DATA_FILE)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(self.readers())
+            .await?
+            .as_ref()
+            .map(data_file_from_row)
+            .transpose()
+    }
+
+    async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let deleted = sqlx::query(sql::DELETE_DATA_FILE)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(&mut *transaction)
+            .await?;
+        let Some(deleted) = deleted else {
+            return Ok(false);
+        };
+        let blob_id: String = deleted.try_get("blob_id")?;
+        let size: i64 = deleted.try_get("size")?;
+        // Its owner's jobs that refer to it keep its bytes, and they stay counted.
+        sqlx::query(sql::KEEP_DELETED_DATASET)
+            .bind(owner_id)
+            .bind(&blob_id)
+            .bind(size)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        // On its own: if a job started referring to the blob meanwhile, this fails on
+        // the foreign key and the blob stays, which is right; the sweep retries.
+        if let Err(error) = sqlx::query(sql::DROP_UNREFERENCED_BLOB)
+            .bind(&blob_id)
+            .execute(self.writer())
+            .await
+        {
+            tracing::debug!(%error, blob = %blob_id, "blob kept for now");
+        }
+        Ok(true)
+    }
+
+    async fn blob(&self, blob_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        use futures_util::TryStreamExt;
+
+        let mut transaction = self.readers().begin().await?;
+        let size: Option<i64> = sqlx::query_scalar(sql::BLOB_SIZE)
+            .bind(blob_id)
+            .fetch_optional(&mut *transaction)
+            .await?;
+        let Some(size) = size else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let mut chunks = sqlx::query_scalar::<_, Vec<u8>>(sql::BLOB_CHUNKS)
+            .bind(blob_id)
+            .fetch(&mut *transaction);
+        while let Some(chunk) = chunks.try_next().await? {
+            bytes.extend_from_slice(&chunk);
+        }
+        drop(chunks);
+        transaction.commit().await?;
+        if bytes.len() as i64 != size {
+            return Err(StoreError::Corrupt(format!(
+                "blob {blob_id} holds {} bytes, not {size}",
+                bytes.len()
+            )));
+        }
+        Ok(Some(bytes))
+    }
+
+    async fn sweep_blobs(&self, stale_before: Millis, batch: u32) -> Result<u64, StoreError> {
+        let stale = sqlx::query(sql::SWEEP_STALE_UPLOADS)
+            .bind(stale_before)
+            .bind(i64::from(batch))
+            .execute(self.writer())
+            .await?;
+        let unreferenced = sqlx::query(sql::SWEEP_UNREFERENCED_BLOBS)
+            .bind(i64::from(batch))
+            .execute(self.writer())
+            .await?;
+        Ok(Self::rows_affected(&stale) + Self::rows_affected(&unreferenced))
+    }
+}
+
+fn data_file_from_row<R>(row: &R) -> Result<DataFile, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let size: i64 = row.try_get("size")?;
+    Ok(DataFile {
+        id: row.try_get("id")?,
+        owner_id: row.try_get("owner_id")?,
+        blob_id: row.try_get("blob_id")?,
+        size: u64::try_from(size)
+            .map_err(|_| StoreError::Corrupt(format!("data file size {size}")))?,
+        sha256: row.try_get("sha256")?,
+        media_type: row.try_get("media_type")?,
+        filename: row.try_get("filename")?,
+        created_at: row.try_get("created_at")?,
+    })
+}

@@ -1,0 +1,370 @@
+//! Executions: claims, leases, starts, progress, heartbeats, ends, and the reaper.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Executor, Row, Type};
+
+use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::batch::Write;
+use super::jobs::{JobDataset, dataset_from_row};
+use super::{
+    ErrorCode, ExecutionStatus, JobStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql,
+};
+
+#[derive(Debug, Clone)]
+pub struct PluginRef {
+    pub name: String,
+    pub version: String,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExecutionRecord {
+    pub id: String,
+    pub attempt: u32,
+    pub status: ExecutionStatus,
+    pub plugin: PluginRef,
+    pub started_at: Millis,
+    pub ended_at: Option<Millis>,
+    pub progress: Option<Progress>,
+    pub error: Option<ExecutionError>,
+    pub log_tail: String,
+    pub log_truncated: bool,
+}
+
+/// What a running execution shows before it ends: its latest progress, its log so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveUpdate {
+    pub progress: Option<Progress>,
+    /// The log's newest bytes, and whether older ones were dropped.
+    pub log: Option<(String, bool)>,
+}
+
+impl From<Progress> for LiveUpdate {
+    fn from(progress: Progress) -> LiveUpdate {
+        LiveUpdate {
+            progress: Some(progress),
+            log: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub fraction: f64,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// A job a worker claimed and must now run.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub lease: Lease,
+    pub problem: String,
+    pub input: String,
+    pub options: String,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub created_at: Millis,
+    pub dataset: Option<JobDataset>,
+}
+
+/// How an execution ended, written in one transaction with the job's new status.
+#[derive(Debug, Clone)]
+pub struct ExecutionEnd {
+    pub execution_id: String,
+    pub status: ExecutionStatus,
+    pub job_status: JobStatus,
+    pub error: Option<ExecutionError>,
+    /// The output JSON, for a completed execution.
+    pub output: Option<String>,
+    pub log_tail: String,
+    pub log_truncated: bool,
+    pub ended_at: Millis,
+}
+
+/// Executions: what workers write of the jobs they claim, each write under its lease.
+#[async_trait]
+pub trait Executions: Send + Sync + 'static {
+    /// Claims up to `limit` of the oldest pending jobs, oldest first: marks them `RUNNING`,
+    /// bumps their attempt counts and lease tokens, and sets their leases to expire after
+    /// `lease`.
+    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError>;
+
+    /// Gives back a claimed job that never started: `PENDING` again, its attempt not counted.
+    /// Its outcome is false if the lease is no longer held.
+    fn release_unstarted(&self, lease: &Lease) -> QueuedWrite;
+
+    /// Extends the leases this process holds to expire `lease` from now. Returns the leases that
+    /// were lost (the job was reaped, cancelled or claimed by another worker).
+    async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError>;
+
+    /// Queues the start of an attempt for the next group commit (see [`QueuedWrite`]); its
+    /// outcome is false if the lease is no longer held.
+    fn start_execution(
+        &self,
+        lease: &Lease,
+        execution_id: &str,
+        attempt: u32,
+        plugin: &PluginRef,
+        started_at: Millis,
+    ) -> QueuedWrite;
+
+    /// Updates a running execution's progress and log, whichever `update` carries. Returns
+    /// false if the lease is no longer held.
+    async fn record_progress(
+        &self,
+        lease: &Lease,
+        execution_id: &str,
+        update: &LiveUpdate,
+    ) -> Result<bool, StoreError>;
+
+    /// Queues an execution's end: moves its job to `end.job_status` and stores the output if
+    /// any. Its outcome is false, and nothing changed, if the lease is no longer held.
+    fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite;
+
+    /// Jobs whose lease expired (their worker died or stalled): the execution becomes
+    /// `ABANDONED` with `worker_lost`, and the job goes back to `PENDING`, or to `FAILED` once
+    /// it had `max_attempts`. Returns how many jobs were reaped.
+    async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError>;
+
+    /// At start. On the embedded single-process store every `RUNNING` job was left by a crash
+    /// of this very server and is reaped at once; on a shared database other replicas may be
+    /// running them, so only expired leases are reaped.
+    async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError>;
+}
+
+#[async_trait]
+impl<B> Executions for B
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError> {
+        self.batcher()
+            .claim(now_millis() + lease.as_millis() as Millis, limit)
+            .await
+    }
+
+    fn release_unstarted(&self, lease: &Lease) -> QueuedWrite {
+        self.batcher().queue(Write::Release {
+            lease: lease.clone(),
+        })
+    }
+
+    async fn heartbeat(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        self.batcher()
+            .heartbeat(leases, now_millis() + lease.as_millis() as Millis)
+            .await
+    }
+
+    fn start_execution(
+        &self,
+        lease: &Lease,
+        execution_id: &str,
+        attempt: u32,
+        plugin: &PluginRef,
+        started_at: Millis,
+    ) -> QueuedWrite {
+        self.batcher().queue(Write::Start {
+            lease: lease.clone(),
+            execution_id: execution_id.to_owned(),
+            attempt,
+            plugin: plugin.clone(),
+            started_at,
+        })
+    }
+
+    async fn record_progress(
+        &self,
+        lease: &Lease,
+        execution_id: &str,
+        update: &LiveUpdate,
+    ) -> Result<bool, StoreError> {
+        self.batcher()
+            .queue(Write::Progress {
+                lease: lease.clone(),
+                execution_id: execution_id.to_owned(),
+                update: update.clone(),
+            })
+            .lease_held()
+            .await
+    }
+
+    fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite {
+        self.batcher().queue(Write::Finish {
+            lease: lease.clone(),
+            end: end.clone(),
+        })
+    }
+
+    async fn reap_expired(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        self.reap(max_attempts, false).await
+    }
+
+    async fn recover_interrupted(&self, max_attempts: u32) -> Result<u64, StoreError> {
+        self.recover(max_attempts).await
+    }
+}
+
+pub(super) async fn finish<B>(
+    connection: &mut Connection<B>,
+    lease: &Lease,
+    end: &ExecutionEnd,
+) -> Result<bool, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    let job = sqlx::query(sql::FINISH_JOB)
+        .bind(end.job_status.as_str())
+        .bind(end.job_ended_at())
+        .bind(&lease.job_id)
+        .bind(lease.token)
+        .bind(end.ended_at)
+        .execute(&mut *connection)
+        .await?;
+    if B::rows_affected(&job) != 1 {
+        // The lease was lost: someone else owns the job now. Change nothing.
+        return Ok(false);
+    }
+    sqlx::query(sql::FINISH_EXECUTION)
+        .bind(end.status.as_str())
+        .bind(end.ended_at)
+        .bind(end.error.as_ref().map(|error| error.code.as_str()))
+        .bind(end.error.as_ref().map(|error| error.message.as_str()))
+        .bind(&end.log_tail)
+        .bind(end.log_truncated)
+        .bind(&end.execution_id)
+        .bind(&lease.job_id)
+        .execute(&mut *connection)
+        .await?;
+    if let Some(output) = &end.output {
+        let bytes = i64::try_from(output.len()).unwrap_or(i64::MAX);
+        sqlx::query(sql::INSERT_OUTPUT)
+            .bind(&lease.job_id)
+            .bind(output)
+            .bind(bytes)
+            .execute(&mut *connection)
+            .await?;
+    }
+    Ok(true)
+}
+
+/// Reads an execution from a row of either backend (the columns of `executions`).
+pub(super) fn execution_from_row<R>(row: &R) -> Result<ExecutionRecord, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let progress = match row.try_get::<Option<f64>, _>("progress_fraction")? {
+        Some(fraction) => Some(Progress {
+            fraction,
+            message: row
+                .try_get::<Option<String>, _>("progress_message")?
+                .unwrap_or_default(),
+        }),
+        None => None,
+    };
+    let error = match row.try_get::<Option<String>, _>("error_code")? {
+        Some(code) => Some(ExecutionError {
+            code: ErrorCode::parse(&code)?,
+            message: row
+                .try_get::<Option<String>, _>("error_message")?
+                .unwrap_or_default(),
+        }),
+        None => None,
+    };
+    Ok(ExecutionRecord {
+        id: row.try_get("id")?,
+        attempt: attempt_from(row.try_get("attempt")?)?,
+        status: ExecutionStatus::parse(&row.try_get::<String, _>("status")?)?,
+        plugin: PluginRef {
+            name: row.try_get("plugin_name")?,
+            version: row.try_get("plugin_version")?,
+            digest: row.try_get("plugin_digest")?,
+        },
+        started_at: row.try_get("started_at")?,
+        ended_at: row.try_get("ended_at")?,
+        progress,
+        error,
+        log_tail: row.try_get("log_tail")?,
+        log_truncated: row.try_get("log_truncated")?,
+    })
+}
+
+/// Reads a claimed job from the `RETURNING` row of either backend's claim.
+pub(super) fn claim_from_row<R>(row: &R) -> Result<ClaimedJob, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(ClaimedJob {
+        created_at: row.try_get("created_at")?,
+        lease: Lease {
+            job_id: row.try_get("id")?,
+            owner_id: row.try_get("owner_id")?,
+            token: row.try_get("lease_token")?,
+        },
+        problem: row.try_get("problem")?,
+        input: row.try_get("input")?,
+        options: row.try_get("options")?,
+        attempt: attempt_from(row.try_get("attempts")?)?,
+        dataset: dataset_from_row(row)?,
+    })
+}
+
+fn attempt_from(value: i64) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("attempt number {value}")))
+}
+
+impl ExecutionEnd {
+    /// When the job ends with this execution: never, if it goes back to the queue.
+    fn job_ended_at(&self) -> Option<Millis> {
+        match self.job_status {
+            JobStatus::Pending | JobStatus::Running => None,
+            JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled => Some(self.ended_at),
+        }
+    }
+}

@@ -1,0 +1,704 @@
+//! Jobs as clients see them: stored, read, listed, counted, cancelled and purged.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Executor, Row, Type};
+
+use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::executions::{ExecutionRecord, execution_from_row};
+use super::users::quota_state;
+use super::{
+    JobChange, JobEvents, JobStatus, Millis, Quotas, Refusal, StoreError, now_millis, sql,
+};
+
+/// A client's `Idempotency-Key` and a digest of the request it came with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idempotency {
+    pub key: String,
+    pub request_hash: String,
+}
+
+/// What [`JobQueue::cancel_job`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The job was pending: it is `CANCELLED` and never runs.
+    Cancelled,
+    /// The job is running: its worker was asked to stop, and ends it `CANCELLED`.
+    Requested,
+    /// The job had ended already, with this status.
+    Ended(JobStatus),
+}
+
+/// What [`JobQueue::insert_job`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inserted {
+    /// The job is stored.
+    Created,
+    /// The owner used this idempotency key before: nothing was stored, and this is the job that
+    /// key names, with the digest of the request that created it.
+    Existing {
+        job_id: String,
+        request_hash: String,
+    },
+    /// Nothing was stored: the owner is at a quota, or gone.
+    Refused(Refusal),
+}
+
+/// A job as accepted by the API, stored before the client hears about it.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub id: String,
+    pub owner_id: String,
+    /// The name of the use case the job runs (resolved from the client's `problem_id`).
+    pub problem: String,
+    /// The input JSON, already validated.
+    pub input: String,
+    /// The resolved job options JSON (time limit, seed...).
+    pub options: String,
+    pub created_at: Millis,
+    pub idempotency: Option<Idempotency>,
+    /// The dataset the job reads instead of inline input (then `input` is empty).
+    pub dataset: Option<JobDataset>,
+    /// Its place among its owner's pending jobs (`options.priority`): higher runs first.
+    pub priority: u8,
+    /// Its labels, a JSON object of strings, if it has any.
+    pub labels: Option<String>,
+    /// Where its end is posted (`options.callback_url`), if anywhere.
+    pub callback_url: Option<String>,
+    /// The quotas it is checked against, where its owner has none of its own.
+    pub quotas: Quotas,
+}
+
+/// A job's own reference to the dataset it was launched with: the blob outlives the data file
+/// as long as a job refers to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobDataset {
+    pub data_file_id: String,
+    pub blob_id: String,
+    pub media_type: String,
+}
+
+/// A job with its executions, for the status endpoint.
+#[derive(Debug, Clone)]
+pub struct JobRecord {
+    pub id: String,
+    pub problem: String,
+    pub status: JobStatus,
+    pub created_at: Millis,
+    pub ended_at: Option<Millis>,
+    pub labels: Option<String>,
+    pub executions: Vec<ExecutionRecord>,
+}
+
+/// A job as `GET /jobs` lists it.
+#[derive(Debug, Clone)]
+pub struct JobSummary {
+    pub id: String,
+    pub problem: String,
+    pub status: JobStatus,
+    pub created_at: Millis,
+    pub ended_at: Option<Millis>,
+    /// A JSON object of strings, if the job has labels.
+    pub labels: Option<String>,
+}
+
+/// Which of an owner's jobs `GET /jobs` lists; every condition given must hold.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Any of these statuses, as clients see them.
+    pub statuses: Vec<JobStatus>,
+    /// The use case's name.
+    pub problem: Option<String>,
+    /// Every one of these labels, key and value.
+    pub labels: Vec<(String, String)>,
+    /// Created at or after.
+    pub since: Option<Millis>,
+    /// Created before.
+    pub until: Option<Millis>,
+    /// Any of these ids.
+    pub ids: Vec<String>,
+}
+
+/// What a job was launched with.
+#[derive(Debug, Clone)]
+pub struct JobInput {
+    /// The inline input, or for a dataset job the parameters given beside it (or nothing).
+    pub input: String,
+    pub dataset: Option<JobDataset>,
+}
+
+/// The job's output, or where the job is instead.
+#[derive(Debug, Clone)]
+pub enum JobOutput {
+    Completed(String),
+    NotCompleted(JobStatus),
+}
+
+/// Jobs: stored, read and listed for their owners, cancelled, purged; and the notices of
+/// their changes.
+#[async_trait]
+pub trait JobQueue: Send + Sync + 'static {
+    /// Stores a new `PENDING` job durably; returns once it is committed. With an idempotency key
+    /// the owner used before, stores nothing and names the job that key created.
+    async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError>;
+
+    /// Stores new `PENDING` jobs in one transaction, all or none, as [`JobQueue::insert_job`]
+    /// stores one; what became of each, in order.
+    async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError>;
+
+    /// The job an idempotency key of this owner created, with its request digest.
+    async fn job_by_idempotency_key(
+        &self,
+        owner_id: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, StoreError>;
+
+    /// The job with its executions, if it exists and belongs to `owner_id`.
+    async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError>;
+
+    /// The owner's jobs that pass `filter`, newest first: at most `limit`, all older than the
+    /// job `before` if given (keyset pagination on the time-ordered id).
+    async fn jobs(
+        &self,
+        owner_id: &str,
+        filter: &JobFilter,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<JobSummary>, StoreError>;
+
+    /// The job's output, if it exists and belongs to `owner_id`.
+    async fn job_output(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<JobOutput>, StoreError>;
+
+    /// Cancels the owner's job: a pending one at once, a running one by marking it so that
+    /// its worker (told through [`JobEvents::cancel_requested`], on
+    /// every replica) stops it. `None` if the owner has no such job.
+    async fn cancel_job(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<CancelOutcome>, StoreError>;
+
+    /// How many jobs an owner has in each status, as clients see it; statuses with none
+    /// are left out.
+    async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError>;
+
+    /// What a job was launched with, if the owner has it.
+    async fn job_input(&self, owner_id: &str, job_id: &str)
+    -> Result<Option<JobInput>, StoreError>;
+
+    /// Deletes at most `batch` finished jobs (with their executions and outputs) that ended
+    /// before `ended_before`. Returns how many were deleted.
+    async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError>;
+
+    /// Tells `events` whenever a process makes a job pending or asks to cancel one (other
+    /// processes only), and whenever any job changes as clients see it (every process, this
+    /// one included).
+    async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>);
+}
+
+#[async_trait]
+impl<B> JobQueue for B
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
+        self.batcher().insert_job(job).await
+    }
+
+    async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError> {
+        self.batcher().insert_jobs(jobs).await
+    }
+
+    async fn job_by_idempotency_key(
+        &self,
+        owner_id: &str,
+        key: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        let row = sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
+            .bind(owner_id)
+            .bind(key)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| Ok((row.try_get("id")?, row.try_get("request_hash")?)))
+            .transpose()
+    }
+
+    async fn job(&self, owner_id: &str, job_id: &str) -> Result<Option<JobRecord>, StoreError> {
+        // One read transaction: on SQLite one snapshot of the job and its executions; on
+        // PostgreSQL (read committed) each statement has its own, so a read that crosses
+        // an execution's end may show the job `RUNNING` and the execution ended.
+        let mut transaction = self.readers().begin().await?;
+        let Some(row) = sqlx::query(sql::JOB)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(&mut *transaction)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let executions = sqlx::query(sql::EXECUTIONS)
+            .bind(job_id)
+            .fetch_all(&mut *transaction)
+            .await?
+            .iter()
+            .map(execution_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        transaction.commit().await?;
+        Ok(Some(JobRecord::new(summary_from_row(&row)?, executions)))
+    }
+
+    async fn jobs(
+        &self,
+        owner_id: &str,
+        filter: &JobFilter,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<JobSummary>, StoreError> {
+        let page = JobsPage::new::<B>(owner_id, filter, before, limit);
+        // Only constants and parameter numbers are spliced in; every value is bound.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(page.sql));
+        for argument in page.arguments {
+            query = match argument {
+                Argument::Text(text) => query.bind(text),
+                Argument::Number(number) => query.bind(number),
+            };
+        }
+        query
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(summary_from_row)
+            .collect()
+    }
+
+    async fn job_output(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<JobOutput>, StoreError> {
+        let row = sqlx::query(sql::JOB_OUTPUT)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            Ok(JobOutput::from_parts(
+                JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+                row.try_get("output")?,
+            ))
+        })
+        .transpose()
+    }
+
+    async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError> {
+        sqlx::query(sql::JOB_COUNTS)
+            .bind(owner_id)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| {
+                Ok((
+                    JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+                    row.try_get::<i64, _>("jobs")?.max(0) as u64,
+                ))
+            })
+            .collect()
+    }
+
+    async fn job_input(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<JobInput>, StoreError> {
+        let row = sqlx::query(sql::JOB_INPUT)
+            .bind(job_id)
+            .bind(owner_id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            let data_file_id: Option<String> = row.try_get("data_file_id")?;
+            let blob_id: Option<String> = row.try_get("data_blob_id")?;
+            let media_type: Option<String> = row.try_get("data_media_type")?;
+            Ok(JobInput {
+                input: row.try_get("input")?,
+                dataset: match (data_file_id, blob_id, media_type) {
+                    (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
+                        data_file_id,
+                        blob_id,
+                        media_type,
+                    }),
+                    _ => None,
+                },
+            })
+        })
+        .transpose()
+    }
+
+    async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let up_to: Option<i64> = sqlx::query_scalar(sql::PURGE_UP_TO)
+            .bind(ended_before)
+            .bind(i64::from(batch))
+            .fetch_one(&mut *transaction)
+            .await?;
+        let Some(up_to) = up_to else {
+            return Ok(0);
+        };
+        sqlx::query(sql::UNCOUNT_PURGED_OUTPUTS)
+            .bind(up_to)
+            .execute(&mut *transaction)
+            .await?;
+        sqlx::query(sql::PURGE_WEBHOOKS)
+            .bind(up_to)
+            .execute(&mut *transaction)
+            .await?;
+        let deleted = sqlx::query(sql::PURGE_FINISHED)
+            .bind(up_to)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(Self::rows_affected(&deleted))
+    }
+
+    async fn cancel_job(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<CancelOutcome>, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let cancelled = sqlx::query(sql::CANCEL_PENDING)
+            .bind(job_id)
+            .bind(owner_id)
+            .bind(now_millis())
+            .execute(&mut *transaction)
+            .await?;
+        let outcome = if Self::rows_affected(&cancelled) == 1 {
+            let change = JobChange {
+                owner_id: owner_id.to_owned(),
+                job_id: job_id.to_owned(),
+            };
+            Self::announce_changes(&mut transaction, std::slice::from_ref(&change)).await?;
+            transaction.commit().await?;
+            self.changes_committed(&[change]);
+            return Ok(Some(CancelOutcome::Cancelled));
+        } else {
+            let requested = sqlx::query(sql::REQUEST_CANCEL)
+                .bind(job_id)
+                .bind(owner_id)
+                .execute(&mut *transaction)
+                .await?;
+            if Self::rows_affected(&requested) == 1 {
+                Self::announce_cancel(&mut transaction, job_id).await?;
+                CancelOutcome::Requested
+            } else {
+                let status: Option<String> = sqlx::query_scalar(sql::JOB_STATUS)
+                    .bind(job_id)
+                    .bind(owner_id)
+                    .fetch_optional(&mut *transaction)
+                    .await?;
+                match status {
+                    Some(status) => CancelOutcome::Ended(JobStatus::parse(&status)?),
+                    None => return Ok(None),
+                }
+            }
+        };
+        transaction.commit().await?;
+        Ok(Some(outcome))
+    }
+
+    async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>) {
+        self.watch(events).await
+    }
+}
+
+/// Whether the jobs, all of one owner, fit its quotas: `None` if they do. Read in the
+/// transaction that stores them, with the owner's row locked, so that concurrent launches
+/// (and batches, counted whole) cannot pass one check together.
+pub(super) async fn check_job_quotas<B>(
+    connection: &mut Connection<B>,
+    jobs: &[NewJob],
+) -> Result<Option<Refusal>, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    let Some(first) = jobs.first() else {
+        return Ok(None);
+    };
+    let Some(state) = quota_state::<B>(connection, &first.owner_id, &first.quotas).await? else {
+        return Ok(Some(Refusal::NoSuchOwner));
+    };
+    let count = jobs.len() as u64;
+    if state.pending_jobs + count > state.max_pending_jobs {
+        return Ok(Some(Refusal::PendingJobs(state.max_pending_jobs)));
+    }
+    let bytes: u64 = jobs.iter().map(|job| job.input.len() as u64).sum();
+    if state.dataset_bytes + bytes > state.max_dataset_bytes {
+        return Ok(Some(Refusal::DatasetBytes(state.max_dataset_bytes)));
+    }
+    Ok(None)
+}
+
+pub(super) async fn insert_job<B>(
+    connection: &mut Connection<B>,
+    job: &NewJob,
+) -> Result<Inserted, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    let inserted = sqlx::query(sql::INSERT_JOB)
+        .bind(&job.id)
+        .bind(&job.owner_id)
+        .bind(&job.problem)
+        .bind(&job.input)
+        .bind(&job.options)
+        .bind(job.created_at)
+        .bind(job.idempotency.as_ref().map(|idempotency| &idempotency.key))
+        .bind(
+            job.idempotency
+                .as_ref()
+                .map(|idempotency| &idempotency.request_hash),
+        )
+        .bind(job.dataset.as_ref().map(|dataset| &dataset.data_file_id))
+        .bind(job.dataset.as_ref().map(|dataset| &dataset.blob_id))
+        .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
+        .bind(sql::FAIR_SHARE_SPACING_MS)
+        .bind(i64::from(job.priority))
+        .bind(job.labels.as_deref())
+        .bind(job.callback_url.as_deref())
+        .execute(&mut *connection)
+        .await?;
+    if B::rows_affected(&inserted) == 1 {
+        if job.priority > 0 {
+            sqlx::query(sql::MAKE_ROOM)
+                .bind(&job.owner_id)
+                .bind(&job.id)
+                .bind(i64::from(job.priority))
+                .bind(sql::FAIR_SHARE_SPACING_MS)
+                .execute(&mut *connection)
+                .await?;
+        }
+        return Ok(Inserted::Created);
+    }
+    // A batch retried after a commit whose answer was lost finds its own job.
+    let own: Option<String> = sqlx::query_scalar(sql::JOB_OWNER)
+        .bind(&job.id)
+        .fetch_optional(&mut *connection)
+        .await?;
+    if own.as_deref() == Some(job.owner_id.as_str()) {
+        return Ok(Inserted::Created);
+    }
+    let existing = match &job.idempotency {
+        Some(idempotency) => {
+            sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
+                .bind(&job.owner_id)
+                .bind(&idempotency.key)
+                .fetch_optional(&mut *connection)
+                .await?
+        }
+        None => None,
+    };
+    match existing {
+        Some(row) => Ok(Inserted::Existing {
+            job_id: row.try_get("id")?,
+            request_hash: row.try_get("request_hash")?,
+        }),
+        None => Err(StoreError::Conflict(format!("job {}", job.id))),
+    }
+}
+
+/// One value bound to a [`JobsPage`]'s statement.
+enum Argument {
+    Text(String),
+    Number(i64),
+}
+
+/// The statement of one page of `GET /jobs`, with its filter's conditions, and its values in
+/// parameter order.
+struct JobsPage {
+    sql: String,
+    arguments: Vec<Argument>,
+}
+
+impl JobsPage {
+    fn new<B: Backend>(
+        owner_id: &str,
+        filter: &JobFilter,
+        before: Option<&str>,
+        limit: u32,
+    ) -> JobsPage {
+        let mut page = JobsPage {
+            sql: format!(
+                "SELECT id, problem, {} AS status, created_at, ended_at, labels FROM jobs
+                 WHERE owner_id = $1",
+                sql::CLIENT_STATUS
+            ),
+            arguments: vec![Argument::Text(owner_id.to_owned())],
+        };
+        if let Some(before) = before {
+            let at = page.push(Argument::Text(before.to_owned()));
+            page.sql.push_str(&format!(" AND id < ${at}"));
+        }
+        if !filter.statuses.is_empty() {
+            let list = page.list(filter.statuses.iter().map(|status| status.as_str()));
+            page.sql
+                .push_str(&format!(" AND {} IN ({list})", sql::CLIENT_STATUS));
+        }
+        if let Some(problem) = &filter.problem {
+            let at = page.push(Argument::Text(problem.clone()));
+            page.sql.push_str(&format!(" AND problem = ${at}"));
+        }
+        for (key, value) in &filter.labels {
+            let key = page.push(Argument::Text(key.clone()));
+            let value = page.push(Argument::Text(value.clone()));
+            page.sql
+                .push_str(&format!(" AND {}", B::label_condition(key, value)));
+        }
+        if let Some(since) = filter.since {
+            let at = page.push(Argument::Number(since));
+            page.sql.push_str(&format!(" AND created_at >= ${at}"));
+        }
+        if let Some(until) = filter.until {
+            let at = page.push(Argument::Number(until));
+            page.sql.push_str(&format!(" AND created_at < ${at}"));
+        }
+        if !filter.ids.is_empty() {
+            let list = page.list(filter.ids.iter().map(String::as_str));
+            page.sql.push_str(&format!(" AND id IN ({list})"));
+        }
+        let at = page.push(Argument::Number(i64::from(limit)));
+        page.sql.push_str(&format!(" ORDER BY id DESC LIMIT ${at}"));
+        page
+    }
+
+    /// Adds a value; its parameter's number.
+    fn push(&mut self, argument: Argument) -> usize {
+        self.arguments.push(argument);
+        self.arguments.len()
+    }
+
+    /// Adds text values; their parameters, comma-separated.
+    fn list<'a>(&mut self, values: impl Iterator<Item = &'a str>) -> String {
+        values
+            .map(|value| format!("${}", self.push(Argument::Text(value.to_owned()))))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Reads a job summary from a row of either backend.
+fn summary_from_row<R>(row: &R) -> Result<JobSummary, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(JobSummary {
+        id: row.try_get("id")?,
+        problem: row.try_get("problem")?,
+        status: JobStatus::parse(&row.try_get::<String, _>("status")?)?,
+        created_at: row.try_get("created_at")?,
+        ended_at: row.try_get("ended_at")?,
+        labels: row.try_get("labels")?,
+    })
+}
+
+/// The dataset columns of a job row, all set or all null.
+pub(super) fn dataset_from_row<R>(row: &R) -> Result<Option<JobDataset>, StoreError>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let data_file_id: Option<String> = row.try_get("data_file_id")?;
+    let blob_id: Option<String> = row.try_get("data_blob_id")?;
+    let media_type: Option<String> = row.try_get("data_media_type")?;
+    Ok(match (data_file_id, blob_id, media_type) {
+        (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
+            data_file_id,
+            blob_id,
+            media_type,
+        }),
+        (None, None, None) => None,
+        _ => {
+            return Err(StoreError::Corrupt(
+                "a job's dataset columns are partly null".into(),
+            ));
+        }
+    })
+}
+
+impl JobRecord {
+    fn new(summary: JobSummary, executions: Vec<ExecutionRecord>) -> JobRecord {
+        JobRecord {
+            id: summary.id,
+            problem: summary.problem,
+            status: summary.status,
+            created_at: summary.created_at,
+            ended_at: summary.ended_at,
+            labels: summary.labels,
+            executions,
+        }
+    }
+}
+
+impl JobOutput {
+    /// The output only counts once the job completed.
+    fn from_parts(status: JobStatus, output: Option<String>) -> JobOutput {
+        match output {
+            Some(output) if status == JobStatus::Completed => JobOutput::Completed(output),
+            _ => JobOutput::NotCompleted(status),
+        }
+    }
+}

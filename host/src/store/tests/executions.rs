@@ -1,0 +1,355 @@
+//! Executions: claims, leases, ends, the reaper and recovery at start.
+
+use super::*;
+
+pub(super) async fn claims_take_the_oldest_jobs_first(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let new = new_job(&alice);
+        store.insert_job(&new).await.expect("insert");
+        ids.push(new.id);
+    }
+    let first: Vec<String> = store
+        .claim_jobs(LONG, 3)
+        .await
+        .expect("claim")
+        .into_iter()
+        .map(|claim| claim.lease.job_id)
+        .collect();
+    assert_eq!(first, ids[..3]);
+    let rest = store.claim_jobs(LONG, 3).await.expect("claim");
+    assert_eq!(rest.len(), 2);
+    assert_eq!(rest[0].lease.job_id, ids[3]);
+}
+
+pub(super) async fn an_unstarted_claim_goes_back_uncounted(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    let claim = store.claim_jobs(LONG, 1).await.expect("claim").remove(0);
+    assert!(
+        store
+            .release_unstarted(&claim.lease)
+            .lease_held()
+            .await
+            .expect("release")
+    );
+    // A second release of the same lease changes nothing.
+    assert!(
+        !store
+            .release_unstarted(&claim.lease)
+            .lease_held()
+            .await
+            .expect("release")
+    );
+    assert_eq!(job(store, &alice, &new.id).await.status, JobStatus::Pending);
+    let again = store.claim_jobs(LONG, 1).await.expect("claim").remove(0);
+    assert_eq!(again.attempt, 1);
+    assert!(again.lease.token > claim.lease.token);
+}
+
+pub(super) async fn a_reaped_claim_that_never_started_stays_in_the_history(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    store
+        .claim_jobs(Duration::from_millis(1), 1)
+        .await
+        .expect("claim");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.reap_expired(3).await.expect("reap"), 1);
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Pending);
+    assert_eq!(record.executions.len(), 1);
+    assert_eq!(record.executions[0].attempt, 1);
+    assert_eq!(record.executions[0].status, ExecutionStatus::Abandoned);
+    assert_eq!(
+        record.executions[0].error.as_ref().map(|error| error.code),
+        Some(ErrorCode::WorkerLost)
+    );
+    let (again, _) = claim_and_start(store, LONG).await;
+    assert_eq!(again.attempt, 2);
+    assert_eq!(job(store, &alice, &new.id).await.executions.len(), 2);
+}
+
+pub(super) async fn a_claimed_job_runs_to_completion(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert_eq!(claim.lease.job_id, new.id);
+    assert_eq!(claim.attempt, 1);
+    assert_eq!(claim.input, new.input);
+    assert!(store.claim_jobs(LONG, 1).await.expect("claim").is_empty());
+    let running = job(store, &alice, &new.id).await;
+    assert_eq!(running.status, JobStatus::Running);
+    assert_eq!(running.executions[0].status, ExecutionStatus::Running);
+
+    let progress = Progress {
+        fraction: 0.5,
+        message: "half".into(),
+    };
+    assert!(
+        store
+            .record_progress(&claim.lease, &execution_id, &progress.clone().into())
+            .await
+            .expect("progress")
+    );
+    assert_eq!(
+        job(store, &alice, &new.id).await.executions[0].progress,
+        Some(progress)
+    );
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, r#"{"cut":1}"#))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    let done = job(store, &alice, &new.id).await;
+    assert_eq!(done.status, JobStatus::Completed);
+    assert!(done.ended_at.is_some());
+    let execution = &done.executions[0];
+    assert_eq!(execution.status, ExecutionStatus::Completed);
+    assert_eq!(execution.plugin.version, "1.0.0");
+    assert_eq!(execution.log_tail, "done\n");
+    assert_eq!(execution.progress.as_ref().map(|p| p.fraction), Some(1.0));
+    assert!(matches!(
+        store.job_output(&alice.id, &new.id).await.expect("read"),
+        Some(JobOutput::Completed(output)) if output == r#"{"cut":1}"#
+    ));
+    assert_eq!(pending(store).await, 0);
+}
+
+pub(super) async fn concurrent_claims_never_share_a_job(backend: Backend) {
+    let store = backend.store.clone();
+    let alice = user(store.as_ref(), "alice").await;
+    let mut inserted = HashSet::new();
+    for _ in 0..60 {
+        let new = new_job(&alice);
+        store.insert_job(&new).await.expect("insert");
+        inserted.insert(new.id);
+    }
+    let claimers: Vec<_> = (1..=8)
+        .map(|limit| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut claimed = Vec::new();
+                loop {
+                    let batch = store.claim_jobs(LONG, limit).await.expect("claim");
+                    assert!(batch.len() <= limit as usize);
+                    if batch.is_empty() {
+                        return claimed;
+                    }
+                    claimed.extend(batch.into_iter().map(|claim| claim.lease.job_id));
+                }
+            })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for claimer in claimers {
+        claimed.extend(claimer.await.expect("a claimer"));
+    }
+    assert_eq!(claimed.len(), inserted.len(), "every job claimed once");
+    assert_eq!(claimed.into_iter().collect::<HashSet<_>>(), inserted);
+}
+
+pub(super) async fn a_worker_that_lost_its_lease_changes_nothing(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    // The first worker stalls past its lease; the reaper gives the job to a second one.
+    let (stalled, stalled_execution) = claim_and_start(store, Duration::from_millis(1)).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.reap_expired(3).await.expect("reap"), 1);
+    let (taker, taker_execution) = claim_and_start(store, LONG).await;
+    assert_eq!(taker.attempt, 2);
+    assert!(taker.lease.token > stalled.lease.token);
+
+    // The stalled worker wakes up: none of its writes lands, before or after the taker ends.
+    let progress = Progress {
+        fraction: 0.9,
+        message: "late".into(),
+    };
+    assert!(
+        !store
+            .record_progress(&stalled.lease, &stalled_execution, &progress.into())
+            .await
+            .expect("progress")
+    );
+    assert_eq!(
+        store
+            .heartbeat(std::slice::from_ref(&stalled.lease), LONG)
+            .await
+            .expect("heartbeat"),
+        std::slice::from_ref(&stalled.lease)
+    );
+    assert!(
+        store
+            .finish_execution(&taker.lease, &completed(&taker_execution, "\"taker\""))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    assert!(
+        !store
+            .finish_execution(
+                &stalled.lease,
+                &completed(&stalled_execution, "\"stalled\"")
+            )
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Completed);
+    let statuses: Vec<_> = record
+        .executions
+        .iter()
+        .map(|execution| (execution.attempt, execution.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (1, ExecutionStatus::Abandoned),
+            (2, ExecutionStatus::Completed)
+        ]
+    );
+    assert_eq!(
+        record.executions[0].error.as_ref().map(|error| error.code),
+        Some(ErrorCode::WorkerLost)
+    );
+    assert!(matches!(
+        store.job_output(&alice.id, &new.id).await.expect("read"),
+        Some(JobOutput::Completed(output)) if output == "\"taker\""
+    ));
+}
+
+pub(super) async fn a_heartbeat_keeps_the_lease(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    let (claim, _) = claim_and_start(store, Duration::from_millis(200)).await;
+    let lost = store
+        .heartbeat(std::slice::from_ref(&claim.lease), LONG)
+        .await
+        .expect("heartbeat");
+    assert!(lost.is_empty());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(store.reap_expired(3).await.expect("reap"), 0);
+}
+
+pub(super) async fn the_last_attempt_fails_the_job(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    claim_and_start(store, Duration::from_millis(1)).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(store.reap_expired(1).await.expect("reap"), 1);
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Failed);
+    assert!(record.ended_at.is_some());
+    assert_eq!(record.executions[0].status, ExecutionStatus::Abandoned);
+    assert!(store.claim_jobs(LONG, 1).await.expect("claim").is_empty());
+}
+
+pub(super) async fn a_released_job_runs_again(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    let release = ExecutionEnd {
+        status: ExecutionStatus::Abandoned,
+        job_status: JobStatus::Pending,
+        error: Some(ExecutionError {
+            code: ErrorCode::WorkerLost,
+            message: "shutting down".into(),
+        }),
+        output: None,
+        ..completed(&execution_id, "")
+    };
+    assert!(
+        store
+            .finish_execution(&claim.lease, &release)
+            .lease_held()
+            .await
+            .expect("release")
+    );
+    let record = job(store, &alice, &new.id).await;
+    assert_eq!(record.status, JobStatus::Pending);
+    assert_eq!(record.ended_at, None);
+    let (again, _) = claim_and_start(store, LONG).await;
+    assert_eq!(again.lease.job_id, new.id);
+    assert_eq!(again.attempt, 2);
+}
+
+/// Replicas wake each other: a job inserted through one store wakes the workers of another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_a_new_job_wakes_other_replicas() {
+    let database = ScratchDatabase::create().await;
+    let listening = PostgresStore::open(&database.url).await.expect("open");
+    let inserting = PostgresStore::open(&database.url).await.expect("open");
+    /// Counts the new-job events the store reports.
+    #[derive(Default)]
+    struct CountedEvents(std::sync::atomic::AtomicU64);
+    impl JobEvents for CountedEvents {
+        fn jobs_pending(&self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        fn cancel_requested(&self, _job_id: &str) {}
+    }
+    let events = Arc::new(CountedEvents::default());
+    listening.watch_new_jobs(events.clone()).await;
+    let alice = user(&inserting, "alice").await;
+    // The listener subscribes in the background; keep inserting until it hears one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while events.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no notification reached the other store"
+        );
+        inserting
+            .insert_job(&new_job(&alice))
+            .await
+            .expect("insert");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A restart recovers what the last run left `RUNNING`, on the one process owning the file;
+/// on PostgreSQL, a starting replica must leave the other replicas' running jobs alone.
+pub(super) async fn recover_with_a_live_lease(backend: Backend) -> (u64, JobStatus) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    claim_and_start(store, LONG).await;
+    let recovered = store.recover_interrupted(3).await.expect("recover");
+    (recovered, job(store, &alice, &new.id).await.status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_restart_requeues_running_jobs() {
+    assert_eq!(
+        recover_with_a_live_lease(sqlite().await).await,
+        (1, JobStatus::Pending)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_a_starting_replica_leaves_running_jobs_alone() {
+    assert_eq!(
+        recover_with_a_live_lease(postgres().await).await,
+        (0, JobStatus::Running)
+    );
+}

@@ -1,0 +1,253 @@
+//! One behavioural suite for every backend. Each test runs against SQLite, always, and against
+//! PostgreSQL when `CASELOAD_TEST_DATABASE_URL` names a server (CI sets it): then every test
+//! gets a database of its own, dropped afterwards. Without the variable the PostgreSQL tests
+//! say they were skipped; with it, an unreachable server fails them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::store::scratch::ScratchDatabase;
+
+mod datasets;
+mod executions;
+mod jobs;
+mod service;
+mod users;
+mod webhooks;
+
+use datasets::*;
+use executions::*;
+use jobs::*;
+use service::*;
+use users::*;
+use webhooks::*;
+
+/// A store under test, with what keeps its database alive (dropped with it).
+struct Backend {
+    store: Arc<dyn JobStore>,
+    _database: Box<dyn std::any::Any + Send>,
+}
+
+async fn sqlite() -> Backend {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&directory.path().join("test.db"))
+        .await
+        .expect("SQLite opens");
+    Backend {
+        store: Arc::new(store),
+        _database: Box::new(directory),
+    }
+}
+
+async fn postgres() -> Backend {
+    let database = ScratchDatabase::create().await;
+    let store = PostgresStore::open(&database.url)
+        .await
+        .expect("the scratch database opens");
+    Backend {
+        store: Arc::new(store),
+        _database: Box::new(database),
+    }
+}
+
+/// Each test, once per backend.
+macro_rules! for_each_backend {
+    ($($test:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$test(super::sqlite().await).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+                async fn $test() {
+                    super::$test(super::postgres().await).await;
+                }
+            )*
+        }
+    };
+}
+
+for_each_backend!(
+    a_job_is_stored_and_listed,
+    claims_take_the_oldest_jobs_first,
+    an_unstarted_claim_goes_back_uncounted,
+    a_reaped_claim_that_never_started_stays_in_the_history,
+    a_claimed_job_runs_to_completion,
+    concurrent_claims_never_share_a_job,
+    a_worker_that_lost_its_lease_changes_nothing,
+    a_heartbeat_keeps_the_lease,
+    the_last_attempt_fails_the_job,
+    a_released_job_runs_again,
+    an_idempotency_key_names_one_job_per_user,
+    concurrent_inserts_are_all_committed,
+    retention_deletes_old_finished_jobs_only,
+    an_upload_shows_only_once_complete,
+    the_same_bytes_are_stored_once_for_two_owners,
+    a_job_keeps_its_dataset_after_the_file_is_deleted,
+    the_sweep_takes_stale_uploads_and_unreferenced_bytes,
+    a_cancelled_job_never_runs_again,
+    a_claimed_job_is_listed_pending_until_it_starts,
+    users_are_disabled_revoked_and_deleted_with_their_data,
+    a_user_s_backlog_does_not_hold_back_another_user_s_job,
+    a_user_s_usage_is_counted_for_quotas,
+    quotas_hold_under_concurrent_launches_and_uploads,
+    a_user_s_pending_count_follows_each_job_s_status,
+    a_priority_job_goes_first_among_its_owner_s_jobs_only,
+    jobs_are_found_by_status_problem_label_time_and_id,
+    a_job_s_end_queues_its_callback_once,
+    webhook_claims_take_owners_in_turn_within_a_bound_per_destination,
+    the_service_view_counts_replicas_queues_and_minutes,
+);
+
+/// Pending jobs in the whole store, as /metrics counts them.
+async fn pending(store: &dyn JobStore) -> u64 {
+    let queue = store.queue_depth().await.expect("queue depth");
+    queue.iter().map(|depth| depth.pending).sum()
+}
+
+async fn user(store: &dyn JobStore, name: &str) -> User {
+    store.create_user(name, "hash").await.expect("a user")
+}
+
+fn new_job(owner: &User) -> NewJob {
+    NewJob {
+        id: uuid::Uuid::now_v7().to_string(),
+        owner_id: owner.id.clone(),
+        problem: "maxcut".into(),
+        input: r#"{"n":1}"#.into(),
+        options: "{}".into(),
+        created_at: now_millis(),
+        idempotency: None,
+        dataset: None,
+        priority: 0,
+        labels: None,
+        callback_url: None,
+        quotas: Quotas::default(),
+    }
+}
+
+fn plugin() -> PluginRef {
+    PluginRef {
+        name: "maxcut".into(),
+        version: "1.0.0".into(),
+        digest: "sha256:00".into(),
+    }
+}
+
+fn completed(execution_id: &str, output: &str) -> ExecutionEnd {
+    ExecutionEnd {
+        execution_id: execution_id.into(),
+        status: ExecutionStatus::Completed,
+        job_status: JobStatus::Completed,
+        error: None,
+        output: Some(output.into()),
+        log_tail: "done\n".into(),
+        log_truncated: false,
+        ended_at: now_millis(),
+    }
+}
+
+const LONG: Duration = Duration::from_secs(600);
+
+/// Claims the next job and records its execution's start.
+async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, String) {
+    let claim = store
+        .claim_jobs(lease, 1)
+        .await
+        .expect("claim")
+        .pop()
+        .expect("a pending job");
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    assert!(
+        store
+            .start_execution(
+                &claim.lease,
+                &execution_id,
+                claim.attempt,
+                &plugin(),
+                now_millis()
+            )
+            .lease_held()
+            .await
+            .expect("start")
+    );
+    (claim, execution_id)
+}
+
+async fn job(store: &dyn JobStore, owner: &User, id: &str) -> JobRecord {
+    store
+        .job(&owner.id, id)
+        .await
+        .expect("read")
+        .expect("the job exists")
+}
+
+/// Replicas starting together on an empty database: one migrates, the others wait and find
+/// the schema in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_replicas_may_start_together() {
+    let database = ScratchDatabase::create().await;
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let url = database.url.clone();
+            tokio::spawn(async move { PostgresStore::open(&url).await })
+        })
+        .collect();
+    for start in starts {
+        let store = start.await.expect("a start").expect("the store opens");
+        assert_eq!(store.user_count().await.expect("count"), 0);
+    }
+}
+
+/// A PostgreSQL database migrated before both backends shared one numbering (1 initial,
+/// 2 datasets, 3 cancel) opens without running a script twice, its versions carried over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_the_former_numbering_is_carried_over() {
+    let database = ScratchDatabase::create().await;
+    let pool = sqlx::PgPool::connect(&database.url)
+        .await
+        .expect("connects");
+    for script in [
+        include_str!("../../../migrations/postgres/0001_initial.sql"),
+        include_str!("../../../migrations/postgres/0003_datasets.sql"),
+        include_str!("../../../migrations/postgres/0004_cancel.sql"),
+        "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL);
+         INSERT INTO schema_migrations VALUES (1, 0), (2, 0), (3, 0);",
+    ] {
+        sqlx::raw_sql(script)
+            .execute(&pool)
+            .await
+            .expect("the old schema");
+    }
+    pool.close().await;
+    let store = PostgresStore::open(&database.url)
+        .await
+        .expect("opens without re-running a migration");
+    let alice = user(&store, "alice").await;
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    let pool = sqlx::PgPool::connect(&database.url)
+        .await
+        .expect("connects");
+    let versions: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM caseload_migrations ORDER BY version")
+            .fetch_all(&pool)
+            .await
+            .expect("versions");
+    // Every migration there is, each once.
+    let every: Vec<i64> = postgres::MIGRATIONS
+        .iter()
+        .map(|(version, _)| *version)
+        .collect();
+    assert_eq!(versions, every);
+    pool.close().await;
+}

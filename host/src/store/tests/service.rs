@@ -1,0 +1,83 @@
+//! The service view.
+
+use super::*;
+
+pub(super) async fn the_service_view_counts_replicas_queues_and_minutes(backend: Backend) {
+    let store = backend.store.as_ref();
+    let owner = user(store, "ada").await;
+    let since = now_millis() - 60_000;
+    let ended = new_job(&owner);
+    store.insert_job(&ended).await.expect("insert");
+    let waiting = NewJob {
+        problem: "qubo".into(),
+        ..new_job(&owner)
+    };
+    store.insert_job(&waiting).await.expect("insert");
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert_eq!(claim.lease.job_id, ended.id);
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, "{}"))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+
+    let report = ReplicaReport {
+        id: "replica-1".into(),
+        name: "host pid 1".into(),
+        workers: 4,
+        busy: 1,
+        accepted: 2,
+        ended: 1,
+        started_at: since,
+        seen_at: now_millis(),
+    };
+    store.report_replica(&report, 0).await.expect("report");
+    store
+        .report_replica(
+            &ReplicaReport {
+                busy: 0,
+                ..report.clone()
+            },
+            0,
+        )
+        .await
+        .expect("a second report replaces the first");
+    let stale = ReplicaReport {
+        id: "replica-0".into(),
+        seen_at: 5,
+        ..report.clone()
+    };
+    store.report_replica(&stale, 0).await.expect("report");
+    store
+        .report_replica(&report, 10)
+        .await
+        .expect("forgets replica-0");
+
+    let stats = store.service_stats(since).await.expect("stats");
+    assert_eq!(stats.replicas, [report]);
+    assert_eq!(
+        stats.queue,
+        [QueueDepth {
+            problem: "qubo".into(),
+            pending: 1,
+            running: 0
+        }]
+    );
+    let accepted: u64 = stats.minutes.iter().map(|minute| minute.accepted).sum();
+    let ended_count: u64 = stats.minutes.iter().map(|minute| minute.ended).sum();
+    assert_eq!((accepted, ended_count), (2, 1));
+    assert!(stats.minutes.len() >= 2);
+
+    let mut counts = store.job_counts(&owner.id).await.expect("counts");
+    counts.sort_by_key(|(status, _)| status.as_str());
+    assert_eq!(counts, [(JobStatus::Completed, 1), (JobStatus::Pending, 1)]);
+    let input = store
+        .job_input(&owner.id, &waiting.id)
+        .await
+        .expect("input")
+        .expect("the owner's job");
+    assert_eq!(input.input, waiting.input);
+    assert!(input.dataset.is_none());
+}

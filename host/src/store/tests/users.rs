@@ -1,0 +1,226 @@
+//! Users: access, deletion, usage and quotas.
+
+use super::*;
+
+pub(super) async fn users_are_disabled_revoked_and_deleted_with_their_data(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let access = |id: String| async move { store.user_access(&id).await.expect("read") };
+    let initial = access(alice.id.clone()).await.expect("alice exists");
+    assert_eq!(
+        initial,
+        UserAccess {
+            disabled: false,
+            tokens_valid_after: 0,
+            admin: false,
+        }
+    );
+
+    assert!(
+        store
+            .update_user("alice", &UserChange::Disable)
+            .await
+            .expect("disable")
+    );
+    assert!(access(alice.id.clone()).await.expect("exists").disabled);
+    assert!(
+        store
+            .user_by_name("alice")
+            .await
+            .expect("read")
+            .expect("exists")
+            .disabled
+    );
+    assert!(
+        store
+            .update_user("alice", &UserChange::Enable)
+            .await
+            .expect("enable")
+    );
+    assert!(!access(alice.id.clone()).await.expect("exists").disabled);
+
+    let before = now_millis();
+    assert!(
+        store
+            .update_user("alice", &UserChange::RevokeTokens)
+            .await
+            .expect("revoke")
+    );
+    assert!(
+        access(alice.id.clone())
+            .await
+            .expect("exists")
+            .tokens_valid_after
+            >= before
+    );
+    assert!(
+        store
+            .update_user("alice", &UserChange::Password("new hash".into()))
+            .await
+            .expect("passwd")
+    );
+    let changed = store
+        .user_by_name("alice")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(changed.password_hash, "new hash");
+    assert!(
+        !store
+            .update_user("nobody", &UserChange::Disable)
+            .await
+            .expect("no user")
+    );
+
+    // A pending job holds the user back; once it ended, the user goes with its jobs and files.
+    let pending = new_job(&alice);
+    store.insert_job(&pending).await.expect("insert");
+    let file = upload(store, &alice, &[b"0 1 1\n"]).await;
+    assert!(matches!(
+        store.delete_user("alice").await,
+        Err(StoreError::Conflict(_))
+    ));
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, "{}"))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    assert!(store.delete_user("alice").await.expect("delete"));
+    assert_eq!(access(alice.id.clone()).await, None);
+    assert!(
+        store
+            .job(&alice.id, &pending.id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert!(
+        store
+            .data_file(&alice.id, &file.id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert!(!store.delete_user("alice").await.expect("gone already"));
+    // The name is free again.
+    user(store, "alice").await;
+}
+
+pub(super) async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    assert_eq!(
+        store
+            .usage(&alice.id)
+            .await
+            .expect("usage")
+            .expect("the user exists"),
+        Usage::default()
+    );
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+    store.insert_job(&new_job(&bob)).await.expect("insert");
+    upload(store, &alice, &[b"0 1 1\n", b"1 2 1\n"]).await;
+    let usage = store
+        .usage(&alice.id)
+        .await
+        .expect("usage")
+        .expect("the user exists");
+    assert_eq!(usage.pending_jobs, 2);
+    // The data file, and the inputs alice's jobs keep.
+    let input = new_job(&alice).input.len() as u64;
+    assert_eq!(usage.dataset_bytes, 12 + 2 * input);
+    assert_eq!(usage.quotas, UserQuotas::default());
+    let own = UserQuotas {
+        pending_jobs: Some(5),
+        dataset_bytes: None,
+        output_bytes: Some(1 << 20),
+    };
+    assert!(
+        store
+            .update_user("alice", &UserChange::Quotas(own))
+            .await
+            .expect("quota")
+    );
+    assert_eq!(
+        store
+            .usage(&alice.id)
+            .await
+            .expect("usage")
+            .expect("the user exists")
+            .quotas,
+        own
+    );
+    assert_eq!(
+        store
+            .usage(&bob.id)
+            .await
+            .expect("usage")
+            .expect("the user exists")
+            .pending_jobs,
+        1
+    );
+}
+
+/// The count the quota reads is kept by triggers: it must follow a job into and out of the
+/// queue by every path, and agree with the queue itself.
+pub(super) async fn a_user_s_pending_count_follows_each_job_s_status(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let pending_of = |user: &User| {
+        let id = user.id.clone();
+        async move {
+            store
+                .usage(&id)
+                .await
+                .expect("usage")
+                .expect("the user exists")
+                .pending_jobs
+        }
+    };
+    let mut jobs = [new_job(&alice), new_job(&alice), new_job(&alice)];
+    jobs[0].idempotency = Some(Idempotency {
+        key: "order-1".into(),
+        request_hash: "hash".into(),
+    });
+    for new in &jobs {
+        store.insert_job(new).await.expect("insert");
+    }
+    // The same request again (a retry with its key) stores nothing, and counts nothing.
+    let retried = NewJob {
+        id: uuid::Uuid::now_v7().to_string(),
+        ..jobs[0].clone()
+    };
+    assert!(matches!(
+        store.insert_job(&retried).await.expect("insert"),
+        Inserted::Existing { .. }
+    ));
+    assert_eq!(pending_of(&alice).await, 3);
+    let claims = store.claim_jobs(LONG, 2).await.expect("claim");
+    assert_eq!(pending_of(&alice).await, 1);
+    // A claimed job given back is pending again.
+    assert!(
+        store
+            .release_unstarted(&claims[0].lease)
+            .lease_held()
+            .await
+            .expect("release")
+    );
+    assert_eq!(pending_of(&alice).await, 2);
+    // A pending job cancelled leaves the queue.
+    let waiting = jobs
+        .iter()
+        .find(|new| new.id != claims[1].lease.job_id && new.id != claims[0].lease.job_id)
+        .expect("the job not claimed");
+    store
+        .cancel_job(&alice.id, &waiting.id)
+        .await
+        .expect("cancel")
+        .expect("alice's job");
+    assert_eq!(pending_of(&alice).await, 1);
+    assert_eq!(pending_of(&alice).await, pending(store).await);
+}

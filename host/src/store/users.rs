@@ -1,0 +1,344 @@
+//! Users and their quotas: accounts, what a token is checked against, what counts against a
+//! user's quotas and the check a write makes of them in its transaction.
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Executor, Row};
+
+use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::{Quotas, StoreError, now_millis, sql};
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: String,
+    pub username: String,
+    pub password_hash: String,
+    /// A disabled user cannot log in, and its tokens are refused.
+    pub disabled: bool,
+}
+
+/// What a request's token is checked against, on every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserAccess {
+    pub disabled: bool,
+    /// May publish and promote plugins, and see what the service runs on.
+    pub admin: bool,
+    /// Tokens issued before this (milliseconds since the epoch) are revoked.
+    pub tokens_valid_after: i64,
+}
+
+/// What counts against a user's quotas, and the user's own quotas.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub pending_jobs: u64,
+    pub dataset_bytes: u64,
+    pub output_bytes: u64,
+    pub quotas: UserQuotas,
+}
+
+/// A user's own quotas; `None` is the server's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserQuotas {
+    pub pending_jobs: Option<u64>,
+    pub dataset_bytes: Option<u64>,
+    pub output_bytes: Option<u64>,
+}
+
+/// What `caseload user` changes of a user.
+#[derive(Debug, Clone)]
+pub enum UserChange {
+    Disable,
+    Enable,
+    /// Every token issued until now stops working.
+    RevokeTokens,
+    /// A new password hash; the tokens issued until now stop working too.
+    Password(String),
+    /// The user's own quotas, both replaced.
+    Quotas(UserQuotas),
+    /// Made an administrator, or not ([`StoreError::Conflict`] for the last one).
+    Admin(bool),
+}
+
+/// Users: accounts, tokens' validity, quotas and usage.
+#[async_trait]
+pub trait Users: Send + Sync + 'static {
+    /// Creates a user; [`StoreError::Conflict`] if the name is taken.
+    async fn create_user(&self, username: &str, password_hash: &str) -> Result<User, StoreError>;
+
+    async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError>;
+
+    async fn user_count(&self) -> Result<u64, StoreError>;
+    /// Whether the user with this id may use its tokens; `None` if there is no such user.
+    async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError>;
+    /// What counts against the user's quotas now; `None` if there is no such user.
+    async fn usage(&self, user_id: &str) -> Result<Option<Usage>, StoreError>;
+    /// Changes a user; false if there is no such user.
+    async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError>;
+    /// Deletes a user with its jobs and data files, in one transaction; false if there is no
+    /// such user, [`StoreError::Conflict`] while any of its jobs is pending or running.
+    async fn delete_user(&self, username: &str) -> Result<bool, StoreError>;
+}
+
+#[async_trait]
+impl<B> Users for B
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    async fn create_user(&self, username: &str, password_hash: &str) -> Result<User, StoreError> {
+        let user = User::new(username, password_hash);
+        sqlx::query(sql::INSERT_USER)
+            .bind(&user.id)
+            .bind(&user.username)
+            .bind(&user.password_hash)
+            .bind(now_millis())
+            .execute(self.writer())
+            .await
+            .map_err(|error| user_conflict(error, username))?;
+        Ok(user)
+    }
+
+    async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
+        let row = sqlx::query(sql::USER_BY_NAME)
+            .bind(username)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            Ok(User {
+                id: row.try_get("id")?,
+                username: row.try_get("username")?,
+                password_hash: row.try_get("password_hash")?,
+                disabled: row.try_get("disabled")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError> {
+        let row = sqlx::query(sql::USER_ACCESS)
+            .bind(user_id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| {
+            Ok(UserAccess {
+                disabled: row.try_get("disabled")?,
+                tokens_valid_after: row.try_get("tokens_valid_after")?,
+                admin: row.try_get("admin")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn usage(&self, user_id: &str) -> Result<Option<Usage>, StoreError> {
+        let row = sqlx::query(sql::USAGE)
+            .bind(user_id)
+            .fetch_optional(self.readers())
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let count = |column: &str| -> Result<u64, StoreError> {
+            let value: i64 = row.try_get(column)?;
+            Ok(u64::try_from(value).unwrap_or(0))
+        };
+        let quota = |column: &str| -> Result<Option<u64>, StoreError> {
+            let value: Option<i64> = row.try_get(column)?;
+            Ok(value.map(|value| u64::try_from(value).unwrap_or(0)))
+        };
+        Ok(Some(Usage {
+            pending_jobs: count("pending_jobs")?,
+            dataset_bytes: count("dataset_bytes")?,
+            output_bytes: count("output_bytes")?,
+            quotas: UserQuotas {
+                pending_jobs: quota("max_pending_jobs")?,
+                dataset_bytes: quota("max_dataset_bytes")?,
+                output_bytes: quota("max_output_bytes")?,
+            },
+        }))
+    }
+
+    async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError> {
+        let query = match change {
+            UserChange::Disable => sqlx::query(sql::DISABLE_USER)
+                .bind(username)
+                .bind(true)
+                .bind(now_millis()),
+            UserChange::Enable => sqlx::query(sql::ENABLE_USER).bind(username).bind(false),
+            UserChange::RevokeTokens => sqlx::query(sql::REVOKE_TOKENS)
+                .bind(username)
+                .bind(now_millis()),
+            UserChange::Password(hash) => sqlx::query(sql::SET_PASSWORD)
+                .bind(username)
+                .bind(hash.as_str())
+                .bind(now_millis()),
+            UserChange::Admin(true) => sqlx::query(sql::MAKE_ADMIN).bind(username),
+            UserChange::Admin(false) => {
+                let result = sqlx::query(sql::UNMAKE_ADMIN)
+                    .bind(username)
+                    .execute(self.writer())
+                    .await?;
+                if B::rows_affected(&result) > 0 {
+                    return Ok(true);
+                }
+                let exists: i64 = sqlx::query_scalar(sql::USER_EXISTS)
+                    .bind(username)
+                    .fetch_one(self.writer())
+                    .await?;
+                if exists == 0 {
+                    return Ok(false);
+                }
+                return Err(StoreError::Conflict(format!(
+                    "user {username:?} is the last administrator; make another one first"
+                )));
+            }
+            UserChange::Quotas(quotas) => {
+                let stored =
+                    |quota: Option<u64>| quota.map(|quota| quota.min(i64::MAX as u64) as i64);
+                sqlx::query(sql::SET_USER_QUOTAS)
+                    .bind(username)
+                    .bind(stored(quotas.pending_jobs))
+                    .bind(stored(quotas.dataset_bytes))
+                    .bind(stored(quotas.output_bytes))
+            }
+        };
+        let result = query.execute(self.writer()).await?;
+        Ok(B::rows_affected(&result) > 0)
+    }
+
+    async fn delete_user(&self, username: &str) -> Result<bool, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let live: i64 = sqlx::query_scalar(sql::USER_LIVE_JOBS)
+            .bind(username)
+            .fetch_one(&mut *transaction)
+            .await?;
+        if live > 0 {
+            return Err(StoreError::Conflict(format!(
+                "user {username:?} has {live} jobs pending or running; cancel them, or disable \
+                 the user and wait for them to end"
+            )));
+        }
+        for statement in [
+            sql::DELETE_USER_WEBHOOKS,
+            sql::DELETE_USER_JOBS,
+            sql::DELETE_USER_DATA_FILES,
+        ] {
+            sqlx::query(statement)
+                .bind(username)
+                .execute(&mut *transaction)
+                .await?;
+        }
+        let deleted = sqlx::query(sql::DELETE_USER)
+            .bind(username)
+            .execute(&mut *transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(B::rows_affected(&deleted) > 0)
+    }
+
+    async fn user_count(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(sql::USER_COUNT)
+            .fetch_one(self.writer())
+            .await?;
+        Ok(count as u64)
+    }
+}
+
+/// What counts against a user's pending-jobs and dataset quotas, read with the user's row
+/// locked until the transaction ends.
+pub(super) struct QuotaState {
+    pub(super) pending_jobs: u64,
+    pub(super) max_pending_jobs: u64,
+    pub(super) dataset_bytes: u64,
+    pub(super) max_dataset_bytes: u64,
+}
+
+pub(super) async fn quota_state<B>(
+    connection: &mut Connection<B>,
+    owner_id: &str,
+    quotas: &Quotas,
+) -> Result<Option<QuotaState>, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    for<'a> &'a [u8]: Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<f64>: Param<'a, B::Db>,
+    for<'a> Option<bool>: Param<'a, B::Db>,
+    for<'a> Option<String>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> Option<&'a String>: Param<'a, B::Db>,
+{
+    if let Some(lock) = B::LOCK_USER {
+        // A statement of its own: the read below then starts after every transaction that
+        // held the lock committed, and sees all they wrote (one statement would read the
+        // data files as they were before it waited).
+        sqlx::query(lock)
+            .bind(owner_id)
+            .execute(&mut *connection)
+            .await?;
+    }
+    let stored = |quota: u64| i64::try_from(quota).unwrap_or(i64::MAX);
+    let row = sqlx::query(sql::QUOTA_STATE)
+        .bind(owner_id)
+        .bind(stored(quotas.pending_jobs))
+        .bind(stored(quotas.dataset_bytes))
+        .fetch_optional(&mut *connection)
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let count = |column: &str| -> Result<u64, StoreError> {
+        let value: i64 = row.try_get(column)?;
+        Ok(u64::try_from(value).unwrap_or(0))
+    };
+    Ok(Some(QuotaState {
+        pending_jobs: count("pending_jobs")?,
+        max_pending_jobs: count("max_pending_jobs")?,
+        dataset_bytes: count("dataset_bytes")?,
+        max_dataset_bytes: count("max_dataset_bytes")?,
+    }))
+}
+
+/// A taken user name is a conflict, not a database failure.
+fn user_conflict(error: sqlx::Error, username: &str) -> StoreError {
+    if error
+        .as_database_error()
+        .is_some_and(|database| database.is_unique_violation())
+    {
+        StoreError::Conflict(format!("user {username:?}"))
+    } else {
+        StoreError::Database(error)
+    }
+}
+
+impl User {
+    /// A new user with a fresh id.
+    fn new(username: &str, password_hash: &str) -> User {
+        User {
+            id: uuid::Uuid::now_v7().to_string(),
+            username: username.to_owned(),
+            disabled: false,
+            password_hash: password_hash.to_owned(),
+        }
+    }
+}
