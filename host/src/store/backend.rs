@@ -9,8 +9,9 @@ use std::sync::Arc;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
 use super::batch::{Batcher, Outcome, Write};
-use super::executions::{claim_from_row, finish};
+use super::executions::{ClaimedJob, finish};
 use super::jobs::{Inserted, check_job_quotas, insert_job};
+use super::rows;
 use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
@@ -21,7 +22,7 @@ pub(super) trait Backend: Send + Sync + 'static {
     type Db: Database<Arguments: IntoArguments<Self::Db>>;
 
     /// Claims up to `$2` of the oldest pending jobs with lease expiry `$1`, returning the
-    /// columns [`claim_from_row`] reads.
+    /// columns [`ClaimedJob`]'s `from_row` reads.
     const CLAIM: &'static str;
 
     fn rows_affected(result: &<Self::Db as Database>::QueryResult) -> u64;
@@ -121,14 +122,12 @@ where
             lease_expires_at,
             limit,
         } => {
-            let mut claimed = sqlx::query(B::CLAIM)
+            let rows = sqlx::query(B::CLAIM)
                 .bind(lease_expires_at)
                 .bind(i64::from(*limit))
                 .fetch_all(&mut *connection)
-                .await?
-                .iter()
-                .map(claim_from_row)
-                .collect::<Result<Vec<_>, _>>()?;
+                .await?;
+            let mut claimed: Vec<ClaimedJob> = rows::all(&rows)?;
             // RETURNING has no order: oldest first, as the queue promises.
             claimed.sort_by(|a, b| {
                 (a.created_at, &a.lease.job_id).cmp(&(b.created_at, &b.lease.job_id))

@@ -2,9 +2,10 @@
 //! bytes, shared by uploads of the same bytes and kept while a job refers to them.
 
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Decode, Executor, Row, Type};
+use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::rows::{Columns, FromRow};
 use super::users::quota_state;
 use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
 
@@ -223,7 +224,7 @@ where
             .fetch_optional(self.readers())
             .await?
             .as_ref()
-            .map(data_file_from_row)
+            .map(DataFile::from_row)
             .transpose()
     }
 
@@ -237,8 +238,8 @@ where
         let Some(deleted) = deleted else {
             return Ok(false);
         };
-        let blob_id: String = deleted.try_get("blob_id")?;
-        let size: i64 = deleted.try_get("size")?;
+        let blob_id = deleted.text("blob_id")?;
+        let size = deleted.integer("size")?;
         // Its owner's jobs that refer to it keep its bytes, and they stay counted.
         sqlx::query(sql::KEEP_DELETED_DATASET)
             .bind(owner_id)
@@ -302,24 +303,20 @@ where
     }
 }
 
-fn data_file_from_row<R>(row: &R) -> Result<DataFile, StoreError>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let size: i64 = row.try_get("size")?;
-    Ok(DataFile {
-        id: row.try_get("id")?,
-        owner_id: row.try_get("owner_id")?,
-        blob_id: row.try_get("blob_id")?,
-        size: u64::try_from(size)
-            .map_err(|_| StoreError::Corrupt(format!("data file size {size}")))?,
-        sha256: row.try_get("sha256")?,
-        media_type: row.try_get("media_type")?,
-        filename: row.try_get("filename")?,
-        created_at: row.try_get("created_at")?,
-    })
+/// `DATA_FILE`'s columns (those of the `data_files` table).
+impl FromRow for DataFile {
+    fn from_row(row: &impl Columns) -> Result<DataFile, StoreError> {
+        let size = row.integer("size")?;
+        Ok(DataFile {
+            id: row.text("id")?,
+            owner_id: row.text("owner_id")?,
+            blob_id: row.text("blob_id")?,
+            size: u64::try_from(size)
+                .map_err(|_| StoreError::Corrupt(format!("data file size {size}")))?,
+            sha256: row.text("sha256")?,
+            media_type: row.text("media_type")?,
+            filename: row.text_or_null("filename")?,
+            created_at: row.integer("created_at")?,
+        })
+    }
 }

@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Decode, Executor, Row, Type};
+use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::batch::Write;
-use super::jobs::{JobDataset, dataset_from_row};
+use super::jobs::JobDataset;
+use super::rows::{Columns, FromRow};
 use super::{
     ErrorCode, ExecutionStatus, JobStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql,
 };
@@ -285,74 +286,59 @@ where
     Ok(true)
 }
 
-/// Reads an execution from a row of either backend (the columns of `executions`).
-pub(super) fn execution_from_row<R>(row: &R) -> Result<ExecutionRecord, StoreError>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let progress = match row.try_get::<Option<f64>, _>("progress_fraction")? {
-        Some(fraction) => Some(Progress {
-            fraction,
-            message: row
-                .try_get::<Option<String>, _>("progress_message")?
-                .unwrap_or_default(),
-        }),
-        None => None,
-    };
-    let error = match row.try_get::<Option<String>, _>("error_code")? {
-        Some(code) => Some(ExecutionError {
-            code: ErrorCode::parse(&code)?,
-            message: row
-                .try_get::<Option<String>, _>("error_message")?
-                .unwrap_or_default(),
-        }),
-        None => None,
-    };
-    Ok(ExecutionRecord {
-        id: row.try_get("id")?,
-        attempt: attempt_from(row.try_get("attempt")?)?,
-        status: ExecutionStatus::parse(&row.try_get::<String, _>("status")?)?,
-        plugin: PluginRef {
-            name: row.try_get("plugin_name")?,
-            version: row.try_get("plugin_version")?,
-            digest: row.try_get("plugin_digest")?,
-        },
-        started_at: row.try_get("started_at")?,
-        ended_at: row.try_get("ended_at")?,
-        progress,
-        error,
-        log_tail: row.try_get("log_tail")?,
-        log_truncated: row.try_get("log_truncated")?,
-    })
+/// `EXECUTIONS`'s columns (those of the `executions` table).
+impl FromRow for ExecutionRecord {
+    fn from_row(row: &impl Columns) -> Result<ExecutionRecord, StoreError> {
+        let progress = match row.real_or_null("progress_fraction")? {
+            Some(fraction) => Some(Progress {
+                fraction,
+                message: row.text_or_null("progress_message")?.unwrap_or_default(),
+            }),
+            None => None,
+        };
+        let error = match row.text_or_null("error_code")? {
+            Some(code) => Some(ExecutionError {
+                code: ErrorCode::parse(&code)?,
+                message: row.text_or_null("error_message")?.unwrap_or_default(),
+            }),
+            None => None,
+        };
+        Ok(ExecutionRecord {
+            id: row.text("id")?,
+            attempt: attempt_from(row.integer("attempt")?)?,
+            status: ExecutionStatus::parse(&row.text("status")?)?,
+            plugin: PluginRef {
+                name: row.text("plugin_name")?,
+                version: row.text("plugin_version")?,
+                digest: row.text("plugin_digest")?,
+            },
+            started_at: row.integer("started_at")?,
+            ended_at: row.integer_or_null("ended_at")?,
+            progress,
+            error,
+            log_tail: row.text("log_tail")?,
+            log_truncated: row.flag("log_truncated")?,
+        })
+    }
 }
 
-/// Reads a claimed job from the `RETURNING` row of either backend's claim.
-pub(super) fn claim_from_row<R>(row: &R) -> Result<ClaimedJob, StoreError>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    Ok(ClaimedJob {
-        created_at: row.try_get("created_at")?,
-        lease: Lease {
-            job_id: row.try_get("id")?,
-            owner_id: row.try_get("owner_id")?,
-            token: row.try_get("lease_token")?,
-        },
-        problem: row.try_get("problem")?,
-        input: row.try_get("input")?,
-        options: row.try_get("options")?,
-        attempt: attempt_from(row.try_get("attempts")?)?,
-        dataset: dataset_from_row(row)?,
-    })
+/// The columns each backend's claim statement (`Backend::CLAIM`) returns.
+impl FromRow for ClaimedJob {
+    fn from_row(row: &impl Columns) -> Result<ClaimedJob, StoreError> {
+        Ok(ClaimedJob {
+            created_at: row.integer("created_at")?,
+            lease: Lease {
+                job_id: row.text("id")?,
+                owner_id: row.text("owner_id")?,
+                token: row.integer("lease_token")?,
+            },
+            problem: row.text("problem")?,
+            input: row.text("input")?,
+            options: row.text("options")?,
+            attempt: attempt_from(row.integer("attempts")?)?,
+            dataset: Option::<JobDataset>::from_row(row)?,
+        })
+    }
 }
 
 fn attempt_from(value: i64) -> Result<u32, StoreError> {

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Decode, Executor, Row, Type};
+use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
-use super::executions::{ExecutionRecord, execution_from_row};
+use super::executions::ExecutionRecord;
+use super::rows::{self, Columns, FromRow};
 use super::users::quota_state;
 use super::{
     JobChange, JobEvents, JobStatus, Millis, Quotas, Refusal, StoreError, now_millis, sql,
@@ -239,7 +240,7 @@ where
             .bind(key)
             .fetch_optional(self.readers())
             .await?;
-        row.map(|row| Ok((row.try_get("id")?, row.try_get("request_hash")?)))
+        row.map(|row| Ok((row.text("id")?, row.text("request_hash")?)))
             .transpose()
     }
 
@@ -248,7 +249,7 @@ where
         // PostgreSQL (read committed) each statement has its own, so a read that crosses
         // an execution's end may show the job `RUNNING` and the execution ended.
         let mut transaction = self.readers().begin().await?;
-        let Some(row) = sqlx::query(sql::JOB)
+        let Some(row) = sqlx::query(sql::JOB.as_str())
             .bind(job_id)
             .bind(owner_id)
             .fetch_optional(&mut *transaction)
@@ -259,12 +260,13 @@ where
         let executions = sqlx::query(sql::EXECUTIONS)
             .bind(job_id)
             .fetch_all(&mut *transaction)
-            .await?
-            .iter()
-            .map(execution_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
+            .await?;
+        let executions = rows::all(&executions)?;
         transaction.commit().await?;
-        Ok(Some(JobRecord::new(summary_from_row(&row)?, executions)))
+        Ok(Some(JobRecord::new(
+            JobSummary::from_row(&row)?,
+            executions,
+        )))
     }
 
     async fn jobs(
@@ -283,12 +285,7 @@ where
                 Argument::Number(number) => query.bind(number),
             };
         }
-        query
-            .fetch_all(self.readers())
-            .await?
-            .iter()
-            .map(summary_from_row)
-            .collect()
+        rows::all(&query.fetch_all(self.readers()).await?)
     }
 
     async fn job_output(
@@ -296,32 +293,21 @@ where
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<JobOutput>, StoreError> {
-        let row = sqlx::query(sql::JOB_OUTPUT)
+        let row = sqlx::query(sql::JOB_OUTPUT.as_str())
             .bind(job_id)
             .bind(owner_id)
             .fetch_optional(self.readers())
             .await?;
-        row.map(|row| {
-            Ok(JobOutput::from_parts(
-                JobStatus::parse(&row.try_get::<String, _>("status")?)?,
-                row.try_get("output")?,
-            ))
-        })
-        .transpose()
+        row.as_ref().map(JobOutput::from_row).transpose()
     }
 
     async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError> {
-        sqlx::query(sql::JOB_COUNTS)
+        sqlx::query(sql::JOB_COUNTS.as_str())
             .bind(owner_id)
             .fetch_all(self.readers())
             .await?
             .iter()
-            .map(|row| {
-                Ok((
-                    JobStatus::parse(&row.try_get::<String, _>("status")?)?,
-                    row.try_get::<i64, _>("jobs")?.max(0) as u64,
-                ))
-            })
+            .map(|row| Ok((JobStatus::parse(&row.text("status")?)?, row.count("jobs")?)))
             .collect()
     }
 
@@ -335,23 +321,7 @@ where
             .bind(owner_id)
             .fetch_optional(self.readers())
             .await?;
-        row.map(|row| {
-            let data_file_id: Option<String> = row.try_get("data_file_id")?;
-            let blob_id: Option<String> = row.try_get("data_blob_id")?;
-            let media_type: Option<String> = row.try_get("data_media_type")?;
-            Ok(JobInput {
-                input: row.try_get("input")?,
-                dataset: match (data_file_id, blob_id, media_type) {
-                    (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
-                        data_file_id,
-                        blob_id,
-                        media_type,
-                    }),
-                    _ => None,
-                },
-            })
-        })
-        .transpose()
+        row.as_ref().map(JobInput::from_row).transpose()
     }
 
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {
@@ -549,8 +519,8 @@ where
     };
     match existing {
         Some(row) => Ok(Inserted::Existing {
-            job_id: row.try_get("id")?,
-            request_hash: row.try_get("request_hash")?,
+            job_id: row.text("id")?,
+            request_hash: row.text("request_hash")?,
         }),
         None => Err(StoreError::Conflict(format!("job {}", job.id))),
     }
@@ -577,11 +547,7 @@ impl JobsPage {
         limit: u32,
     ) -> JobsPage {
         let mut page = JobsPage {
-            sql: format!(
-                "SELECT id, problem, {} AS status, created_at, ended_at, labels FROM jobs
-                 WHERE owner_id = $1",
-                sql::CLIENT_STATUS
-            ),
+            sql: format!("SELECT {} FROM jobs WHERE owner_id = $1", *sql::JOB_COLUMNS),
             arguments: vec![Argument::Text(owner_id.to_owned())],
         };
         if let Some(before) = before {
@@ -635,48 +601,62 @@ impl JobsPage {
     }
 }
 
-/// Reads a job summary from a row of either backend.
-fn summary_from_row<R>(row: &R) -> Result<JobSummary, StoreError>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
-{
-    Ok(JobSummary {
-        id: row.try_get("id")?,
-        problem: row.try_get("problem")?,
-        status: JobStatus::parse(&row.try_get::<String, _>("status")?)?,
-        created_at: row.try_get("created_at")?,
-        ended_at: row.try_get("ended_at")?,
-        labels: row.try_get("labels")?,
-    })
+/// A job's columns as clients see it: `JOB`'s and each row of `GET /jobs`, with the status
+/// of [`sql::CLIENT_STATUS`].
+impl FromRow for JobSummary {
+    fn from_row(row: &impl Columns) -> Result<JobSummary, StoreError> {
+        Ok(JobSummary {
+            id: row.text("id")?,
+            problem: row.text("problem")?,
+            status: JobStatus::parse(&row.text("status")?)?,
+            created_at: row.integer("created_at")?,
+            ended_at: row.integer_or_null("ended_at")?,
+            labels: row.text_or_null("labels")?,
+        })
+    }
 }
 
 /// The dataset columns of a job row, all set or all null.
-pub(super) fn dataset_from_row<R>(row: &R) -> Result<Option<JobDataset>, StoreError>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let data_file_id: Option<String> = row.try_get("data_file_id")?;
-    let blob_id: Option<String> = row.try_get("data_blob_id")?;
-    let media_type: Option<String> = row.try_get("data_media_type")?;
-    Ok(match (data_file_id, blob_id, media_type) {
-        (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
-            data_file_id,
-            blob_id,
-            media_type,
-        }),
-        (None, None, None) => None,
-        _ => {
-            return Err(StoreError::Corrupt(
-                "a job's dataset columns are partly null".into(),
-            ));
-        }
-    })
+impl FromRow for Option<JobDataset> {
+    fn from_row(row: &impl Columns) -> Result<Option<JobDataset>, StoreError> {
+        let data_file_id = row.text_or_null("data_file_id")?;
+        let blob_id = row.text_or_null("data_blob_id")?;
+        let media_type = row.text_or_null("data_media_type")?;
+        Ok(match (data_file_id, blob_id, media_type) {
+            (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
+                data_file_id,
+                blob_id,
+                media_type,
+            }),
+            (None, None, None) => None,
+            _ => {
+                return Err(StoreError::Corrupt(
+                    "a job's dataset columns are partly null".into(),
+                ));
+            }
+        })
+    }
+}
+
+/// `JOB_INPUT`'s columns.
+impl FromRow for JobInput {
+    fn from_row(row: &impl Columns) -> Result<JobInput, StoreError> {
+        Ok(JobInput {
+            input: row.text("input")?,
+            dataset: Option::<JobDataset>::from_row(row)?,
+        })
+    }
+}
+
+/// `JOB_OUTPUT`'s columns: the output only counts once the job completed.
+impl FromRow for JobOutput {
+    fn from_row(row: &impl Columns) -> Result<JobOutput, StoreError> {
+        let status = JobStatus::parse(&row.text("status")?)?;
+        Ok(match row.text_or_null("output")? {
+            Some(output) if status == JobStatus::Completed => JobOutput::Completed(output),
+            _ => JobOutput::NotCompleted(status),
+        })
+    }
 }
 
 impl JobRecord {
@@ -689,16 +669,6 @@ impl JobRecord {
             ended_at: summary.ended_at,
             labels: summary.labels,
             executions,
-        }
-    }
-}
-
-impl JobOutput {
-    /// The output only counts once the job completed.
-    fn from_parts(status: JobStatus, output: Option<String>) -> JobOutput {
-        match output {
-            Some(output) if status == JobStatus::Completed => JobOutput::Completed(output),
-            _ => JobOutput::NotCompleted(status),
         }
     }
 }

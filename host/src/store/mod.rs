@@ -15,6 +15,7 @@ mod datasets;
 mod executions;
 mod jobs;
 mod postgres;
+mod rows;
 pub mod scratch;
 mod service;
 mod sql;

@@ -104,7 +104,7 @@ const CHANGES_PAYLOAD: usize = 7_000;
 
 /// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
-/// It returns the columns [`super::executions::claim_from_row`] reads.
+/// It returns the columns of a [`super::ClaimedJob`].
 const CLAIM: &str = "WITH picked AS (
          SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id
          LIMIT $2 FOR UPDATE SKIP LOCKED)

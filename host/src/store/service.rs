@@ -2,9 +2,10 @@
 //! and the jobs accepted and ended per minute, service-wide.
 
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Database, Executor, Row};
+use sqlx::{ColumnIndex, Database, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::rows::{self, Columns, FromRow};
 use super::{Millis, StoreError, now_millis, sql};
 
 /// One replica as it last reported itself.
@@ -114,47 +115,19 @@ where
     }
 
     async fn queue_depth(&self) -> Result<Vec<QueueDepth>, StoreError> {
-        sqlx::query(sql::QUEUE_DEPTH)
-            .fetch_all(self.readers())
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(QueueDepth {
-                    problem: row.try_get("problem")?,
-                    pending: row.try_get::<i64, _>("pending")?.max(0) as u64,
-                    running: row.try_get::<i64, _>("running")?.max(0) as u64,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()
+        rows::all(
+            &sqlx::query(sql::QUEUE_DEPTH)
+                .fetch_all(self.readers())
+                .await?,
+        )
     }
 
     async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError> {
-        let replicas = sqlx::query(sql::REPLICAS)
-            .fetch_all(self.readers())
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(ReplicaReport {
-                    id: row.try_get("id")?,
-                    name: row.try_get("name")?,
-                    workers: row.try_get::<i64, _>("workers")?.max(0) as u32,
-                    busy: row.try_get::<i64, _>("busy")?.max(0) as u32,
-                    accepted: row.try_get::<i64, _>("accepted")?.max(0) as u64,
-                    ended: row.try_get::<i64, _>("ended")?.max(0) as u64,
-                    started_at: row.try_get("started_at")?,
-                    seen_at: row.try_get("seen_at")?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        let replicas = rows::all(&sqlx::query(sql::REPLICAS).fetch_all(self.readers()).await?)?;
         let queue = self.queue_depth().await?;
         let per_minute = |rows: Vec<<B::Db as Database>::Row>| {
             rows.iter()
-                .map(|row| {
-                    Ok((
-                        row.try_get::<i64, _>("minute")?,
-                        row.try_get::<i64, _>("jobs")?,
-                    ))
-                })
+                .map(|row| Ok((row.integer("minute")?, row.integer("jobs")?)))
                 .collect::<Result<Vec<_>, StoreError>>()
         };
         let accepted = per_minute(
@@ -210,6 +183,33 @@ pub(super) fn fill_minutes(
             ended: count(ended, minute),
         })
         .collect()
+}
+
+/// `REPLICAS`'s columns.
+impl FromRow for ReplicaReport {
+    fn from_row(row: &impl Columns) -> Result<ReplicaReport, StoreError> {
+        Ok(ReplicaReport {
+            id: row.text("id")?,
+            name: row.text("name")?,
+            workers: row.integer("workers")?.max(0) as u32,
+            busy: row.integer("busy")?.max(0) as u32,
+            accepted: row.count("accepted")?,
+            ended: row.count("ended")?,
+            started_at: row.integer("started_at")?,
+            seen_at: row.integer("seen_at")?,
+        })
+    }
+}
+
+/// `QUEUE_DEPTH`'s columns.
+impl FromRow for QueueDepth {
+    fn from_row(row: &impl Columns) -> Result<QueueDepth, StoreError> {
+        Ok(QueueDepth {
+            problem: row.text("problem")?,
+            pending: row.count("pending")?,
+            running: row.count("running")?,
+        })
+    }
 }
 
 #[cfg(test)]

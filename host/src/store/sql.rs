@@ -1,6 +1,9 @@
 //! The statements both backends share. They use `$N` placeholders, which PostgreSQL and
 //! SQLite (through sqlx) both read by number; where the dialects differ, each backend has
-//! its own statement.
+//! its own statement. A clause several statements share is written once, and the
+//! statements that use it are made of it once, at first use (`LazyLock`).
+
+use std::sync::LazyLock;
 
 pub(super) const INSERT_USER: &str =
     "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)";
@@ -108,33 +111,37 @@ pub(super) const JOB_OWNER: &str = "SELECT owner_id FROM jobs WHERE id = $1";
 pub(super) const JOB_BY_IDEMPOTENCY_KEY: &str =
     "SELECT id, request_hash FROM jobs WHERE owner_id = $1 AND idempotency_key = $2";
 
-// A job's status as clients see it (`CLIENT_STATUS`, and the `CASE` in `JOB` and
-// `JOB_OUTPUT`). A job claimed but not started yet (waiting in its worker's local queue behind
-// another run) is `RUNNING` in the table, for its lease, and `PENDING` to clients, as the spec
-// means it: accepted and waiting. Worked out in the statement that reads the job, so that it
-// is one snapshot with the job's own status.
-
-/// A job's status as clients see it.
+/// A job's status as clients see it, in every statement that reads a job for clients (`JOB`,
+/// `JOB_OUTPUT`, `JOB_COUNTS` and `GET /jobs`'s page). A job claimed but not started yet
+/// (waiting in its worker's local queue behind another run) is `RUNNING` in the table, for
+/// its lease, and `PENDING` to clients, as the spec means it: accepted and waiting. Worked out
+/// in the statement that reads the job, so that it is one snapshot with the job's own status.
 pub(super) const CLIENT_STATUS: &str = "CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (
          SELECT 1 FROM executions
          WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
      THEN 'PENDING' ELSE jobs.status END";
 
-pub(super) const JOB: &str = "SELECT id, problem,
-         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
-              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
-         THEN 'PENDING' ELSE jobs.status END AS status,
-         created_at, ended_at, labels FROM jobs WHERE id = $1 AND owner_id = $2";
+/// The columns a job is read with for clients ([`super::JobSummary`]'s).
+pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
+    format!("id, problem, {CLIENT_STATUS} AS status, created_at, ended_at, labels")
+});
+
+pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM jobs WHERE id = $1 AND owner_id = $2",
+        *JOB_COLUMNS
+    )
+});
 
 pub(super) const EXECUTIONS: &str = "SELECT * FROM executions WHERE job_id = $1 ORDER BY attempt";
 
-pub(super) const JOB_OUTPUT: &str = "SELECT
-         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
-              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
-         THEN 'PENDING' ELSE jobs.status END AS status,
-         job_outputs.output FROM jobs
-     LEFT JOIN job_outputs ON job_outputs.job_id = jobs.id
-     WHERE jobs.id = $1 AND jobs.owner_id = $2";
+pub(super) static JOB_OUTPUT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {CLIENT_STATUS} AS status, job_outputs.output FROM jobs
+         LEFT JOIN job_outputs ON job_outputs.job_id = jobs.id
+         WHERE jobs.id = $1 AND jobs.owner_id = $2"
+    )
+});
 
 pub(super) const START_EXECUTION: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at)
      SELECT $1, id, $2, 'RUNNING', $3, $4, $5, $6 FROM jobs
@@ -371,10 +378,9 @@ pub(super) const ENDED_PER_MINUTE: &str = "SELECT ended_at / 60000 AS minute, CO
 pub(super) const JOB_INPUT: &str = "SELECT input, data_file_id, data_blob_id, data_media_type
      FROM jobs WHERE id = $1 AND owner_id = $2";
 
-/// An owner's jobs per status as clients see it (the `CASE` of `CLIENT_STATUS`).
-pub(super) const JOB_COUNTS: &str = "SELECT
-         CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (SELECT 1 FROM executions
-              WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
-         THEN 'PENDING' ELSE jobs.status END AS status,
-         COUNT(*) AS jobs
-     FROM jobs WHERE owner_id = $1 GROUP BY 1";
+/// An owner's jobs per status as clients see it.
+pub(super) static JOB_COUNTS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {CLIENT_STATUS} AS status, COUNT(*) AS jobs FROM jobs WHERE owner_id = $1 GROUP BY 1"
+    )
+});

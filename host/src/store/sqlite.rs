@@ -73,7 +73,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
-/// It returns the columns [`super::executions::claim_from_row`] reads.
+/// It returns the columns of a [`super::ClaimedJob`].
 const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1

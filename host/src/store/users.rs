@@ -2,9 +2,10 @@
 //! user's quotas and the check a write makes of them in its transaction.
 
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Executor, Row};
+use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::rows::{Columns, FromRow};
 use super::{Quotas, StoreError, now_millis, sql};
 
 #[derive(Debug, Clone)]
@@ -116,15 +117,7 @@ where
             .bind(username)
             .fetch_optional(self.readers())
             .await?;
-        row.map(|row| {
-            Ok(User {
-                id: row.try_get("id")?,
-                username: row.try_get("username")?,
-                password_hash: row.try_get("password_hash")?,
-                disabled: row.try_get("disabled")?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(User::from_row).transpose()
     }
 
     async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError> {
@@ -132,14 +125,7 @@ where
             .bind(user_id)
             .fetch_optional(self.readers())
             .await?;
-        row.map(|row| {
-            Ok(UserAccess {
-                disabled: row.try_get("disabled")?,
-                tokens_valid_after: row.try_get("tokens_valid_after")?,
-                admin: row.try_get("admin")?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(UserAccess::from_row).transpose()
     }
 
     async fn usage(&self, user_id: &str) -> Result<Option<Usage>, StoreError> {
@@ -147,27 +133,7 @@ where
             .bind(user_id)
             .fetch_optional(self.readers())
             .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let count = |column: &str| -> Result<u64, StoreError> {
-            let value: i64 = row.try_get(column)?;
-            Ok(u64::try_from(value).unwrap_or(0))
-        };
-        let quota = |column: &str| -> Result<Option<u64>, StoreError> {
-            let value: Option<i64> = row.try_get(column)?;
-            Ok(value.map(|value| u64::try_from(value).unwrap_or(0)))
-        };
-        Ok(Some(Usage {
-            pending_jobs: count("pending_jobs")?,
-            dataset_bytes: count("dataset_bytes")?,
-            output_bytes: count("output_bytes")?,
-            quotas: UserQuotas {
-                pending_jobs: quota("max_pending_jobs")?,
-                dataset_bytes: quota("max_dataset_bytes")?,
-                output_bytes: quota("max_output_bytes")?,
-            },
-        }))
+        row.as_ref().map(Usage::from_row).transpose()
     }
 
     async fn update_user(&self, username: &str, change: &UserChange) -> Result<bool, StoreError> {
@@ -304,19 +270,7 @@ where
         .bind(stored(quotas.dataset_bytes))
         .fetch_optional(&mut *connection)
         .await?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let count = |column: &str| -> Result<u64, StoreError> {
-        let value: i64 = row.try_get(column)?;
-        Ok(u64::try_from(value).unwrap_or(0))
-    };
-    Ok(Some(QuotaState {
-        pending_jobs: count("pending_jobs")?,
-        max_pending_jobs: count("max_pending_jobs")?,
-        dataset_bytes: count("dataset_bytes")?,
-        max_dataset_bytes: count("max_dataset_bytes")?,
-    }))
+    row.as_ref().map(QuotaState::from_row).transpose()
 }
 
 /// A taken user name is a conflict, not a database failure.
@@ -340,5 +294,60 @@ impl User {
             disabled: false,
             password_hash: password_hash.to_owned(),
         }
+    }
+}
+
+/// `USER_BY_NAME`'s columns.
+impl FromRow for User {
+    fn from_row(row: &impl Columns) -> Result<User, StoreError> {
+        Ok(User {
+            id: row.text("id")?,
+            username: row.text("username")?,
+            password_hash: row.text("password_hash")?,
+            disabled: row.flag("disabled")?,
+        })
+    }
+}
+
+/// `USER_ACCESS`'s columns.
+impl FromRow for UserAccess {
+    fn from_row(row: &impl Columns) -> Result<UserAccess, StoreError> {
+        Ok(UserAccess {
+            disabled: row.flag("disabled")?,
+            tokens_valid_after: row.integer("tokens_valid_after")?,
+            admin: row.flag("admin")?,
+        })
+    }
+}
+
+/// `USAGE`'s columns: the running totals, and the user's own quotas (null for the server's).
+impl FromRow for Usage {
+    fn from_row(row: &impl Columns) -> Result<Usage, StoreError> {
+        let quota = |column: &str| -> Result<Option<u64>, StoreError> {
+            let value = row.integer_or_null(column)?;
+            Ok(value.map(|value| u64::try_from(value).unwrap_or(0)))
+        };
+        Ok(Usage {
+            pending_jobs: row.count("pending_jobs")?,
+            dataset_bytes: row.count("dataset_bytes")?,
+            output_bytes: row.count("output_bytes")?,
+            quotas: UserQuotas {
+                pending_jobs: quota("max_pending_jobs")?,
+                dataset_bytes: quota("max_dataset_bytes")?,
+                output_bytes: quota("max_output_bytes")?,
+            },
+        })
+    }
+}
+
+/// `QUOTA_STATE`'s columns.
+impl FromRow for QuotaState {
+    fn from_row(row: &impl Columns) -> Result<QuotaState, StoreError> {
+        Ok(QuotaState {
+            pending_jobs: row.count("pending_jobs")?,
+            max_pending_jobs: row.count("max_pending_jobs")?,
+            dataset_bytes: row.count("dataset_bytes")?,
+            max_dataset_bytes: row.count("max_dataset_bytes")?,
+        })
     }
 }

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Executor, Row};
+use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::rows::{self, Columns, FromRow};
 use super::{JobStatus, Millis, StoreError, now_millis, sql};
 
 /// A job's end to post to the callback its launch named: claimed by one dispatcher for a
@@ -107,19 +108,7 @@ where
             .fetch_all(&mut *transaction)
             .await?;
         transaction.commit().await?;
-        rows.iter()
-            .map(|row| {
-                Ok(WebhookDelivery {
-                    id: row.try_get("id")?,
-                    job_id: row.try_get("job_id")?,
-                    owner_id: row.try_get("owner_id")?,
-                    url: row.try_get("url")?,
-                    status: JobStatus::parse(&row.try_get::<String, _>("status")?)?,
-                    attempts: u32::try_from(row.try_get::<i64, _>("attempts")?).unwrap_or(u32::MAX),
-                    created_at: row.try_get("created_at")?,
-                })
-            })
-            .collect()
+        rows::all(&rows)
     }
 
     async fn settle_webhook(&self, id: &str, outcome: &WebhookOutcome) -> Result<(), StoreError> {
@@ -158,5 +147,20 @@ where
             .await?;
         transaction.commit().await?;
         Ok(secret.flatten())
+    }
+}
+
+/// The columns `CLAIM_WEBHOOKS` returns.
+impl FromRow for WebhookDelivery {
+    fn from_row(row: &impl Columns) -> Result<WebhookDelivery, StoreError> {
+        Ok(WebhookDelivery {
+            id: row.text("id")?,
+            job_id: row.text("job_id")?,
+            owner_id: row.text("owner_id")?,
+            url: row.text("url")?,
+            status: JobStatus::parse(&row.text("status")?)?,
+            attempts: u32::try_from(row.integer("attempts")?).unwrap_or(u32::MAX),
+            created_at: row.integer("created_at")?,
+        })
     }
 }
