@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 
 use super::batch::MAX_BATCH;
 use super::labels::MAX_LABELS;
-use crate::options::JobOptions;
 use crate::plugins::PluginRegistry;
 
 /// The body schemas of `schemas/api/`, by the component names the paths refer to.
@@ -304,27 +303,7 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                 },
             }),
         ),
-        (
-            "Options",
-            json!({
-                "title": "Options",
-                "description": "Can lower the use case's limits, never raise them.",
-                "type": "object",
-                "properties": {
-                    "time_limit_s": {"type": "number", "exclusiveMinimum": 0},
-                    "seed": {"type": "integer", "minimum": 0},
-                    "max_iterations": {"type": "integer", "minimum": 1},
-                    "memory_limit_mib": {"type": "integer", "minimum": 1},
-                    "priority": {"type": "integer", "minimum": 0, "maximum": JobOptions::MAX_PRIORITY},
-                    "callback_url": {
-                        "type": "string",
-                        "format": "uri",
-                        "description": "Where the job's end is posted, signed per Standard Webhooks with the secret of GET /webhook_secret.",
-                    },
-                },
-                "additionalProperties": false,
-            }),
-        ),
+        ("Options", super::options::schema()),
         (
             "Labels",
             json!({

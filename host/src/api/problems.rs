@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::body_budget::BodyRoom;
 use super::labels::parse_labels;
-use super::options::parse_options;
+use super::options::{LaunchOptions, OptionContext, parse_options};
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
 use crate::auth::AuthUser;
@@ -230,26 +230,11 @@ pub(super) async fn prepare(
 ) -> Result<Prepared, ApiError> {
     let mut errors = Vec::new();
     let limits = state.job_limits.of(&plugin.info.name);
-    let mut options = fields.remove("options");
-    // The callback is an option the job keeps beside its run options, in a column of its own.
-    let callback_url = match options.as_mut().and_then(Value::as_object_mut) {
-        Some(options) => match options.remove("callback_url") {
-            None => None,
-            Some(Value::String(url)) => match state.webhook_policy.check_url(&url) {
-                Ok(url) => Some(url.to_string()),
-                Err(message) => {
-                    errors.push(Violation::new("/options/callback_url", message));
-                    None
-                }
-            },
-            Some(_) => {
-                errors.push(Violation::new("/options/callback_url", "must be a URL"));
-                None
-            }
-        },
-        None => None,
+    let context = OptionContext {
+        limits: &limits,
+        webhook_policy: &state.webhook_policy,
     };
-    let options = parse_options(options.as_ref(), &limits)
+    let options = parse_options(fields.remove("options").as_ref(), &context)
         .map_err(|option_errors| errors.extend(option_errors))
         .ok();
     let labels = parse_labels(fields.remove("labels").as_ref())
@@ -294,7 +279,10 @@ pub(super) async fn prepare(
         (input.to_string(), violations)
     };
     errors.extend(violations);
-    let options = match options {
+    let LaunchOptions {
+        job: options,
+        callback_url,
+    } = match options {
         Some(options) if errors.is_empty() => options,
         _ => {
             let detail = if dataset.is_some() {
