@@ -11,8 +11,9 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
 use super::batch::{Batcher, Outcome, Write};
 use super::executions::{ClaimedJob, finish};
 use super::jobs::{Inserted, check_job_quotas, insert_job};
+use super::outcome::{JobEnds, Retry};
 use super::rows;
-use super::{JobChange, JobEvents, StoreError, now_millis, sql};
+use super::{ExecutionStatus, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
 /// way. sqlx has no common trait for a statement's rows-affected count, hence
@@ -135,10 +136,14 @@ where
             Outcome::Claimed(claimed)
         }
         Write::Release { lease } => {
-            let released = sqlx::query(sql::RELEASE_UNSTARTED)
+            // An attempt abandoned before it started: its job runs again.
+            let ends = JobEnds::after(ExecutionStatus::Abandoned, Retry::Yes, now_millis());
+            let release = sqlx::query(sql::RELEASE_UNSTARTED)
                 .bind(&lease.job_id)
-                .bind(lease.token)
-                .bind(now_millis())
+                .bind(lease.token);
+            let released = ends
+                .otherwise
+                .bind(ends.cancel_requested.bind(release))
                 .execute(&mut *connection)
                 .await?;
             Outcome::Held(B::rows_affected(&released) == 1)

@@ -59,7 +59,7 @@ impl Write {
     pub(crate) fn may_enqueue(&self) -> bool {
         match self {
             Write::InsertJob(_) | Write::InsertJobs(_) => true,
-            Write::Finish { end, .. } => end.job_status == JobStatus::Pending,
+            Write::Finish { end, .. } => end.job_ends().otherwise.status == JobStatus::Pending,
             Write::Release { .. } => true,
             _ => false,
         }

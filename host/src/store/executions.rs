@@ -8,10 +8,9 @@ use sqlx::{ColumnIndex, Executor};
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::batch::Write;
 use super::jobs::JobDataset;
+use super::outcome::{JobEnds, Retry};
 use super::rows::{Columns, FromRow};
-use super::{
-    ErrorCode, ExecutionStatus, JobStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql,
-};
+use super::{ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql};
 
 #[derive(Debug, Clone)]
 pub struct PluginRef {
@@ -76,12 +75,14 @@ pub struct ClaimedJob {
     pub dataset: Option<JobDataset>,
 }
 
-/// How an execution ended, written in one transaction with the job's new status.
+/// How an execution ended, written in one transaction with the job's new status, which
+/// [`JobEnd::after`](super::JobEnd::after) makes of `status` and `retry`.
 #[derive(Debug, Clone)]
 pub struct ExecutionEnd {
     pub execution_id: String,
     pub status: ExecutionStatus,
-    pub job_status: JobStatus,
+    /// For an abandoned execution, whether its job runs again; ignored for the others.
+    pub retry: Retry,
     pub error: Option<ExecutionError>,
     /// The output JSON, for a completed execution.
     pub output: Option<String>,
@@ -126,7 +127,8 @@ pub trait Executions: Send + Sync + 'static {
         update: &LiveUpdate,
     ) -> Result<bool, StoreError>;
 
-    /// Queues an execution's end: moves its job to `end.job_status` and stores the output if
+    /// Queues an execution's end: moves its job to the status [`JobEnd::after`](super::JobEnd::after)
+    /// gives and stores the output if
     /// any. Its outcome is false, and nothing changed, if the lease is no longer held.
     fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite;
 
@@ -251,12 +253,12 @@ where
     for<'a> Option<&'a str>: Param<'a, B::Db>,
     for<'a> Option<&'a String>: Param<'a, B::Db>,
 {
-    let job = sqlx::query(sql::FINISH_JOB)
-        .bind(end.job_status.as_str())
-        .bind(end.job_ended_at())
-        .bind(&lease.job_id)
-        .bind(lease.token)
-        .bind(end.ended_at)
+    let ends = end.job_ends();
+    let finish = ends.otherwise.bind(sqlx::query(sql::FINISH_JOB));
+    let finish = finish.bind(&lease.job_id).bind(lease.token);
+    let job = ends
+        .cancel_requested
+        .bind(finish)
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&job) != 1 {
@@ -346,11 +348,8 @@ fn attempt_from(value: i64) -> Result<u32, StoreError> {
 }
 
 impl ExecutionEnd {
-    /// When the job ends with this execution: never, if it goes back to the queue.
-    fn job_ended_at(&self) -> Option<Millis> {
-        match self.job_status {
-            JobStatus::Pending | JobStatus::Running => None,
-            JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled => Some(self.ended_at),
-        }
+    /// What its job becomes, whether or not its cancellation was asked for.
+    pub(super) fn job_ends(&self) -> JobEnds {
+        JobEnds::after(self.status, self.retry, self.ended_at)
     }
 }

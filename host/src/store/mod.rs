@@ -14,6 +14,7 @@ mod batch;
 mod datasets;
 mod executions;
 mod jobs;
+mod outcome;
 mod postgres;
 mod rows;
 pub mod scratch;
@@ -35,6 +36,7 @@ pub use self::jobs::{
     CancelOutcome, Idempotency, Inserted, JobDataset, JobFilter, JobInput, JobOutput, JobQueue,
     JobRecord, JobSummary, NewJob,
 };
+pub use self::outcome::{JobEnd, Retry};
 pub use self::postgres::PostgresStore;
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite::SqliteStore;

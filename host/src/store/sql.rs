@@ -163,10 +163,11 @@ pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
      WHERE id = $2 AND lease_token = $3 AND status = 'RUNNING' AND NOT cancel_requested";
 
 /// The lease check of every end: only the holder of the current token moves a running job.
-/// A job given back to the queue (`PENDING`) whose cancellation was asked for ends instead.
+/// `$1`/`$2` are the job's status and end (`outcome::JobEnds`), `$5`/`$6` those if its
+/// cancellation was asked for.
 pub(super) const FINISH_JOB: &str = "UPDATE jobs
-     SET status = CASE WHEN cancel_requested AND $1 = 'PENDING' THEN 'CANCELLED' ELSE $1 END,
-         ended_at = CASE WHEN cancel_requested AND $1 = 'PENDING' THEN $5 ELSE $2 END,
+     SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
+         ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
          lease_expires_at = NULL
      WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
 
@@ -176,11 +177,11 @@ pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
          progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END
      WHERE id = $7 AND job_id = $8";
 
-/// A claimed job that never started goes back, its attempt uncounted; unless its cancellation
-/// was asked for meanwhile.
+/// A claimed job that never started goes back, its attempt uncounted (`$5`/`$6`, its status
+/// and end); unless its cancellation was asked for meanwhile (`$3`/`$4`).
 pub(super) const RELEASE_UNSTARTED: &str = "UPDATE jobs
-     SET status = CASE WHEN cancel_requested THEN 'CANCELLED' ELSE 'PENDING' END,
-         ended_at = CASE WHEN cancel_requested THEN $3 ELSE NULL END,
+     SET status = CASE WHEN cancel_requested THEN $3 ELSE $5 END,
+         ended_at = CASE WHEN cancel_requested THEN $4 ELSE $6 END,
          attempts = attempts - 1, lease_expires_at = NULL
      WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'";
 
@@ -189,11 +190,12 @@ pub(super) const INSERT_OUTPUT: &str =
     "INSERT INTO job_outputs (job_id, output, bytes) VALUES ($1, $2, $3)";
 
 /// Expired leases (or, with `$3`, every running job) go back to the queue, or fail once they
-/// used their attempts. The token is bumped, so the lost worker's late writes change nothing.
+/// used their attempts (`$1`): the statuses and ends `outcome::ReapedEnds` binds, if the
+/// job's cancellation was asked for (`$4`/`$5`), if it had its attempts (`$6`/`$7`), and
+/// otherwise (`$8`/`$9`). The token is bumped, so the lost worker's late writes change nothing.
 pub(super) const REAP_JOBS: &str = "UPDATE jobs
-     SET status = CASE WHEN cancel_requested THEN 'CANCELLED'
-                       WHEN attempts >= $1 THEN 'FAILED' ELSE 'PENDING' END,
-         ended_at = CASE WHEN cancel_requested OR attempts >= $1 THEN $2 ELSE NULL END,
+     SET status = CASE WHEN cancel_requested THEN $4 WHEN attempts >= $1 THEN $6 ELSE $8 END,
+         ended_at = CASE WHEN cancel_requested THEN $5 WHEN attempts >= $1 THEN $7 ELSE $9 END,
          lease_expires_at = NULL, lease_token = lease_token + 1
      WHERE status = 'RUNNING' AND ($3 OR lease_expires_at < $2)
      RETURNING id, owner_id";

@@ -16,6 +16,8 @@ use sqlx::sqlite::{
 
 use super::backend::{Backend, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
+use super::outcome::ReapedEnds;
+use super::rows::Columns;
 use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
@@ -245,15 +247,25 @@ impl Backend for SqliteStore {
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
         let now = now_millis();
         let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let changes: Vec<JobChange> = sqlx::query_as(sql::REAP_JOBS)
+        let ends = ReapedEnds::at(now);
+        let reap = sqlx::query(sql::REAP_JOBS)
             .bind(i64::from(max_attempts))
             .bind(now)
-            .bind(every_running)
+            .bind(every_running);
+        let reap = ends
+            .otherwise
+            .bind(ends.out_of_attempts.bind(ends.cancel_requested.bind(reap)));
+        let changes = reap
             .fetch_all(&mut *transaction)
             .await?
-            .into_iter()
-            .map(|(job_id, owner_id)| JobChange { owner_id, job_id })
-            .collect();
+            .iter()
+            .map(|row| {
+                Ok(JobChange {
+                    owner_id: row.text("owner_id")?,
+                    job_id: row.text("id")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
         if changes.is_empty() {
             return Ok(0);
         }

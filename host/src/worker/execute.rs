@@ -1,6 +1,7 @@
 //! One execution: a claimed job's input made (from its dataset if it has one), the plugin
 //! run in the sandbox, its output checked, and whatever happened turned into the
-//! execution's end.
+//! execution's end: its status, error and, for an abandoned one, whether the job runs again.
+//! What the job's status becomes is the store's one mapping, [`crate::store::JobEnd::after`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +15,7 @@ use crate::options::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::{CallError, Limits, LogTail, RunOptions, RunReport};
 use crate::store::{
-    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobStatus, StoreError,
+    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, Retry, StoreError,
     now_millis,
 };
 use crate::violation::Violation;
@@ -23,7 +24,7 @@ pub(super) fn failed(execution_id: &str, code: ErrorCode, message: String) -> Ex
     ExecutionEnd {
         execution_id: execution_id.to_owned(),
         status: ExecutionStatus::Failed,
-        job_status: JobStatus::Failed,
+        retry: Retry::No,
         error: Some(ExecutionError { code, message }),
         output: None,
         log_tail: String::new(),
@@ -79,32 +80,25 @@ pub(super) fn execute(
         // its attempts instead of going round for ever; a store it could not reach may
         // recover, and the job keeps its place.
         Err(DatasetFailure::Unreadable { message, permanent }) => {
-            let (job_status, message) = if permanent && claim.attempt >= context.limits.max_attempts
-            {
+            let (retry, message) = if permanent && claim.attempt >= context.limits.max_attempts {
                 let message = format!("{message}; that was the job's last attempt");
-                (JobStatus::Failed, message)
+                (Retry::No, message)
             } else {
                 let message = format!("{message}; the job went back to the queue");
-                (JobStatus::Pending, message)
+                (Retry::Yes, message)
             };
             return ExecutionEnd {
                 status: ExecutionStatus::Abandoned,
-                job_status,
+                retry,
                 ..failed(execution_id, ErrorCode::WorkerLost, message)
             };
         }
     };
-    let (status, job_status, error, output) = match report.result {
+    let (status, error, output) = match report.result {
         Ok(output) => match plugin.check_output(&output) {
-            Ok(()) => (
-                ExecutionStatus::Completed,
-                JobStatus::Completed,
-                None,
-                Some(output),
-            ),
+            Ok(()) => (ExecutionStatus::Completed, None, Some(output)),
             Err(message) => (
                 ExecutionStatus::Failed,
-                JobStatus::Failed,
                 Some(ExecutionError {
                     code: ErrorCode::InvalidOutput,
                     message,
@@ -114,14 +108,15 @@ pub(super) fn execute(
         },
         Err(error) => {
             let releasing = context.releasing.load(Ordering::SeqCst);
-            let (status, job_status, error) = call_failed(error, options.time_limit(), releasing);
-            (status, job_status, error, None)
+            let (status, error) = call_failed(error, options.time_limit(), releasing);
+            (status, error, None)
         }
     };
     ExecutionEnd {
         execution_id: execution_id.to_owned(),
         status,
-        job_status,
+        // Only an abandoned execution (the server stopped) looks at it: the job runs again.
+        retry: Retry::Yes,
         error,
         output,
         log_tail: report.log.text,
@@ -130,18 +125,17 @@ pub(super) fn execute(
     }
 }
 
-/// How a call that returned no output ends its execution and its job: every case with its
-/// status, error code and message together. `releasing` is set when the server stops and
-/// interrupted the call to give the job back.
+/// How a call that returned no output ends its execution: every case with its status, error
+/// code and message together. `releasing` is set when the server stops and interrupted the
+/// call to give the job back.
 fn call_failed(
     error: CallError,
     time_limit: Duration,
     releasing: bool,
-) -> (ExecutionStatus, JobStatus, Option<ExecutionError>) {
+) -> (ExecutionStatus, Option<ExecutionError>) {
     let failed = |code, message| {
         (
             ExecutionStatus::Failed,
-            JobStatus::Failed,
             Some(ExecutionError { code, message }),
         )
     };
@@ -150,7 +144,6 @@ fn call_failed(
         // Interrupted because the server stops: the job goes back to the queue.
         CallError::Cancelled if releasing => (
             ExecutionStatus::Abandoned,
-            JobStatus::Pending,
             Some(ExecutionError {
                 code: ErrorCode::WorkerLost,
                 message: "the server shut down before this execution ended; \
@@ -158,10 +151,9 @@ fn call_failed(
                     .into(),
             }),
         ),
-        CallError::Cancelled => (ExecutionStatus::Cancelled, JobStatus::Cancelled, None),
+        CallError::Cancelled => (ExecutionStatus::Cancelled, None),
         CallError::Timeout(stopped_after) => (
             ExecutionStatus::TimedOut,
-            JobStatus::Failed,
             Some(ExecutionError {
                 code: ErrorCode::Timeout,
                 message: format!(

@@ -19,7 +19,7 @@ use crate::metrics::{ExecutionOutcome, Metrics};
 use crate::plugins::PluginRegistry;
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef, QueuedWrite,
-    now_millis,
+    Retry, now_millis,
 };
 
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
@@ -271,14 +271,18 @@ fn run_guarded(
     let run =
         std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id, interrupt));
     Some(std::panic::catch_unwind(run).unwrap_or_else(|_| {
-        // A bug in the host, not in the plugin: this worker keeps serving.
+        // A bug in the host, not in the plugin: this worker keeps serving, and the job fails
+        // (another attempt would likely panic the same way).
         tracing::error!(job = %lease.job_id, "the worker panicked running this job");
-        let mut end = failed(
-            &execution_id,
-            ErrorCode::WorkerLost,
-            "the worker failed while running this job".into(),
-        );
-        end.status = ExecutionStatus::Abandoned;
+        let end = ExecutionEnd {
+            status: ExecutionStatus::Abandoned,
+            retry: Retry::No,
+            ..failed(
+                &execution_id,
+                ErrorCode::WorkerLost,
+                "the worker failed while running this job".into(),
+            )
+        };
         Ending {
             started: None,
             finished: context.store.finish_execution(&lease, &end),

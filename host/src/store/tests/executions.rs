@@ -268,7 +268,7 @@ pub(super) async fn a_released_job_runs_again(backend: Backend) {
     let (claim, execution_id) = claim_and_start(store, LONG).await;
     let release = ExecutionEnd {
         status: ExecutionStatus::Abandoned,
-        job_status: JobStatus::Pending,
+        retry: Retry::Yes,
         error: Some(ExecutionError {
             code: ErrorCode::WorkerLost,
             message: "shutting down".into(),
@@ -352,4 +352,40 @@ async fn on_postgres_a_starting_replica_leaves_running_jobs_alone() {
         recover_with_a_live_lease(postgres().await).await,
         (0, JobStatus::Running)
     );
+}
+
+/// An attempt abandoned after its job's cancellation was asked for ends the job `CANCELLED`,
+/// whether or not the job would have run again: the same answer the reaper gives.
+pub(super) async fn an_abandoned_attempt_of_a_cancelled_job_ends_it_cancelled(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    for retry in [Retry::Yes, Retry::No] {
+        let new = new_job(&alice);
+        store.insert_job(&new).await.expect("insert");
+        let (claim, execution_id) = claim_and_start(store, LONG).await;
+        assert_eq!(
+            store.cancel_job(&alice.id, &new.id).await.expect("cancel"),
+            Some(CancelOutcome::Requested)
+        );
+        let end = ExecutionEnd {
+            status: ExecutionStatus::Abandoned,
+            retry,
+            error: Some(ExecutionError {
+                code: ErrorCode::WorkerLost,
+                message: "the worker failed".into(),
+            }),
+            output: None,
+            ..completed(&execution_id, "")
+        };
+        assert!(
+            store
+                .finish_execution(&claim.lease, &end)
+                .lease_held()
+                .await
+                .expect("end")
+        );
+        let record = job(store, &alice, &new.id).await;
+        assert_eq!(record.status, JobStatus::Cancelled, "{retry:?}");
+        assert!(record.ended_at.is_some(), "{retry:?}");
+    }
 }

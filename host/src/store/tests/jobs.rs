@@ -256,7 +256,6 @@ pub(super) async fn a_cancelled_job_never_runs_again(backend: Backend) {
     assert_eq!(lost, std::slice::from_ref(&claim.lease));
     let end = ExecutionEnd {
         status: ExecutionStatus::Cancelled,
-        job_status: JobStatus::Cancelled,
         output: None,
         ..completed(&execution_id, "")
     };

@@ -86,6 +86,7 @@ for_each_backend!(
     a_heartbeat_keeps_the_lease,
     the_last_attempt_fails_the_job,
     a_released_job_runs_again,
+    an_abandoned_attempt_of_a_cancelled_job_ends_it_cancelled,
     an_idempotency_key_names_one_job_per_user,
     concurrent_inserts_are_all_committed,
     retention_deletes_old_finished_jobs_only,
@@ -146,7 +147,7 @@ fn completed(execution_id: &str, output: &str) -> ExecutionEnd {
     ExecutionEnd {
         execution_id: execution_id.into(),
         status: ExecutionStatus::Completed,
-        job_status: JobStatus::Completed,
+        retry: Retry::No,
         error: None,
         output: Some(output.into()),
         log_tail: "done\n".into(),
