@@ -80,8 +80,8 @@ pub struct CheckArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub time_limit: Duration,
     /// The server's compile cache, where the code compiled for the check is kept so that the
-    /// server loads the file without compiling it again [default: <data-dir>/compile-cache,
-    /// if <data-dir> exists].
+    /// server loads the file without compiling it again (default:
+    /// `<data-dir>/compile-cache`, if `<data-dir>` exists).
     #[arg(long, env = "CASELOAD_COMPILE_CACHE_DIR")]
     pub compile_cache_dir: Option<PathBuf>,
 }
