@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{broadcast, watch};
 
-pub use self::shared_reads::SharedReads;
+pub use self::shared_reads::{SharedJob, SharedReads};
 use crate::store::{JobChange, JobEvents};
 
 /// Changes one owner's stream may fall behind by before it is told it lagged (and must read

@@ -22,7 +22,7 @@ use super::jobs::not_found;
 use super::wire::{JobListEntry, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
-use crate::changes::{JobWatch, OwnerChange, OwnerWatch};
+use crate::changes::{JobWatch, OwnerChange, OwnerWatch, SharedJob};
 use crate::store::{JobFilter, JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis};
 
 /// A comment line this often keeps proxies from closing a quiet stream.
@@ -86,7 +86,7 @@ async fn job_events(
         job_id,
         watch,
         sent,
-        first: Some(Arc::new(job)),
+        first: Some(Arc::new(SharedJob::new(job))),
         ended: false,
     };
     let events = stream::unfold(stream, |mut stream| async move {
@@ -137,7 +137,7 @@ struct JobStream {
     watch: JobWatch,
     sent: Sent,
     /// The read made before the stream started.
-    first: Option<Arc<JobRecord>>,
+    first: Option<Arc<SharedJob>>,
     ended: bool,
 }
 
@@ -184,7 +184,7 @@ impl JobStream {
                     }
                 }
             };
-            let events = self.events(&job);
+            let events = self.events(&job.record);
             if !events.is_empty() {
                 return Some(events);
             }
@@ -349,14 +349,17 @@ impl OwnerStream {
                 // one write per stream for a burst of changes, not one per change.
                 tokio::time::sleep(OWNER_COALESCE).await;
                 let mut changed = vec![first];
+                let mut places: HashMap<Arc<str>, usize> = HashMap::new();
+                places.insert(changed[0].0.clone(), 0);
                 loop {
                     match self.watch.try_next() {
-                        Some(OwnerChange::Job(job_id, sequence)) => {
-                            match changed.iter_mut().find(|(seen, _)| *seen == job_id) {
-                                Some(seen) => seen.1 = seen.1.max(sequence),
-                                None => changed.push((job_id, sequence)),
+                        Some(OwnerChange::Job(job_id, sequence)) => match places.get(&job_id) {
+                            Some(&place) => changed[place].1 = changed[place].1.max(sequence),
+                            None => {
+                                places.insert(job_id.clone(), changed.len());
+                                changed.push((job_id, sequence));
                             }
-                        }
+                        },
                         Some(OwnerChange::Lagged) => {
                             self.resume_from = Some(now.saturating_sub(60_000));
                             break;
@@ -376,7 +379,12 @@ impl OwnerStream {
                         sequence,
                     );
                     match read.await {
-                        Ok(Some(job)) => jobs.push(summary(&job)),
+                        // Rendered once for every stream this read serves.
+                        Ok(Some(job)) => jobs.push(Listed {
+                            id: job.record.id.clone(),
+                            status: job.record.status,
+                            json: job.rendered(|record| list_entry_json(&summary(record))),
+                        }),
                         Ok(None) => {}
                         Err(error) => tracing::warn!(%error, "event stream read failed"),
                     }
@@ -385,8 +393,8 @@ impl OwnerStream {
             };
             let mut events: Vec<Event> = jobs
                 .into_iter()
-                .filter(|job| self.note(job))
-                .map(|job| json_event("status", &JobListEntry::new(job)))
+                .filter(|job| self.note(&job.id, job.status))
+                .map(|job| Event::default().event("status").data(&*job.json))
                 .collect();
             if let Some(last) = events.pop() {
                 events.push(last.id(now.to_string()));
@@ -396,20 +404,20 @@ impl OwnerStream {
     }
 
     /// Whether the job's status is news to the client; remembered if so.
-    fn note(&mut self, job: &JobSummary) -> bool {
-        if self.sent.get(&job.id) == Some(&job.status) {
+    fn note(&mut self, job_id: &str, status: JobStatus) -> bool {
+        if self.sent.get(job_id) == Some(&status) {
             return false;
         }
-        if matches!(job.status, JobStatus::Pending | JobStatus::Running) {
-            self.sent.insert(job.id.clone(), job.status);
+        if matches!(status, JobStatus::Pending | JobStatus::Running) {
+            self.sent.insert(job_id.to_owned(), status);
         } else {
-            self.sent.remove(&job.id);
+            self.sent.remove(job_id);
         }
         true
     }
 
     /// The caller's jobs created or ended after `since`, or not ended yet, oldest first.
-    async fn changed_since(&self, since: Millis) -> Vec<JobSummary> {
+    async fn changed_since(&self, since: Millis) -> Vec<Listed> {
         let mut jobs = match self
             .state
             .store
@@ -426,8 +434,25 @@ impl OwnerStream {
             job.created_at > since || job.ended_at.is_none_or(|ended_at| ended_at > since)
         });
         jobs.reverse();
-        jobs
+        jobs.into_iter()
+            .map(|job| Listed {
+                id: job.id.clone(),
+                status: job.status,
+                json: Arc::from(list_entry_json(&job)),
+            })
+            .collect()
     }
+}
+
+/// A job as `GET /jobs/events` sends it: its `GET /jobs` entry, rendered.
+struct Listed {
+    id: String,
+    status: JobStatus,
+    json: Arc<str>,
+}
+
+fn list_entry_json(job: &JobSummary) -> String {
+    serde_json::to_string(&JobListEntry::new(job.clone())).unwrap_or_default()
 }
 
 fn summary(job: &JobRecord) -> JobSummary {

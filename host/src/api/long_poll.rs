@@ -2,7 +2,6 @@
 //! or `S` seconds pass. A waiter subscribes to the job's changes before it reads the job, so a
 //! change between the read and the wait is not missed, and reads it again only when woken.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -92,8 +91,8 @@ pub async fn wait_for_job(
         let Some(job) = read.await? else {
             return Ok(None);
         };
-        if until.reached(job.status) || Instant::now() >= deadline || changes.stopping() {
-            return Ok(Some(Arc::unwrap_or_clone(job)));
+        if until.reached(job.record.status) || Instant::now() >= deadline || changes.stopping() {
+            return Ok(Some(job.record.clone()));
         }
         let interrupted = async {
             match hold.as_deref_mut() {
@@ -105,7 +104,7 @@ pub async fn wait_for_job(
             () = changes.changed() => {}
             () = tokio::time::sleep_until(deadline) => {}
             interrupt = interrupted => match interrupt {
-                Interrupt::Closing => return Ok(Some(Arc::unwrap_or_clone(job))),
+                Interrupt::Closing => return Ok(Some(job.record.clone())),
                 Interrupt::AccessLost(error) => return Err(error),
             },
         }

@@ -6,7 +6,7 @@
 //! for a later change serves them as well, since it began after theirs was published.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::OnceCell;
@@ -20,7 +20,31 @@ const MAX_ENTRIES: usize = 4096;
 /// within milliseconds of each other; a read this old serves nobody.
 const KEEP_FOR: Duration = Duration::from_secs(2);
 
-type Read = Arc<OnceCell<Option<Arc<JobRecord>>>>;
+type Read = Arc<OnceCell<Option<Arc<SharedJob>>>>;
+
+/// A job as one read found it, for every waiter that read serves, with a rendering of it that
+/// they share too (what a stream sends of it is the same for every stream of its owner).
+#[derive(Debug)]
+pub struct SharedJob {
+    pub record: JobRecord,
+    rendered: OnceLock<Arc<str>>,
+}
+
+impl SharedJob {
+    pub fn new(record: JobRecord) -> SharedJob {
+        SharedJob {
+            record,
+            rendered: OnceLock::new(),
+        }
+    }
+
+    /// `render` of the job, made by the first waiter that asks and shared by the rest.
+    pub fn rendered(&self, render: impl FnOnce(&JobRecord) -> String) -> Arc<str> {
+        self.rendered
+            .get_or_init(|| Arc::from(render(&self.record)))
+            .clone()
+    }
+}
 
 #[derive(Debug)]
 struct Entry {
@@ -45,13 +69,14 @@ impl SharedReads {
         owner_id: &str,
         job_id: &str,
         sequence: u64,
-    ) -> Result<Option<Arc<JobRecord>>, StoreError> {
+    ) -> Result<Option<Arc<SharedJob>>, StoreError> {
+        let shared = |record: JobRecord| Arc::new(SharedJob::new(record));
         if sequence == 0 {
-            return Ok(store.job(owner_id, job_id).await?.map(Arc::new));
+            return Ok(store.job(owner_id, job_id).await?.map(shared));
         }
         let read = self.read_for(owner_id, job_id, sequence);
         read.get_or_try_init(|| async {
-            Ok::<_, StoreError>(store.job(owner_id, job_id).await?.map(Arc::new))
+            Ok::<_, StoreError>(store.job(owner_id, job_id).await?.map(shared))
         })
         .await
         .cloned()
