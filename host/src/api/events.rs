@@ -33,7 +33,7 @@ const RESUME_SCAN: u32 = 500;
 
 /// How long `GET /jobs/events` gathers changes after the first before it reads and sends
 /// them together.
-const OWNER_COALESCE: Duration = Duration::from_millis(25);
+const OWNER_COALESCE: Duration = Duration::from_millis(100);
 
 /// How long a client told to reconnect waits before it does (the SSE `retry` field).
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
