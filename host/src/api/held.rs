@@ -63,7 +63,8 @@ impl HeldRequests {
     }
 
     /// Requests held open now, by every user.
-    pub fn count(&self) -> usize {
+    #[cfg(test)]
+    fn count(&self) -> usize {
         let per_user = self.per_user.lock().unwrap_or_else(PoisonError::into_inner);
         per_user.values().sum()
     }

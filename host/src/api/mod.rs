@@ -47,7 +47,6 @@ pub use self::error::ApiError;
 pub use self::held::{ConnectionClosing, HeldRequests};
 use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;
-pub use self::wire::format_timestamp;
 use crate::auth::TokenKeys;
 use crate::changes::JobChanges;
 use crate::config::JobLimits;
