@@ -22,6 +22,10 @@ const VERSIONED_VARIANTS: &[(&str, &str)] = &[
     ("describe-panics", "describe_panics"),
     ("describe-loops", "describe_loops"),
     ("bad-schema", "bad_schema"),
+    ("v3", "v3"),
+    ("other-bytes", "other_bytes"),
+    ("bad-example", "bad_example"),
+    ("bench-version", "bench"),
 ];
 
 fn main() {

@@ -22,6 +22,7 @@ mod plugin_check;
 mod plugin_kit;
 mod python_client;
 mod qubo;
+mod registry;
 mod reload;
 mod sandbox;
 mod service;

@@ -93,7 +93,8 @@ async fn a_new_version_serves_new_jobs_while_a_job_of_the_old_one_finishes() {
     let before = problem(&server, &token, "versioned").await.unwrap();
     assert_eq!(before["version"], "1.0.0");
     assert_eq!(before["digest"], sha256(&v1));
-    assert_eq!(before["source"], "file:versioned.wasm");
+    assert_eq!(before["source"], "directory");
+    assert_eq!(before["file"], "versioned.wasm");
     assert_eq!(before["aliases"], json!(["urn:caseload:test:versioned"]));
 
     let long = server
@@ -112,7 +113,8 @@ async fn a_new_version_serves_new_jobs_while_a_job_of_the_old_one_finishes() {
     .await
     .unwrap();
     assert_eq!(after["digest"], sha256(&v2));
-    assert_eq!(after["source"], "file:versioned.wasm");
+    assert_eq!(after["source"], "directory");
+    assert_eq!(after["file"], "versioned.wasm");
     // The old version's job is still at it: the swap did not wait for it, nor stop it.
     assert_eq!(server.job(&token, &long).await["status"], "RUNNING");
 
@@ -211,8 +213,8 @@ async fn a_removed_file_unregisters_its_use_case_and_a_built_in_comes_back() {
     let token = server.admin_token().await;
     let dir = plugins_dir(&server);
     assert_eq!(
-        problem(&server, &token, "maxcut").await.unwrap()["source"],
-        "file:my-maxcut.wasm"
+        problem(&server, &token, "maxcut").await.unwrap()["file"],
+        "my-maxcut.wasm"
     );
 
     // The OpenAPI document has a typed launch for each use case served, and follows reloads.

@@ -1,12 +1,13 @@
-//! One HTTP/1.1 POST of a JSON body to a given address: plain for `http`, TLS (rustls on ring,
-//! Mozilla's roots) for `https`, the URL's host as the TLS name and `Host`. No redirect is
-//! followed: a callback's answer is its status.
+//! One HTTP/1.1 POST to a given address: plain for `http`, TLS (rustls on ring, Mozilla's
+//! roots) for `https`, the URL's host as the TLS name and `Host`. No redirect is followed.
+//! Webhooks post their callbacks with it (the answer is its status); `caseload plugin
+//! publish` posts a component and reads the server's answer.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -28,13 +29,29 @@ static TLS: LazyLock<Result<Arc<ClientConfig>, String>> = LazyLock::new(|| {
         .map_err(|error| error.to_string())
 });
 
-/// Posts `body` to `url` at `address` with `headers`; the answer's status.
-pub async fn post(
-    url: &Url,
-    address: SocketAddr,
-    headers: &[(&str, String)],
-    body: String,
-) -> Result<u16, String> {
+/// What a post is: the address it goes to, its headers (a `content-type` among them), its
+/// body, and how much of the answer's body to read.
+pub struct Post<'a> {
+    pub url: &'a Url,
+    pub address: SocketAddr,
+    pub headers: &'a [(&'a str, String)],
+    pub body: Bytes,
+    /// The answer's body is read up to this many bytes (0: not read).
+    pub read_at_most: usize,
+    pub user_agent: &'static str,
+}
+
+/// An answer: its status, and as much of its body as was asked for.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// Sends the post; the answer.
+pub async fn post(post: Post<'_>) -> Result<Answer, String> {
+    let url = post.url;
+    let address = post.address;
     let host = url.host_str().ok_or("the URL names no host")?.to_owned();
     let stream = TcpStream::connect(address)
         .await
@@ -47,19 +64,13 @@ pub async fn post(
             .connect(name, stream)
             .await
             .map_err(|error| format!("TLS with {host} failed: {error}"))?;
-        send(stream, url, &host, headers, body).await
+        send(stream, &host, &post).await
     } else {
-        send(stream, url, &host, headers, body).await
+        send(stream, &host, &post).await
     }
 }
 
-async fn send<S>(
-    stream: S,
-    url: &Url,
-    host: &str,
-    headers: &[(&str, String)],
-    body: String,
-) -> Result<u16, String>
+async fn send<S>(stream: S, host: &str, post: &Post<'_>) -> Result<Answer, String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -67,6 +78,7 @@ where
         .await
         .map_err(|error| format!("HTTP with {host} failed: {error}"))?;
     tokio::spawn(connection);
+    let url = post.url;
     let target = match url.query() {
         Some(query) => format!("{}?{query}", url.path()),
         None => url.path().to_owned(),
@@ -77,20 +89,32 @@ where
     };
     let mut request = Request::post(target)
         .header("host", authority)
-        .header("content-type", "application/json")
-        .header(
-            "user-agent",
-            concat!("caseload-webhooks/", env!("CARGO_PKG_VERSION")),
-        );
-    for (name, value) in headers {
+        .header("user-agent", post.user_agent);
+    for (name, value) in post.headers {
         request = request.header(*name, value);
     }
     let request = request
-        .body(Full::new(Bytes::from(body)))
+        .body(Full::new(post.body.clone()))
         .map_err(|error| error.to_string())?;
     let response = sender
         .send_request(request)
         .await
         .map_err(|error| format!("the post to {host} failed: {error}"))?;
-    Ok(response.status().as_u16())
+    let status = response.status().as_u16();
+    let mut body = Vec::new();
+    if post.read_at_most > 0 {
+        let mut incoming = response.into_body();
+        while let Some(frame) = incoming.frame().await {
+            let frame =
+                frame.map_err(|error| format!("reading {host}'s answer failed: {error}"))?;
+            if let Some(data) = frame.data_ref() {
+                let room = post.read_at_most.saturating_sub(body.len());
+                body.extend_from_slice(&data[..data.len().min(room)]);
+                if body.len() >= post.read_at_most {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Answer { status, body })
 }

@@ -9,6 +9,7 @@ pub mod api;
 pub mod auth;
 pub mod changes;
 pub mod config;
+pub mod http_post;
 pub mod kit;
 pub mod listener;
 pub mod metrics;
@@ -36,8 +37,8 @@ use crate::auth::{TokenKeys, hash_password, write_private_file};
 use crate::config::{AdminSwitch, JobLimits, ServeArgs, StorageArgs, UserCommand};
 use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
-use crate::plugins::PluginRegistry;
 use crate::plugins::watch::{self, WatchConfig};
+use crate::plugins::{PluginRegistry, PluginSync};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
 use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError, UserChange, UserQuotas};
 use crate::worker::{LocalJobs, WorkerPool};
@@ -345,21 +346,33 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     })
     .await?;
 
+    // What the store lists serves before the first request: the components compiled (or
+    // read from the compile cache) and the current versions in place.
+    let replica_id = uuid::Uuid::new_v4().to_string();
+    let plugin_sync = Arc::new(PluginSync::new(
+        registry.clone(),
+        store.clone(),
+        replica_id.clone(),
+    ));
+    plugin_sync.sync().await?;
+    plugin_sync.start();
+
     let local_jobs = Arc::new(LocalJobs::default());
     let changes = Arc::new(changes::JobChanges::default());
     store
         .watch_new_jobs(Arc::new(store::EventFanout(vec![
             local_jobs.clone(),
             changes.clone(),
+            plugin_sync.clone(),
         ])))
         .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
-    replica::start(store.clone(), metrics.clone(), workers);
+    replica::start(replica_id, store.clone(), metrics.clone(), workers);
     let workers = WorkerPool::start(
         workers,
         store.clone(),
-        registry.clone(),
+        plugin_sync.clone(),
         job_limits.clone(),
         local_jobs.clone(),
         metrics.clone(),
@@ -368,13 +381,14 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
 
     let mut state = AppState::new(
         store.clone(),
-        registry,
+        plugin_sync,
         Arc::new(tokens),
         local_jobs,
         metrics,
         job_limits,
     );
     state.max_dataset_bytes = args.max_dataset_bytes;
+    state.max_plugin_bytes = args.max_plugin_bytes;
     let changes_for_stop = changes.clone();
     state.changes = changes;
     let webhook_policy = Arc::new(webhooks::WebhookPolicy::parse(&args.webhook_allow)?);

@@ -11,6 +11,7 @@ use caseload::config::{BuildArgs, CheckArgs, Cli, Command, PluginCommand};
 use caseload::kit::build::{BuildOptions, build_project};
 use caseload::kit::check::{CheckOptions, check_plugins};
 use caseload::kit::new::{new_project, next_steps};
+use caseload::kit::publish::{PublishOptions, publish};
 use caseload::kit::watch::{WatchOptions, watch};
 
 #[tokio::main]
@@ -66,6 +67,19 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
             Ok(true)
         }
         PluginCommand::Check { files, run } => check_plugins(&files, check_options(run, data_dir)),
+        PluginCommand::Publish {
+            file,
+            url,
+            token,
+            no_current,
+        } => {
+            let options = PublishOptions {
+                url,
+                token,
+                current: !no_current,
+            };
+            tokio::runtime::Handle::current().block_on(publish(&file, &options))
+        }
         PluginCommand::Watch {
             dir,
             plugins_dir,

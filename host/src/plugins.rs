@@ -1,13 +1,17 @@
-//! The plugin registry: which use cases this server runs, by name and alias, with their
-//! compiled components and JSON Schemas.
+//! The plugin registry: which use cases this server runs, by name and alias, each in every
+//! version it keeps, with their compiled components and JSON Schemas.
 //!
-//! Built-in plugins are embedded in the binary; `.wasm` files in the plugins directory are
-//! loaded at start, reloaded when they change ([`watch`]) and override a built-in of the same
-//! name. Lookups take a snapshot, so a job keeps the plugin it started with however the
-//! registry changes afterwards.
+//! Three sources feed it. Built-in plugins are embedded in the binary. Components published
+//! to the store are listed by it, every replica the same ([`sync`]), with one current
+//! version per use case. `.wasm` files in this replica's plugins directory are loaded at
+//! start, reloaded when they change ([`watch`]) and serve unpinned launches of their name
+//! on this replica: the development path. Lookups take a snapshot, so a job keeps the
+//! plugin it started with however the registry changes afterwards.
 
+pub mod check;
 pub mod history;
 mod schema;
+pub mod sync;
 pub mod watch;
 
 use self::history::{PluginEventKind, PluginHistory, Subject};
@@ -15,6 +19,7 @@ pub use self::schema::{DATASET_PARAMETERS_KEYWORD, MEDIA_TYPES_KEYWORD};
 use self::schema::{
     compile_schema, dataset_parameters, examples, media_type_extensions, parse_schema,
 };
+pub use self::sync::PluginSync;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -23,7 +28,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::runtime::{CallError, CompiledPlugin, Limits, LoadError, PluginInfo, Runtime};
+use crate::runtime::{
+    CallError, CompiledPlugin, Limits, LoadError, PLUGIN_WORLD, PluginInfo, Runtime,
+};
+use crate::store::{Catalog, Millis, StoredVersion};
 
 /// The max-cut component, built from `plugins/maxcut` by `build.rs`.
 pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm"));
@@ -39,16 +47,128 @@ pub const CONCURRENT_LOADS: usize = 4;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginSource {
     BuiltIn,
+    /// A file in this replica's plugins directory.
     File(PathBuf),
+    /// Published to the store: every replica serves it.
+    Store,
+}
+
+impl PluginSource {
+    /// What the API calls it: `built-in`, `directory` or `store`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PluginSource::BuiltIn => "built-in",
+            PluginSource::File(_) => "directory",
+            PluginSource::Store => "store",
+        }
+    }
+
+    /// The file's name (not its directory), for a plugin from the plugins directory.
+    pub fn file_name(&self) -> Option<String> {
+        match self {
+            PluginSource::File(path) => Some(
+                path.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for PluginSource {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PluginSource::BuiltIn => formatter.write_str("built-in"),
             PluginSource::File(path) => write!(formatter, "file:{}", path.display()),
+            other => formatter.write_str(other.kind()),
         }
     }
+}
+
+/// Which version of a use case a launch asks for: after `@` in its `problem_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionRequest {
+    /// No `@`: the current version.
+    Current,
+    /// `@1.3.0`.
+    Version(String),
+    /// `@sha256:<hex>`.
+    Digest(String),
+}
+
+impl VersionRequest {
+    /// Splits a `problem_id` into the use case's name (or alias) and the version asked for.
+    pub fn split(problem_id: &str) -> (&str, VersionRequest) {
+        match problem_id.split_once('@') {
+            None => (problem_id, VersionRequest::Current),
+            Some((name, version)) => (name, VersionRequest::parse(version)),
+        }
+    }
+
+    /// A version as a client gives it: `1.3.0` or `sha256:<hex>`.
+    pub fn parse(version: &str) -> VersionRequest {
+        if version.starts_with("sha256:") {
+            VersionRequest::Digest(version.to_ascii_lowercase())
+        } else {
+            VersionRequest::Version(version.to_owned())
+        }
+    }
+
+    /// What a job records as requested: `None` for the current version.
+    pub fn recorded(&self) -> Option<String> {
+        match self {
+            VersionRequest::Current => None,
+            VersionRequest::Version(version) | VersionRequest::Digest(version) => {
+                Some(version.clone())
+            }
+        }
+    }
+}
+
+/// Why a `problem_id` leads to no plugin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unresolved {
+    #[error("no use case named {0:?}; GET /problems lists them")]
+    NoUseCase(String),
+    #[error("{name} has no version {requested} in service; it has {}", available_text(.available))]
+    NoVersion {
+        name: String,
+        requested: String,
+        /// The versions that serve, oldest first.
+        available: Vec<String>,
+    },
+}
+
+fn available_text(available: &[String]) -> String {
+    if available.is_empty() {
+        "none".to_owned()
+    } else {
+        available.join(", ")
+    }
+}
+
+/// One version of a use case, as `GET /problem/<id>/versions` lists it.
+#[derive(Debug, Clone)]
+pub struct VersionEntry {
+    pub name: String,
+    pub version: String,
+    /// `sha256:<hex>`.
+    pub digest: String,
+    pub world: String,
+    /// `built-in`, `directory` or `store`.
+    pub source: &'static str,
+    /// For a directory's plugin, its file's name.
+    pub file: Option<String>,
+    pub size: Option<u64>,
+    pub published_at: Option<Millis>,
+    pub published_by: Option<String>,
+    /// Whether an unpinned launch on this replica gets it.
+    pub current: bool,
+    pub retired: bool,
+    /// Whether this replica has it compiled and ready (a stored version it could not
+    /// compile is listed, not served).
+    pub loaded: bool,
 }
 
 /// A loaded use case.
@@ -82,6 +202,9 @@ pub enum PluginError {
     /// The name is not usable as a `problem_id`.
     #[error("invalid plugin name {0:?}: use lowercase letters, digits and '-'")]
     Name(String),
+    /// A stored component is not what the store lists it as.
+    #[error("{0}")]
+    Mismatch(String),
     /// One of the plugin's JSON Schemas does not parse or compile.
     #[error("invalid {which} schema: {message}")]
     Schema {
@@ -177,9 +300,24 @@ impl Plugin {
 /// The plugins in service now; replaced whole on every change.
 #[derive(Debug, Default)]
 struct Snapshot {
+    /// What an unpinned launch of each name gets.
     by_name: HashMap<String, Arc<Plugin>>,
     /// Alias (lowercased) to name.
     aliases: HashMap<String, String>,
+    /// Every version a launch may pin, by name: this replica's file first, then the store's
+    /// versions not retired, then the built-in.
+    pinnable: HashMap<String, Vec<Arc<Plugin>>>,
+}
+
+impl Snapshot {
+    /// The name a name or alias (any case) stands for, if any use case has it.
+    fn name_of(&self, id: &str) -> Option<String> {
+        let key = id.to_lowercase();
+        if self.by_name.contains_key(&key) || self.pinnable.contains_key(&key) {
+            return Some(key);
+        }
+        self.aliases.get(&key).cloned()
+    }
 }
 
 /// Alias (lowercased) to the name of the plugin it leads to, from each served plugin's name,
@@ -220,24 +358,71 @@ struct Sources {
     /// By path, so that a removed file knows which plugin it was. Sorted, so that of two
     /// files declaring one name, the first by path serves: the same one after every restart.
     files: BTreeMap<PathBuf, Arc<Plugin>>,
+    /// Components from the store, by digest; retired ones too once a job needed them.
+    stored: HashMap<String, Arc<Plugin>>,
+    /// What the store lists.
+    catalog: Catalog,
 }
 
 impl Sources {
-    /// What serves: built-ins, overridden by files of the same name; of two files with one
-    /// name, the first by path.
+    /// What serves: for each name, this replica's file of that name (the first by path),
+    /// else the version the store names current, else the built-in.
     fn snapshot(&self) -> Snapshot {
         let mut by_name: HashMap<String, Arc<Plugin>> = self.built_in.clone().into_iter().collect();
+        let mut pinnable: HashMap<String, Vec<Arc<Plugin>>> = HashMap::new();
+        for version in &self.catalog.versions {
+            if version.retired_at.is_some() {
+                continue;
+            }
+            if let Some(plugin) = self.stored.get(&version.digest()) {
+                pinnable
+                    .entry(plugin.info.name.clone())
+                    .or_default()
+                    .push(plugin.clone());
+            }
+        }
+        for (name, version) in &self.catalog.current {
+            let current = pinnable
+                .get(name)
+                .and_then(|plugins| {
+                    plugins
+                        .iter()
+                        .find(|plugin| plugin.info.version == *version)
+                })
+                .or_else(|| {
+                    self.built_in
+                        .get(name)
+                        .filter(|plugin| plugin.info.version == *version)
+                });
+            if let Some(current) = current {
+                by_name.insert(name.clone(), current.clone());
+            }
+        }
+        for plugin in self.built_in.values() {
+            pinnable
+                .entry(plugin.info.name.clone())
+                .or_default()
+                .push(plugin.clone());
+        }
         let mut from_files = HashSet::new();
         for plugin in self.files.values() {
             if from_files.insert(plugin.info.name.clone()) {
                 by_name.insert(plugin.info.name.clone(), plugin.clone());
+                pinnable
+                    .entry(plugin.info.name.clone())
+                    .or_default()
+                    .insert(0, plugin.clone());
             }
         }
         let aliases = alias_map(by_name.iter().map(|(name, plugin)| {
             let built_in = matches!(plugin.source, PluginSource::BuiltIn);
             (name.as_str(), plugin.info.aliases.as_slice(), built_in)
         }));
-        Snapshot { by_name, aliases }
+        Snapshot {
+            by_name,
+            aliases,
+            pinnable,
+        }
     }
 
     /// The file serving `name`, if a file does.
@@ -246,6 +431,18 @@ impl Sources {
             .iter()
             .find(|(_, plugin)| plugin.info.name == name)
             .map(|(path, _)| path.as_path())
+    }
+
+    /// Any loaded plugin with this digest.
+    fn by_digest(&self, digest: &str) -> Option<&Arc<Plugin>> {
+        self.stored
+            .get(digest)
+            .or_else(|| {
+                self.built_in
+                    .values()
+                    .find(|plugin| plugin.digest == digest)
+            })
+            .or_else(|| self.files.values().find(|plugin| plugin.digest == digest))
     }
 }
 
@@ -431,11 +628,6 @@ impl PluginRegistry {
         Some(removed)
     }
 
-    /// What happened to the plugins after event `after`, oldest first.
-    pub fn events_since(&self, after: u64) -> Vec<history::PluginEvent> {
-        self.history.since(after)
-    }
-
     /// Logs a file that could not be loaded and keeps why, for `GET /plugin_events`.
     pub fn file_rejected(&self, path: &Path, error: &PluginError) {
         tracing::error!(
@@ -467,7 +659,7 @@ impl PluginRegistry {
                 digest: Some(&plugin.digest),
                 file: match &plugin.source {
                     PluginSource::File(path) => Some(path),
-                    PluginSource::BuiltIn => None,
+                    PluginSource::BuiltIn | PluginSource::Store => None,
                 },
                 reason: None,
             },
@@ -529,15 +721,218 @@ impl PluginRegistry {
         })
     }
 
-    /// The plugin a `problem_id` names: its name, or one of its aliases (case-insensitive).
+    /// The current plugin of a name or alias (case-insensitive), without a version.
     pub fn resolve(&self, problem_id: &str) -> Option<Arc<Plugin>> {
         let snapshot = self.current();
-        let key = problem_id.to_lowercase();
-        if let Some(plugin) = snapshot.by_name.get(&key) {
-            return Some(plugin.clone());
+        let name = snapshot.name_of(problem_id)?;
+        snapshot.by_name.get(&name).cloned()
+    }
+
+    /// The plugin a launch's `problem_id` names: its name or an alias, and after `@` a
+    /// version or a digest (else the current version).
+    pub fn resolve_request(&self, problem_id: &str) -> Result<Arc<Plugin>, Unresolved> {
+        let (id, request) = VersionRequest::split(problem_id);
+        let snapshot = self.current();
+        let no_use_case = || Unresolved::NoUseCase(problem_id.to_owned());
+        let name = snapshot.name_of(id).ok_or_else(no_use_case)?;
+        let pinnable = snapshot.pinnable.get(&name);
+        let found = match &request {
+            VersionRequest::Current => {
+                return snapshot.by_name.get(&name).cloned().ok_or_else(no_use_case);
+            }
+            VersionRequest::Version(version) => pinnable.and_then(|plugins| {
+                plugins
+                    .iter()
+                    .find(|plugin| plugin.info.version == *version)
+            }),
+            VersionRequest::Digest(digest) => {
+                pinnable.and_then(|plugins| plugins.iter().find(|plugin| plugin.digest == *digest))
+            }
+        };
+        found.cloned().ok_or_else(|| {
+            let mut available: Vec<String> = pinnable
+                .into_iter()
+                .flatten()
+                .map(|plugin| plugin.info.version.clone())
+                .collect();
+            available.dedup();
+            Unresolved::NoVersion {
+                name,
+                requested: request.recorded().unwrap_or_default(),
+                available,
+            }
+        })
+    }
+
+    /// Any plugin this replica has loaded with this digest (`sha256:<hex>`), retired
+    /// versions included: what a job bound to it runs.
+    pub fn by_digest(&self, digest: &str) -> Option<Arc<Plugin>> {
+        self.lock_sources().by_digest(digest).cloned()
+    }
+
+    /// Every version of the use case `name` (a name or alias) this replica knows: the
+    /// store's (retired ones too), the built-in, this replica's file. `None` if there is no
+    /// such use case.
+    pub fn versions(&self, problem_id: &str) -> Option<Vec<VersionEntry>> {
+        let snapshot = self.current();
+        let (id, _) = VersionRequest::split(problem_id);
+        let name = snapshot.name_of(id)?;
+        let serving = snapshot.by_name.get(&name);
+        let is_current =
+            |plugin: &Plugin| serving.is_some_and(|serving| serving.digest == plugin.digest);
+        let sources = self.lock_sources();
+        let mut entries = Vec::new();
+        for stored in sources
+            .catalog
+            .versions
+            .iter()
+            .filter(|stored| stored.name == name)
+        {
+            let digest = stored.digest();
+            let loaded = sources.stored.get(&digest);
+            entries.push(VersionEntry {
+                name: name.clone(),
+                version: stored.version.clone(),
+                current: loaded.is_some_and(|plugin| is_current(plugin)),
+                digest,
+                world: stored.world.clone(),
+                source: PluginSource::Store.kind(),
+                file: None,
+                size: Some(stored.size),
+                published_at: Some(stored.published_at),
+                published_by: stored.published_by.clone(),
+                retired: stored.retired_at.is_some(),
+                loaded: loaded.is_some(),
+            });
         }
-        let name = snapshot.aliases.get(&key)?;
-        snapshot.by_name.get(name).cloned()
+        let others = sources.built_in.get(&name).into_iter().chain(
+            sources
+                .files
+                .values()
+                .filter(|plugin| plugin.info.name == name),
+        );
+        for plugin in others {
+            entries.push(VersionEntry {
+                name: name.clone(),
+                version: plugin.info.version.clone(),
+                digest: plugin.digest.clone(),
+                world: PLUGIN_WORLD.to_owned(),
+                source: plugin.source.kind(),
+                file: plugin.source.file_name(),
+                size: None,
+                published_at: None,
+                published_by: None,
+                current: is_current(plugin),
+                retired: false,
+                loaded: true,
+            });
+        }
+        Some(entries)
+    }
+
+    /// The built-in use case of this name, if there is one.
+    pub fn built_in(&self, name: &str) -> Option<Arc<Plugin>> {
+        self.lock_sources().built_in.get(name).cloned()
+    }
+
+    /// What the store lists, as last read.
+    pub fn catalog(&self) -> Catalog {
+        self.lock_sources().catalog.clone()
+    }
+
+    /// Whether the store's component with this digest is compiled here.
+    pub fn has_stored(&self, digest: &str) -> bool {
+        self.lock_sources().stored.contains_key(digest)
+    }
+
+    /// Compiles a component from the store and checks that it is the one expected: its
+    /// digest, and where `listed`, the name and version the store lists it under. Not put
+    /// in service: [`PluginRegistry::add_stored`] does that.
+    pub fn load_stored(
+        &self,
+        wasm: &[u8],
+        digest: &str,
+        listed: Option<&StoredVersion>,
+    ) -> Result<Plugin, PluginError> {
+        let plugin = self.load(wasm, PluginSource::Store)?;
+        if plugin.digest != digest {
+            return Err(PluginError::Mismatch(format!(
+                "the store's bytes for {digest} hash to {}",
+                plugin.digest
+            )));
+        }
+        if let Some(listed) = listed
+            && (listed.name != plugin.info.name || listed.version != plugin.info.version)
+        {
+            return Err(PluginError::Mismatch(format!(
+                "listed as {} {}, it describes itself as {} {}",
+                listed.name, listed.version, plugin.info.name, plugin.info.version
+            )));
+        }
+        Ok(plugin)
+    }
+
+    /// Keeps a component from the store, compiled, for the jobs bound to it and, if the
+    /// store lists it, for new launches.
+    pub fn add_stored(&self, plugin: Arc<Plugin>) {
+        let mut sources = self.lock_sources();
+        sources.stored.insert(plugin.digest.clone(), plugin.clone());
+        self.publish(&sources);
+        tracing::info!(
+            name = %plugin.info.name,
+            version = %plugin.info.version,
+            digest = %plugin.digest,
+            code = %plugin.component.code_origin().as_str(),
+            "stored plugin loaded"
+        );
+    }
+
+    /// Takes what the store lists now: its current versions serve from this snapshot on.
+    pub fn set_catalog(&self, catalog: Catalog) {
+        let mut sources = self.lock_sources();
+        if sources.catalog == catalog {
+            return;
+        }
+        sources.catalog = catalog;
+        self.publish(&sources);
+    }
+
+    /// The events recorded since the last call, for the store.
+    pub fn take_events(&self) -> Vec<crate::store::PluginEvent> {
+        self.history.take()
+    }
+
+    /// Gives back events the store could not take, to be written with the next ones.
+    pub fn put_back_events(&self, events: Vec<crate::store::PluginEvent>) {
+        self.history.put_back(events);
+    }
+
+    /// Logs a stored component this replica cannot serve (an engine difference, bytes that
+    /// are not what the store lists) and keeps why, for `GET /plugin_events`. The other
+    /// versions serve on.
+    pub fn stored_refused(
+        &self,
+        digest: &str,
+        listed: Option<&StoredVersion>,
+        error: &PluginError,
+    ) {
+        tracing::error!(
+            %digest,
+            name = listed.map(|listed| listed.name.as_str()),
+            version = listed.map(|listed| listed.version.as_str()),
+            %error,
+            "stored plugin refused on this replica; the other versions serve on"
+        );
+        self.history.record(
+            PluginEventKind::Refused,
+            Subject {
+                name: listed.map(|listed| listed.name.as_str()),
+                version: listed.map(|listed| listed.version.as_str()),
+                digest: Some(digest),
+                reason: Some(error.to_string()),
+                ..Subject::default()
+            },
+        );
     }
 
     /// The media type a served use case declares for files with this extension (any case,

@@ -14,8 +14,7 @@ const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 const FORGET_AFTER: Duration = Duration::from_secs(3600);
 
 /// Starts the reports on the current tokio runtime.
-pub fn start(store: Arc<dyn JobStore>, metrics: Arc<Metrics>, workers: usize) {
-    let id = uuid::Uuid::new_v4().to_string();
+pub fn start(id: String, store: Arc<dyn JobStore>, metrics: Arc<Metrics>, workers: usize) {
     let name = format!("{} pid {}", host_name(), std::process::id());
     let started_at = now_millis();
     tokio::spawn(async move {

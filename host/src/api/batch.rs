@@ -11,8 +11,8 @@ use axum::routing::post;
 use serde_json::Value;
 
 use super::problems::{
-    LaunchRequest, check_quotas, insert_failed, invalid, parse_object, prepare, read_launch,
-    request_hash,
+    LaunchRequest, check_quotas, insert_failed, invalid, launched, parse_object, prepare,
+    read_launch, request_hash,
 };
 use super::wire::BatchResponse;
 use super::{ApiError, AppState, Json, Path};
@@ -43,13 +43,17 @@ async fn run_batch(
 ) -> Result<Response, ApiError> {
     let LaunchRequest {
         plugin,
+        requested,
         idempotency_key,
         room: _room,
         body,
     } = read_launch(&state, &problem_id, &headers, body).await?;
     let idempotency = idempotency_key.map(|key| Idempotency {
         key,
-        request_hash: request_hash(&format!("{}/batch", plugin.info.name), &body),
+        request_hash: request_hash(
+            &format!("{}/batch", launched(&plugin, requested.as_deref())),
+            &body,
+        ),
     });
     if let Some(idempotency) = &idempotency
         && let Some(replayed) = replay(&state, &user, &plugin, idempotency).await?
@@ -119,7 +123,7 @@ async fn run_batch(
                 key: item_key(&idempotency.key, index),
                 request_hash: idempotency.request_hash.clone(),
             });
-            prepared.into_job(&user, &plugin, idempotency, state.quotas)
+            prepared.into_job(&user, &plugin, requested.clone(), idempotency, state.quotas)
         })
         .collect::<Result<Vec<NewJob>, ApiError>>()?;
     // Each job's submission in its own trace, open until the batch is answered.

@@ -58,6 +58,9 @@ pub enum ApiError {
          submit more once retention deletes old jobs, or ask for a larger quota"
     )]
     OutputBytesQuota(u64),
+    /// The caller may not do this; the message names the right it lacks.
+    #[error("{0}")]
+    Forbidden(String),
     /// The resource does not exist, or belongs to someone else.
     #[error("{0}")]
     NotFound(String),
@@ -73,6 +76,13 @@ pub enum ApiError {
     /// A dataset over `--max-dataset-bytes`.
     #[error("a dataset may be at most {0} bytes (the server's --max-dataset-bytes)")]
     DatasetTooLarge(u64),
+    /// A component over `--max-plugin-bytes`.
+    #[error("a plugin component may be at most {0} bytes (the server's --max-plugin-bytes)")]
+    PluginTooLarge(u64),
+    /// A component the server would not serve, or whose examples fail: what
+    /// `caseload plugin check` would say.
+    #[error("{0}")]
+    PluginRefused(String),
     /// The body is not JSON.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -108,6 +118,7 @@ impl From<StoreError> for ApiError {
         match error {
             StoreError::Closed => ApiError::ShuttingDown,
             StoreError::Refused(refusal) => refusal.into(),
+            StoreError::Conflict(message) => ApiError::Conflict(message),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -157,6 +168,7 @@ impl ApiError {
             ApiError::OutputBytesQuota(_) => {
                 (StatusCode::INSUFFICIENT_STORAGE, "quota-output-bytes")
             }
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
@@ -167,6 +179,8 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
             }
             ApiError::Validation { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid-input"),
+            ApiError::PluginTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "plugin-too-large"),
+            ApiError::PluginRefused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "plugin-refused"),
             ApiError::IdempotencyKeyReused(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "idempotency-key-reused")
             }

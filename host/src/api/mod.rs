@@ -20,8 +20,10 @@ mod login_throttle;
 mod long_poll;
 mod openapi;
 mod options;
+mod plugins;
 mod problems;
 mod query;
+mod rerun;
 mod service;
 mod user_access;
 mod webhook_secret;
@@ -52,7 +54,7 @@ use crate::changes::JobChanges;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
 use crate::options::JobOptions;
-use crate::plugins::PluginRegistry;
+use crate::plugins::{PluginRegistry, PluginSync};
 use crate::runtime::Limits;
 use crate::store::{JobStore, Quotas};
 use crate::webhooks::WebhookPolicy;
@@ -61,11 +63,18 @@ use crate::worker::LocalJobs;
 /// Inline job bodies must be smaller than this (the spec: "less than 4 MB").
 pub const INLINE_BODY_LIMIT: usize = 4_000_000;
 
+/// The largest component `POST /plugins` takes by default (`--max-plugin-bytes`).
+pub const DEFAULT_MAX_PLUGIN_BYTES: u64 = 64 << 20;
+
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn JobStore>,
     pub registry: Arc<PluginRegistry>,
+    /// The registry kept in step with the store.
+    pub plugins: Arc<PluginSync>,
+    /// The most bytes a published component may have.
+    pub max_plugin_bytes: u64,
     pub tokens: Arc<TokenKeys>,
     pub local_jobs: Arc<LocalJobs>,
     pub metrics: Arc<Metrics>,
@@ -104,7 +113,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(
         store: Arc<dyn JobStore>,
-        registry: Arc<PluginRegistry>,
+        plugins: Arc<PluginSync>,
         tokens: Arc<TokenKeys>,
         local_jobs: Arc<LocalJobs>,
         metrics: Arc<Metrics>,
@@ -112,7 +121,9 @@ impl AppState {
     ) -> AppState {
         AppState {
             store,
-            registry,
+            registry: plugins.registry().clone(),
+            plugins,
+            max_plugin_bytes: DEFAULT_MAX_PLUGIN_BYTES,
             tokens,
             local_jobs,
             metrics,
@@ -211,6 +222,8 @@ pub fn app(state: AppState) -> Router {
         .merge(data_files::router())
         .merge(job_input::router())
         .merge(check::router())
+        .merge(plugins::router())
+        .merge(rerun::router())
         .merge(service::router())
         .merge(console::router())
         .route("/healthz", axum::routing::get(healthz))

@@ -283,6 +283,38 @@ fn dataset_launch(title: &str, input: &Value, parameters: &[String]) -> Value {
 
 /// The schemas written here rather than in `schemas/api/`: bodies of this API's own
 /// endpoints beyond the spec's.
+/// A plugin version as the registry's routes show it, with `extra` properties (required).
+fn plugin_version_schema(title: &str, extra: &[(&str, Value)]) -> Value {
+    let mut schema = json!({
+        "title": title,
+        "type": "object",
+        "required": ["name", "version", "digest", "world", "source", "file", "size", "published_at", "published_by", "current", "retired", "loaded", "jobs"],
+        "properties": {
+            "name": {"type": "string"},
+            "version": {"type": "string"},
+            "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+            "world": {"type": "string", "description": "The WIT world it was built against."},
+            "source": {"enum": ["built-in", "store", "directory"]},
+            "file": {"type": ["string", "null"]},
+            "size": {"type": ["integer", "null"], "minimum": 0, "description": "The component's bytes, for a stored version."},
+            "published_at": {"anyOf": [{"$ref": "#/components/schemas/Rfc3339"}, {"type": "null"}]},
+            "published_by": {"type": ["string", "null"]},
+            "current": {"type": "boolean", "description": "Whether an unpinned launch on this replica gets it."},
+            "retired": {"type": "boolean"},
+            "loaded": {"type": "boolean", "description": "Whether this replica has it compiled and ready."},
+            "jobs": {"type": "integer", "minimum": 0, "description": "The jobs bound to it."},
+        },
+        "additionalProperties": false,
+    });
+    for (name, property) in extra {
+        schema["properties"][*name] = property.clone();
+        if let Some(required) = schema["required"].as_array_mut() {
+            required.push(json!(name));
+        }
+    }
+    schema
+}
+
 fn own_schemas() -> Vec<(&'static str, Value)> {
     let status = json!({"enum": ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"]});
     vec![
@@ -377,17 +409,72 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
             json!({
                 "title": "UseCaseSummary",
                 "type": "object",
-                "required": ["name", "version", "aliases", "description", "digest", "source", "loaded_at", "media_types"],
+                "required": ["name", "version", "aliases", "description", "digest", "source", "file", "loaded_at", "media_types"],
                 "properties": {
                     "name": {"type": "string"},
                     "version": {"type": "string"},
                     "aliases": {"type": "array", "items": {"type": "string"}},
                     "description": {"type": "string"},
                     "digest": {"type": "string"},
-                    "source": {"type": "string"},
+                    "source": {"enum": ["built-in", "store", "directory"]},
+                    "file": {"type": ["string", "null"], "description": "The file's name, for a plugin from this replica's plugins directory."},
                     "loaded_at": {"type": "string", "format": "date-time"},
                     "media_types": {"type": "array", "items": {"type": "string"}},
                 },
+            }),
+        ),
+        ("PluginVersion", plugin_version_schema("PluginVersion", &[])),
+        (
+            "PluginVersions",
+            json!({
+                "title": "PluginVersions",
+                "type": "object",
+                "required": ["name", "versions"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "versions": {"type": "array", "items": {"$ref": "#/components/schemas/PluginVersion"}},
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        (
+            "PublishedPlugin",
+            plugin_version_schema(
+                "PublishedPlugin",
+                &[
+                    (
+                        "created",
+                        json!({"type": "boolean", "description": "False when the same bytes were published before."}),
+                    ),
+                    (
+                        "report",
+                        json!({"type": "array", "items": {"type": "string"}, "description": "What `caseload plugin check` prints of it."}),
+                    ),
+                ],
+            ),
+        ),
+        (
+            "Rerun",
+            json!({
+                "title": "Rerun",
+                "type": "object",
+                "properties": {
+                    "version": {"type": "string", "minLength": 1, "description": "A version (1.3.0) or a digest (sha256:<hex>) to run instead of the job's own."},
+                    "options": {"type": "object", "description": "Options that replace the job's own, one by one (as a launch's options)."},
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        (
+            "SetCurrent",
+            json!({
+                "title": "SetCurrent",
+                "type": "object",
+                "required": ["version"],
+                "properties": {
+                    "version": {"type": "string", "minLength": 1, "description": "A version (1.3.0) or a digest (sha256:<hex>)."},
+                },
+                "additionalProperties": false,
             }),
         ),
         (

@@ -14,14 +14,17 @@ use tracing::Instrument;
 use super::body_budget::BodyRoom;
 use super::labels::parse_labels;
 use super::options::{LaunchOptions, OptionContext, parse_options};
+use super::plugins::resolve_synced;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
 use crate::auth::AuthUser;
 use crate::options::JobOptions;
+use crate::plugins::VersionRequest;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::CallError;
 use crate::store::{
-    DataFile, Idempotency, Inserted, JobDataset, NewJob, Quotas, StoreError, now_millis,
+    DataFile, Idempotency, Inserted, JobDataset, NewJob, PluginBinding, Quotas, StoreError,
+    now_millis,
 };
 use crate::violation::Violation;
 
@@ -29,14 +32,6 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/problems", get(list))
         .route("/problem/{problem_id}", get(show).post(run_job))
-}
-
-fn resolve(state: &AppState, problem_id: &str) -> Result<Arc<Plugin>, ApiError> {
-    state.registry.resolve(problem_id).ok_or_else(|| {
-        ApiError::NotFound(format!(
-            "no use case named {problem_id:?}; GET /problems lists them"
-        ))
-    })
 }
 
 async fn list(State(state): State<AppState>, _user: AuthUser) -> Json<Vec<ProblemSummary>> {
@@ -55,7 +50,7 @@ async fn show(
     _user: AuthUser,
     Path(problem_id): Path<String>,
 ) -> Result<Json<ProblemDetail>, ApiError> {
-    let plugin = resolve(&state, &problem_id)?;
+    let plugin = resolve_synced(&state, &problem_id).await?;
     let limits = state.job_limits.of(&plugin.info.name);
     Ok(Json(ProblemDetail::new(&plugin, &limits)))
 }
@@ -69,13 +64,14 @@ async fn run_job(
 ) -> Result<Response, ApiError> {
     let LaunchRequest {
         plugin,
+        requested,
         idempotency_key,
         room: _room,
         body,
     } = read_launch(&state, &problem_id, &headers, body).await?;
     let idempotency = idempotency_key.map(|key| Idempotency {
         key,
-        request_hash: request_hash(&plugin.info.name, &body),
+        request_hash: request_hash(&launched(&plugin, requested.as_deref()), &body),
     });
     if let Some(idempotency) = &idempotency
         && let Some((job_id, request_hash)) = state
@@ -89,7 +85,7 @@ async fn run_job(
     let prepared = prepare(&state, &user, &plugin, fields, large).await?;
 
     check_quotas(&state, &user, 1).await?;
-    let job = prepared.into_job(&user, &plugin, idempotency, state.quotas)?;
+    let job = prepared.into_job(&user, &plugin, requested, idempotency, state.quotas)?;
     // The job is committed before the client hears of it.
     let span = crate::telemetry::submission_span(&job.id, &job.problem);
     let inserted = match state.store.insert_job(&job).instrument(span).await {
@@ -121,6 +117,8 @@ async fn run_job(
 /// body taken in the server's budget (held until the request is answered), its body read.
 pub(super) struct LaunchRequest {
     pub plugin: Arc<Plugin>,
+    /// The version asked for after `@`, if one was.
+    pub requested: Option<String>,
     pub idempotency_key: Option<String>,
     pub room: BodyRoom,
     pub body: axum::body::Bytes,
@@ -135,7 +133,7 @@ pub(super) async fn read_launch(
     body: Body,
 ) -> Result<LaunchRequest, ApiError> {
     let checked = async {
-        let plugin = resolve(state, problem_id)?;
+        let plugin = resolve_synced(state, problem_id).await?;
         check_json_content_type(headers)?;
         let idempotency_key = idempotency_key(headers)?;
         let room = body_room(state, headers).await?;
@@ -151,6 +149,7 @@ pub(super) async fn read_launch(
     let body = read_limited(headers, body).await?;
     Ok(LaunchRequest {
         plugin,
+        requested: VersionRequest::split(problem_id).1.recorded(),
         idempotency_key,
         room,
         body,
@@ -198,6 +197,7 @@ impl Prepared {
         self,
         user: &AuthUser,
         plugin: &Plugin,
+        requested: Option<String>,
         idempotency: Option<Idempotency>,
         state_quotas: Quotas,
     ) -> Result<NewJob, ApiError> {
@@ -215,6 +215,12 @@ impl Prepared {
             labels: self.labels,
             callback_url: self.callback_url,
             quotas: state_quotas,
+            binding: PluginBinding {
+                version: plugin.info.version.clone(),
+                digest: plugin.digest.clone(),
+                requested,
+            },
+            rerun_of: None,
         })
     }
 }
@@ -225,8 +231,21 @@ pub(super) async fn prepare(
     state: &AppState,
     user: &AuthUser,
     plugin: &Arc<Plugin>,
+    fields: Map<String, Value>,
+    large: bool,
+) -> Result<Prepared, ApiError> {
+    prepare_with(state, user, plugin, fields, large, None).await
+}
+
+/// [`prepare`], where a dataset form naming `kept`'s data file reads `kept`'s bytes, whether
+/// or not the data file still exists: a rerun reads what its job read.
+pub(super) async fn prepare_with(
+    state: &AppState,
+    user: &AuthUser,
+    plugin: &Arc<Plugin>,
     mut fields: Map<String, Value>,
     large: bool,
+    kept: Option<&JobDataset>,
 ) -> Result<Prepared, ApiError> {
     let mut errors = Vec::new();
     let limits = state.job_limits.of(&plugin.info.name);
@@ -247,7 +266,15 @@ pub(super) async fn prepare(
     let (input, dataset) = match fields.remove("data_file_identifier") {
         Some(identifier) => {
             let parameters = dataset_parameters(plugin, fields)?;
-            let file = dataset_file(state, user, &identifier).await?;
+            let file = match kept {
+                Some(kept) if identifier.as_str() == Some(kept.data_file_id.as_str()) => DataFile {
+                    id: kept.data_file_id.clone(),
+                    blob_id: kept.blob_id.clone(),
+                    media_type: kept.media_type.clone(),
+                    ..DataFile::default()
+                },
+                _ => dataset_file(state, user, &identifier).await?,
+            };
             let text = dataset_text(state, plugin, &file, &parameters).await?;
             let value: Value = serde_json::from_str(&text).map_err(|error| {
                 invalid(
@@ -343,7 +370,11 @@ pub(super) async fn check_quotas(
 }
 
 /// `202 {detail, job}` with the job's `Location`.
-fn accepted(user: &AuthUser, plugin: &Plugin, job_id: String) -> impl IntoResponse + use<> {
+pub(super) fn accepted(
+    user: &AuthUser,
+    plugin: &Plugin,
+    job_id: String,
+) -> impl IntoResponse + use<> {
     let location = format!("/job/{job_id}");
     let response = RunJobResponse {
         detail: format!(
@@ -382,6 +413,15 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 }
 
 /// What makes two requests "the same": the use case and the body's exact bytes.
+/// What an idempotency key's request hash names of the use case: its name, and the version
+/// asked for, if one was (a key reused for another version is another request).
+pub(super) fn launched(plugin: &Plugin, requested: Option<&str>) -> String {
+    match requested {
+        Some(requested) => format!("{}@{requested}", plugin.info.name),
+        None => plugin.info.name.clone(),
+    }
+}
+
 pub(super) fn request_hash(problem: &str, body: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();

@@ -1,6 +1,6 @@
 //! The service as operators watch it: `GET /service` (replicas and their workers, the queue
-//! per use case, jobs accepted and ended per minute) and `GET /plugin_events` (plugin
-//! loads, replacements, removals and refused files). Counts only, no job of anyone's and,
+//! per use case, jobs accepted and ended per minute) and `GET /plugin_events` (the plugin
+//! registry's changes, and each replica's loads, replacements, removals and refusals). Counts only, no job of anyone's and,
 //! but for administrators, nothing of the machines (a replica is named by its place in the
 //! list, not by its host name and process id): any signed-in user may read them.
 
@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
-use crate::plugins::history::PluginEvent;
 use crate::store::{ServiceStats, now_millis};
 
 /// The per-minute counts cover this many minutes up to the current one.
@@ -130,28 +129,50 @@ struct EventsQuery {
     after: u64,
 }
 
+/// The most events one answer holds; `?after=` the last one for more.
+const EVENTS_PAGE: u32 = 500;
+
 #[derive(Debug, Serialize)]
 struct PluginEventView {
+    seq: i64,
     at: String,
-    #[serde(flatten)]
-    event: PluginEvent,
+    kind: String,
+    name: Option<String>,
+    version: Option<String>,
+    previous: Option<String>,
+    digest: Option<String>,
+    actor: Option<String>,
+    replica: Option<String>,
+    file: Option<String>,
+    reason: Option<String>,
 }
 
-/// This replica's plugin events after `?after=` (a `seq`), oldest first.
+/// The plugin events after `?after=` (a `seq`), oldest first, service-wide: the registry's
+/// changes and every replica's own. This replica's latest are written first.
 async fn plugin_events(
     State(state): State<AppState>,
     _user: AuthUser,
     query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Result<Json<Vec<PluginEventView>>, ApiError> {
     let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    state.plugins.flush_events().await;
+    let after = i64::try_from(query.after).unwrap_or(i64::MAX);
+    let events = state.store.plugin_events(after, EVENTS_PAGE).await?;
     Ok(Json(
-        state
-            .registry
-            .events_since(query.after)
+        events
             .into_iter()
             .map(|event| PluginEventView {
-                at: format_rfc3339(event.at_millis),
-                event,
+                seq: event.seq,
+                at: format_rfc3339(event.at),
+                kind: event.kind,
+                name: event.name,
+                version: event.version,
+                previous: event.previous,
+                digest: event.digest,
+                actor: event.actor,
+                replica: event.replica,
+                file: event.file,
+                reason: event.reason,
             })
             .collect(),
     ))

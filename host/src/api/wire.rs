@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::UseCaseLimits;
-use crate::plugins::{Plugin, PluginSource};
+use crate::plugins::Plugin;
 use crate::store::{DataFile, ExecutionRecord, JobRecord, JobSummary, Millis};
 
 /// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
@@ -92,8 +92,21 @@ pub struct JobView {
     pub created_at: String,
     /// When the job ended (`end_at`), in RFC 3339; null until it ends.
     pub ended_at: Option<String>,
+    /// The component the job was bound to at acceptance; each execution's `plugin` says what
+    /// ran. Null for a job accepted before jobs were bound.
+    pub plugin: Option<BindingView>,
+    /// The job this one reruns, if it is a rerun.
+    pub rerun_of: Option<String>,
     /// One entry per attempt, keyed by execution id (time-ordered ids, so in attempt order).
     pub executions: BTreeMap<String, ExecutionView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BindingView {
+    pub version: String,
+    pub digest: String,
+    /// What the launch asked for after `@`; null for the current version then.
+    pub requested: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -147,6 +160,12 @@ impl JobStatusResponse {
             end_at: job.ended_at.map(format_timestamp).unwrap_or_default(),
             created_at: format_rfc3339(job.created_at),
             ended_at: job.ended_at.map(format_rfc3339),
+            plugin: job.binding.map(|binding| BindingView {
+                version: binding.version,
+                digest: binding.digest,
+                requested: binding.requested,
+            }),
+            rerun_of: job.rerun_of,
             executions: job
                 .executions
                 .into_iter()
@@ -284,8 +303,10 @@ pub struct ProblemSummary {
     pub aliases: Vec<String>,
     pub description: String,
     pub digest: String,
-    /// `built-in`, or the file it was loaded from.
-    pub source: String,
+    /// `built-in`, `store` or `directory` (this replica's plugins directory).
+    pub source: &'static str,
+    /// The file's name, for a plugin from the plugins directory.
+    pub file: Option<String>,
     /// RFC 3339.
     pub loaded_at: String,
     pub media_types: Vec<String>,
@@ -320,14 +341,9 @@ impl ProblemSummary {
             aliases: plugin.info.aliases.clone(),
             description: plugin.info.description.clone(),
             digest: plugin.digest.clone(),
-            source: match &plugin.source {
-                PluginSource::BuiltIn => "built-in".to_owned(),
-                // The file's name only: the server's directories are nobody's business.
-                PluginSource::File(path) => format!(
-                    "file:{}",
-                    path.file_name().unwrap_or_default().to_string_lossy()
-                ),
-            },
+            source: plugin.source.kind(),
+            // The file's name only: the server's directories are nobody's business.
+            file: plugin.source.file_name(),
             loaded_at: format_rfc3339(plugin.loaded_at.timestamp_millis()),
             media_types: plugin.info.media_types.clone(),
         }

@@ -191,6 +191,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_MAX_DATASET_BYTES", default_value = "256MiB", value_parser = parse_bytes)]
     pub max_dataset_bytes: u64,
 
+    /// The largest component `POST /plugins` accepts (`64MiB`...).
+    #[arg(long, env = "CASELOAD_MAX_PLUGIN_BYTES", default_value = "64MiB", value_parser = parse_bytes)]
+    pub max_plugin_bytes: u64,
+
     /// Memory for inline job bodies read and checked at once, each counted as 16 times its
     /// declared length (what parsing it may take); beyond, a submission waits up to 2 s for
     /// room, then gets 503 with Retry-After [default: a thirty-second of the memory, 64 MiB

@@ -49,6 +49,22 @@ pub enum PluginCommand {
         #[command(flatten)]
         run: CheckArgs,
     },
+    /// Publish a component to a server's store (`POST /plugins`): the server checks it as
+    /// `check` does, keeps it under its name and version, and every replica serves it.
+    /// Needs an administrator's token. Exits with status 1 if the server refuses it.
+    Publish {
+        /// The plugin file (a `.wasm` component).
+        file: PathBuf,
+        /// The server's address.
+        #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// An administrator's bearer token (`POST /login`).
+        #[arg(long, env = "CASELOAD_TOKEN", hide_env_values = true)]
+        token: String,
+        /// Keep the current version as it is; the new one serves pinned launches only.
+        #[arg(long)]
+        no_current: bool,
+    },
     /// Rebuild the project in DIR on every change to its sources, check it, and publish the
     /// component into a server's plugins directory (written aside, then renamed into place).
     /// A failed build or check publishes nothing.

@@ -1,5 +1,7 @@
-//! `caseload plugin check`: loads a plugin file as the server would, runs its example inputs
-//! and says what it would serve, or why the server would refuse it, before it is dropped in.
+//! A plugin's check: loaded as the server loads it, its example inputs run through the steps
+//! of a job, and what it would serve reported, or why the server would refuse it. The same
+//! check stands before `caseload plugin check`'s report, `plugin watch`'s publish and the
+//! server's `POST /plugins`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::{Plugin, PluginRegistry, PluginSource};
 use crate::config::UseCaseLimits;
 use crate::options::JobOptions;
-use crate::plugins::{Plugin, PluginRegistry, PluginSource};
 use crate::runtime::{
     BoundedLog, CallError, ExecutionObserver, Limits, PLUGIN_WORLD, RunOptions, Runtime,
     RuntimeConfig,
@@ -63,7 +65,7 @@ const MAX_OUTPUT_SHOWN: usize = 400;
 /// and `run`, and checks each output against the output schema.
 #[derive(Debug)]
 pub struct Checker {
-    registry: PluginRegistry,
+    registry: Arc<PluginRegistry>,
     built_ins: Vec<Arc<Plugin>>,
     options: CheckOptions,
     /// The limits of the server's submission-time calls: `describe` and `validate`.
@@ -86,32 +88,49 @@ impl Checker {
         };
         let registry = PluginRegistry::new(runtime, call_limits);
         registry.load_built_ins()?;
-        let built_ins = registry.list();
-        Ok(Checker {
+        Ok(Checker::with_registry(
+            Arc::new(registry),
+            options,
+            call_limits,
+        ))
+    }
+
+    /// A checker that loads with a server's registry (its engine, its compile cache), as
+    /// `POST /plugins` does: nothing is put in service by the check.
+    pub fn with_registry(
+        registry: Arc<PluginRegistry>,
+        options: CheckOptions,
+        call_limits: Limits,
+    ) -> Checker {
+        let built_ins = registry
+            .list()
+            .into_iter()
+            .filter(|plugin| plugin.source == PluginSource::BuiltIn)
+            .collect();
+        Checker {
             registry,
             built_ins,
             options,
             call_limits,
-        })
+        }
     }
 
     /// Checks one file.
     pub fn check(&self, path: &Path) -> Checked {
+        match std::fs::read(path) {
+            Ok(wasm) => self.check_bytes(&wasm, PluginSource::File(path.to_owned())),
+            Err(error) => Checked {
+                report: Vec::new(),
+                outcome: Err(Failure::Refused(format!("cannot read it: {error}"))),
+            },
+        }
+    }
+
+    /// Checks a component's bytes, as if loaded from `source`.
+    pub fn check_bytes(&self, wasm: &[u8], source: PluginSource) -> Checked {
         let mut report = Vec::new();
-        let wasm = match std::fs::read(path) {
-            Ok(wasm) => wasm,
-            Err(error) => {
-                return Checked {
-                    report,
-                    outcome: Err(Failure::Refused(format!("cannot read it: {error}"))),
-                };
-            }
-        };
         let started = Instant::now();
-        let plugin = match self
-            .registry
-            .load(&wasm, PluginSource::File(path.to_owned()))
-        {
+        let plugin = match self.registry.load(wasm, source) {
             Ok(plugin) => plugin,
             Err(error) => {
                 return Checked {
@@ -312,36 +331,6 @@ impl Checker {
         }
         lines
     }
-}
-
-/// `caseload plugin check FILE...`: one report per file; true if every file would load and
-/// pass its examples.
-pub fn check_plugins(files: &[PathBuf], options: CheckOptions) -> anyhow::Result<bool> {
-    let checker = Checker::new(options)?;
-    let mut all_pass = true;
-    for path in files {
-        let checked = checker.check(path);
-        let mut lines = checked.report.iter();
-        let path = path.display();
-        match (lines.next(), &checked.outcome) {
-            (Some(headline), Ok(_) | Err(Failure::Input(_))) => {
-                println!("{path}: loads: {headline}")
-            }
-            (Some(headline), Err(Failure::Refused(_))) => println!("{path}: refused: {headline}"),
-            (None, Err(failure)) => println!("{path}: {failure}"),
-            (None, Ok(_)) => println!("{path}: loads"),
-        }
-        for line in lines {
-            println!("{line}");
-        }
-        if let Err(failure) = &checked.outcome {
-            all_pass = false;
-            if !checked.report.is_empty() {
-                println!("  {failure}");
-            }
-        }
-    }
-    Ok(all_pass)
 }
 
 /// A schema in one line: its type and its top-level properties, the required ones marked.

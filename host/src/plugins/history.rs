@@ -1,35 +1,17 @@
-//! What happened to the plugins lately: loads, replacements, removals and refused files, for
-//! people watching the service (`GET /plugin_events`, the console). The server log says the
-//! same at the time; this keeps the last few for whoever looks later.
+//! What this replica did with its plugins by itself (loads, replacements, removals, refused
+//! files and components), kept until [`super::sync`] writes it to the store, where
+//! `GET /plugin_events` reads every replica's and the registry's changes together. The
+//! server log says the same at the time.
 
-use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// Events kept; older ones are dropped.
+use crate::store::{PluginEvent, now_millis};
+
+/// Events kept while the store cannot take them; older ones are dropped.
 const KEPT: usize = 200;
 
-/// One change to the plugins in service, or a file that could not join them.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PluginEvent {
-    /// Counts up from 1 for the life of the process.
-    pub seq: u64,
-    /// When, in milliseconds since the epoch.
-    #[serde(skip)]
-    pub at_millis: i64,
-    pub kind: PluginEventKind,
-    /// The use case's name, where one was read.
-    pub name: Option<String>,
-    pub version: Option<String>,
-    pub digest: Option<String>,
-    /// The file's name (not its directory), for plugins from files.
-    pub file: Option<String>,
-    /// Why a file was refused.
-    pub reason: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PluginEventKind {
     /// A use case came into service.
     Loaded,
@@ -37,8 +19,19 @@ pub enum PluginEventKind {
     Replaced,
     /// A file went, and its use case with it.
     Removed,
-    /// A file could not be loaded; whatever served before serves on.
+    /// A file or a stored component could not be loaded; whatever served before serves on.
     Refused,
+}
+
+impl PluginEventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginEventKind::Loaded => "loaded",
+            PluginEventKind::Replaced => "replaced",
+            PluginEventKind::Removed => "removed",
+            PluginEventKind::Refused => "refused",
+        }
+    }
 }
 
 /// What an event says of the plugin it is about.
@@ -51,22 +44,17 @@ pub struct Subject<'a> {
     pub reason: Option<String>,
 }
 
+/// The events not yet in the store.
 #[derive(Debug, Default)]
 pub struct PluginHistory {
-    events: Mutex<(u64, VecDeque<PluginEvent>)>,
+    events: Mutex<Vec<PluginEvent>>,
 }
 
 impl PluginHistory {
     pub fn record(&self, kind: PluginEventKind, subject: Subject<'_>) {
-        let mut events = self
-            .events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        events.0 += 1;
         let event = PluginEvent {
-            seq: events.0,
-            at_millis: chrono::Utc::now().timestamp_millis(),
-            kind,
+            at: now_millis(),
+            kind: kind.as_str().to_owned(),
             name: subject.name.map(str::to_owned),
             version: subject.version.map(str::to_owned),
             digest: subject.digest.map(str::to_owned),
@@ -75,23 +63,33 @@ impl PluginHistory {
                 Some(path) => hide_directory(&reason, path),
                 None => reason,
             }),
+            ..PluginEvent::default()
         };
-        if events.1.len() == KEPT {
-            events.1.pop_front();
+        let mut events = self.lock();
+        if events.len() == KEPT {
+            events.remove(0);
         }
-        events.1.push_back(event);
+        events.push(event);
     }
 
-    /// The events after `after`, oldest first.
-    pub fn since(&self, after: u64) -> Vec<PluginEvent> {
+    /// The events recorded since the last call, oldest first.
+    pub fn take(&self) -> Vec<PluginEvent> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// Puts back events the store could not take, before any recorded since.
+    pub fn put_back(&self, mut events: Vec<PluginEvent>) {
+        let mut kept = self.lock();
+        events.append(&mut kept);
+        let excess = events.len().saturating_sub(KEPT);
+        events.drain(..excess);
+        *kept = events;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PluginEvent>> {
         self.events
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .1
-            .iter()
-            .filter(|event| event.seq > after)
-            .cloned()
-            .collect()
     }
 }
 
@@ -127,14 +125,16 @@ mod tests {
                 },
             );
         }
-        let events = history.since(0);
+        let events = history.take();
         assert_eq!(events.len(), KEPT);
-        assert_eq!(events[0].seq, 6);
+        assert_eq!(events[0].kind, "refused");
         assert_eq!(events[0].file.as_deref(), Some("bad.wasm"));
         assert_eq!(
             events[0].reason.as_deref(),
             Some("cannot read bad.wasm: denied")
         );
-        assert_eq!(history.since(KEPT as u64 + 4).len(), 1);
+        assert!(history.take().is_empty());
+        history.put_back(events);
+        assert_eq!(history.take().len(), KEPT);
     }
 }

@@ -61,6 +61,10 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// excludes every other writer already).
     const LOCK_USER: Option<&'static str>;
 
+    /// A statement that tells every replica at commit that the plugins the store lists
+    /// changed, where the backend can (`None`: replicas poll).
+    const ANNOUNCE_PLUGINS: Option<&'static str>;
+
     /// A statement that makes the transaction's webhook claim the only one until it commits,
     /// where the claim statement alone is not.
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str>;
@@ -100,7 +104,7 @@ where
 {
     Ok(match write {
         Write::InsertJob(job) => {
-            let jobs = std::slice::from_ref(job);
+            let jobs = std::slice::from_ref(job.as_ref());
             Outcome::Inserted(match check_job_quotas::<B>(connection, jobs).await? {
                 Some(refusal) => Inserted::Refused(refusal),
                 None => insert_job::<B>(connection, job).await?,

@@ -22,7 +22,7 @@ const MAX_BATCH: usize = 256;
 /// One write a batch can carry.
 #[derive(Debug)]
 pub(crate) enum Write {
-    InsertJob(NewJob),
+    InsertJob(Box<NewJob>),
     /// Jobs stored together or not at all.
     InsertJobs(Vec<NewJob>),
     Claim {
@@ -198,7 +198,7 @@ impl Batcher {
     }
 
     pub(crate) async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError> {
-        match self.submit(Write::InsertJob(job.clone())).await? {
+        match self.submit(Write::InsertJob(Box::new(job.clone()))).await? {
             Outcome::Inserted(inserted) => Ok(inserted),
             other => Err(unexpected(&other)),
         }

@@ -10,7 +10,7 @@ use super::users::quota_state;
 use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
 
 /// An uploaded dataset, as `GET /data_file/<id>` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DataFile {
     pub id: String,
     pub owner_id: String,

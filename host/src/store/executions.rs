@@ -9,6 +9,7 @@ use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::batch::Write;
 use super::jobs::JobDataset;
 use super::outcome::{JobEnds, Retry};
+use super::plugins::PluginBinding;
 use super::rows::{Columns, FromRow};
 use super::{ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql};
 
@@ -73,6 +74,8 @@ pub struct ClaimedJob {
     pub attempt: u32,
     pub created_at: Millis,
     pub dataset: Option<JobDataset>,
+    /// The component it was bound to at acceptance.
+    pub binding: Option<PluginBinding>,
 }
 
 /// How an execution ended, written in one transaction with the job's new status, which
@@ -339,6 +342,7 @@ impl FromRow for ClaimedJob {
             options: row.text("options")?,
             attempt: attempt_from(row.integer("attempts")?)?,
             dataset: Option::<JobDataset>::from_row(row)?,
+            binding: Option::<PluginBinding>::from_row(row)?,
         })
     }
 }

@@ -7,6 +7,7 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::executions::ExecutionRecord;
+use super::plugins::PluginBinding;
 use super::rows::{self, Columns, FromRow};
 use super::users::quota_state;
 use super::{
@@ -69,6 +70,10 @@ pub struct NewJob {
     pub callback_url: Option<String>,
     /// The quotas it is checked against, where its owner has none of its own.
     pub quotas: Quotas,
+    /// The component it runs, bound at acceptance.
+    pub binding: PluginBinding,
+    /// The job it runs again, for a rerun.
+    pub rerun_of: Option<String>,
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
@@ -89,6 +94,11 @@ pub struct JobRecord {
     pub created_at: Millis,
     pub ended_at: Option<Millis>,
     pub labels: Option<String>,
+    /// The component it was bound to at acceptance (`None` for a job accepted before jobs
+    /// were bound).
+    pub binding: Option<PluginBinding>,
+    /// The job it runs again, for a rerun.
+    pub rerun_of: Option<String>,
     pub executions: Vec<ExecutionRecord>,
 }
 
@@ -124,9 +134,15 @@ pub struct JobFilter {
 /// What a job was launched with.
 #[derive(Debug, Clone)]
 pub struct JobInput {
+    /// The use case's name.
+    pub problem: String,
     /// The inline input, or for a dataset job the parameters given beside it (or nothing).
     pub input: String,
     pub dataset: Option<JobDataset>,
+    /// The options it ran with, every default applied (a [`crate::options::JobOptions`]).
+    pub options: String,
+    pub labels: Option<String>,
+    pub binding: Option<PluginBinding>,
 }
 
 /// The job's output, or where the job is instead.
@@ -265,6 +281,8 @@ where
         transaction.commit().await?;
         Ok(Some(JobRecord::new(
             JobSummary::from_row(&row)?,
+            Option::<PluginBinding>::from_row(&row)?,
+            row.text_or_null("rerun_of")?,
             executions,
         )))
     }
@@ -485,6 +503,10 @@ where
         .bind(i64::from(job.priority))
         .bind(job.labels.as_deref())
         .bind(job.callback_url.as_deref())
+        .bind(&job.binding.version)
+        .bind(&job.binding.digest)
+        .bind(job.binding.requested.as_deref())
+        .bind(job.rerun_of.as_deref())
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {
@@ -642,8 +664,12 @@ impl FromRow for Option<JobDataset> {
 impl FromRow for JobInput {
     fn from_row(row: &impl Columns) -> Result<JobInput, StoreError> {
         Ok(JobInput {
+            problem: row.text("problem")?,
             input: row.text("input")?,
             dataset: Option::<JobDataset>::from_row(row)?,
+            options: row.text("options")?,
+            labels: row.text_or_null("labels")?,
+            binding: Option::<PluginBinding>::from_row(row)?,
         })
     }
 }
@@ -660,7 +686,12 @@ impl FromRow for JobOutput {
 }
 
 impl JobRecord {
-    fn new(summary: JobSummary, executions: Vec<ExecutionRecord>) -> JobRecord {
+    fn new(
+        summary: JobSummary,
+        binding: Option<PluginBinding>,
+        rerun_of: Option<String>,
+        executions: Vec<ExecutionRecord>,
+    ) -> JobRecord {
         JobRecord {
             id: summary.id,
             problem: summary.problem,
@@ -668,6 +699,8 @@ impl JobRecord {
             created_at: summary.created_at,
             ended_at: summary.ended_at,
             labels: summary.labels,
+            binding,
+            rerun_of,
             executions,
         }
     }

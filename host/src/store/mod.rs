@@ -15,6 +15,7 @@ mod datasets;
 mod executions;
 mod jobs;
 mod outcome;
+mod plugins;
 mod postgres;
 mod rows;
 pub mod scratch;
@@ -37,6 +38,9 @@ pub use self::jobs::{
     JobRecord, JobSummary, NewJob,
 };
 pub use self::outcome::{JobEnd, Retry};
+pub use self::plugins::{
+    Actor, Catalog, PluginBinding, PluginCatalog, PluginEvent, Published, StoredVersion,
+};
 pub use self::postgres::PostgresStore;
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite::SqliteStore;
@@ -206,9 +210,15 @@ pub struct Lease {
 
 /// Everything the server stores: each capability is a trait of its own, in its own file,
 /// and every backend has them all.
-pub trait JobStore: Users + JobQueue + Executions + DataSets + Webhooks + Service {}
+pub trait JobStore:
+    Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog
+{
+}
 
-impl<S> JobStore for S where S: Users + JobQueue + Executions + DataSets + Webhooks + Service {}
+impl<S> JobStore for S where
+    S: Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog
+{
+}
 
 /// What the store reports to this process about jobs other processes changed. The layers
 /// above implement it, so the store needs nothing of them.
@@ -220,6 +230,8 @@ pub trait JobEvents: Send + Sync {
     /// Jobs changed as clients see them (status, progress, log), on any replica, once
     /// committed.
     fn jobs_changed(&self, _changes: &[JobChange]) {}
+    /// The plugins the store lists changed (on PostgreSQL, on any replica).
+    fn plugins_changed(&self) {}
 }
 
 impl std::fmt::Debug for dyn JobEvents {
@@ -253,5 +265,9 @@ impl JobEvents for EventFanout {
         self.0
             .iter()
             .for_each(|events| events.jobs_changed(changes));
+    }
+
+    fn plugins_changed(&self) {
+        self.0.iter().for_each(|events| events.plugins_changed());
     }
 }

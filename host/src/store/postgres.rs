@@ -79,6 +79,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         17,
         include_str!("../../migrations/postgres/0017_admins.sql"),
     ),
+    (
+        18,
+        include_str!("../../migrations/postgres/0018_plugin_registry.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -101,6 +105,9 @@ const CANCEL_CHANNEL: &str = "caseload_cancel";
 /// lines, at most [`CHANGES_PAYLOAD`] bytes per notification.
 const CHANGES_CHANNEL: &str = "caseload_job_changes";
 
+/// The channel every change to the plugins the store lists is announced on.
+const PLUGINS_CHANNEL: &str = "caseload_plugins";
+
 /// Below PostgreSQL's 8,000-byte limit on a notification's payload.
 const CHANGES_PAYLOAD: usize = 7_000;
 
@@ -114,7 +121,7 @@ const CLAIM: &str = "WITH picked AS (
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      FROM picked WHERE jobs.id = picked.picked_id
-     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
+     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested";
 
 /// Serialises webhook claims across replicas, so that each counts the deliveries in flight
 /// that the others claimed ("webhooks" in ASCII).
@@ -321,6 +328,7 @@ impl Backend for PostgresStore {
     const CLAIM: &'static str = CLAIM;
 
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = Some(LOCK_WEBHOOK_CLAIMS);
+    const ANNOUNCE_PLUGINS: Option<&'static str> = Some("NOTIFY caseload_plugins");
 
     const LOCK_USER: Option<&'static str> = Some("SELECT id FROM users WHERE id = $1 FOR UPDATE");
 
@@ -438,13 +446,14 @@ impl Backend for PostgresStore {
 async fn listen(pool: &PgPool, events: &dyn JobEvents) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
     listener
-        .listen_all([CHANNEL, CANCEL_CHANNEL, CHANGES_CHANNEL])
+        .listen_all([CHANNEL, CANCEL_CHANNEL, CHANGES_CHANNEL, PLUGINS_CHANNEL])
         .await?;
     loop {
         let notification = listener.recv().await?;
         match notification.channel() {
             CANCEL_CHANNEL => events.cancel_requested(notification.payload()),
             CHANGES_CHANNEL => events.jobs_changed(&parse_changes(notification.payload())),
+            PLUGINS_CHANNEL => events.plugins_changed(),
             _ => events.jobs_pending(),
         }
     }

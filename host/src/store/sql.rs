@@ -91,8 +91,8 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15,
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19,
          COALESCE(
              CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
                   WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
@@ -128,7 +128,8 @@ pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
 
 pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {} FROM jobs WHERE id = $1 AND owner_id = $2",
+        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of
+         FROM jobs WHERE id = $1 AND owner_id = $2",
         *JOB_COLUMNS
     )
 });
@@ -264,11 +265,12 @@ pub(super) const DATA_FILE: &str = "SELECT * FROM data_files WHERE id = $1 AND o
 pub(super) const DELETE_DATA_FILE: &str =
     "DELETE FROM data_files WHERE id = $1 AND owner_id = $2 RETURNING blob_id, size";
 
-/// A completed blob goes once neither a data file nor a job refers to it.
+/// A completed blob goes once neither a data file, a job nor a plugin version refers to it.
 pub(super) const DROP_UNREFERENCED_BLOB: &str = "DELETE FROM blobs
      WHERE id = $1 AND sha256 IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM data_files WHERE blob_id = $1)
-       AND NOT EXISTS (SELECT 1 FROM jobs WHERE data_blob_id = $1)";
+       AND NOT EXISTS (SELECT 1 FROM jobs WHERE data_blob_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM plugin_versions WHERE blob_id = $1)";
 
 pub(super) const BLOB_SIZE: &str = "SELECT size FROM blobs WHERE id = $1 AND sha256 IS NOT NULL";
 
@@ -282,6 +284,7 @@ pub(super) const SWEEP_UNREFERENCED_BLOBS: &str = "DELETE FROM blobs WHERE id IN
          WHERE sha256 IS NOT NULL
            AND NOT EXISTS (SELECT 1 FROM data_files WHERE data_files.blob_id = blobs.id)
            AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.data_blob_id = blobs.id)
+           AND NOT EXISTS (SELECT 1 FROM plugin_versions WHERE plugin_versions.blob_id = blobs.id)
          LIMIT $1)";
 
 pub(super) const CANCEL_PENDING: &str = "UPDATE jobs
@@ -377,7 +380,7 @@ pub(super) const ENDED_PER_MINUTE: &str = "SELECT ended_at / 60000 AS minute, CO
      FROM jobs WHERE ended_at >= $1 GROUP BY ended_at / 60000";
 
 /// What a job was launched with: its inline input, or its dataset's reference.
-pub(super) const JOB_INPUT: &str = "SELECT input, data_file_id, data_blob_id, data_media_type
+pub(super) const JOB_INPUT: &str = "SELECT problem, input, options, labels, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested
      FROM jobs WHERE id = $1 AND owner_id = $2";
 
 /// An owner's jobs per status as clients see it.
@@ -386,3 +389,38 @@ pub(super) static JOB_COUNTS: LazyLock<String> = LazyLock::new(|| {
         "SELECT {CLIENT_STATUS} AS status, COUNT(*) AS jobs FROM jobs WHERE owner_id = $1 GROUP BY 1"
     )
 });
+
+/// The plugin registry's statements ([`super::plugins`]).
+pub(super) const PLUGIN_VERSION: &str =
+    "SELECT sha256 FROM plugin_versions WHERE name = $1 AND version = $2";
+
+pub(super) const INSERT_PLUGIN_VERSION: &str = "INSERT INTO plugin_versions
+     (name, version, sha256, blob_id, world, size, published_by, published_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+pub(super) const PLUGIN_VERSIONS: &str =
+    "SELECT * FROM plugin_versions ORDER BY name, published_at, version";
+
+pub(super) const PLUGIN_CURRENT: &str = "SELECT name, version FROM plugin_current";
+
+pub(super) const CURRENT_VERSION_OF: &str = "SELECT version FROM plugin_current WHERE name = $1";
+
+pub(super) const SET_CURRENT_VERSION: &str =
+    "INSERT INTO plugin_current (name, version, changed_at) VALUES ($1, $2, $3)
+     ON CONFLICT (name) DO UPDATE SET version = excluded.version, changed_at = excluded.changed_at";
+
+pub(super) const RETIRE_PLUGIN_VERSION: &str = "UPDATE plugin_versions SET retired_at = $3
+     WHERE name = $1 AND version = $2 AND retired_at IS NULL";
+
+pub(super) const INSERT_PLUGIN_EVENT: &str = "INSERT INTO plugin_events
+     (at, kind, name, version, previous, digest, actor, replica, file, reason)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+pub(super) const PLUGIN_EVENTS: &str =
+    "SELECT * FROM plugin_events WHERE seq > $1 ORDER BY seq LIMIT $2";
+
+pub(super) const LAST_PLUGIN_EVENT: &str = "SELECT COALESCE(MAX(seq), 0) FROM plugin_events";
+
+pub(super) const JOBS_OF_DIGEST: &str = "SELECT COUNT(*) FROM jobs WHERE plugin_digest = $1";
+
+pub(super) const COMPONENT_BLOB: &str = "SELECT blob_id FROM plugin_versions WHERE sha256 = $1";

@@ -72,6 +72,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/sqlite/0016_webhook_claims.sql"),
     ),
     (17, include_str!("../../migrations/sqlite/0017_admins.sql")),
+    (
+        18,
+        include_str!("../../migrations/sqlite/0018_plugin_registry.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
@@ -80,7 +84,7 @@ const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id LIMIT $2)
-     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type";
+     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -225,6 +229,7 @@ impl Backend for SqliteStore {
 
     // One statement on the one writer connection: claims are serial already.
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = None;
+    const ANNOUNCE_PLUGINS: Option<&'static str> = None;
 
     const LOCK_USER: Option<&'static str> = None;
 

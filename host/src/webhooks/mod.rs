@@ -7,7 +7,6 @@
 //! receiver that never answers delays only its own callbacks.
 
 pub mod policy;
-mod post;
 pub mod sign;
 
 use std::sync::Arc;
@@ -166,11 +165,21 @@ async fn send(
         ("webhook-id", delivery.id.clone()),
         ("webhook-timestamp", timestamp.to_string()),
         ("webhook-signature", signature),
+        ("content-type", "application/json".to_owned()),
     ];
     let attempt = async {
         let address = policy.resolve(&url).await?;
         // To the address just checked: a second lookup could answer another.
-        post::post(&url, address, &headers, body).await
+        crate::http_post::post(crate::http_post::Post {
+            url: &url,
+            address,
+            headers: &headers,
+            body: body.into(),
+            read_at_most: 0,
+            user_agent: concat!("caseload-webhooks/", env!("CARGO_PKG_VERSION")),
+        })
+        .await
+        .map(|answer| answer.status)
     };
     let status = tokio::time::timeout(ATTEMPT_TIMEOUT, attempt)
         .await

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::local_jobs::LocalJobs;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
-use crate::plugins::PluginRegistry;
+use crate::plugins::PluginSync;
 use crate::store::JobStore;
 
 /// Short jobs are claimed several at a time, so that one commit serves many of them; a job
@@ -22,7 +22,8 @@ pub(super) const MAX_CLAIM: u32 = 32;
 /// What every worker shares.
 pub(super) struct WorkerContext {
     pub(super) store: Arc<dyn JobStore>,
-    pub(super) registry: Arc<PluginRegistry>,
+    /// The registry, and the store's components it loads on demand.
+    pub(super) plugins: Arc<PluginSync>,
     pub(super) limits: JobLimits,
     pub(super) local: Arc<LocalJobs>,
     pub(super) metrics: Arc<Metrics>,

@@ -160,6 +160,7 @@ mod tests {
             attempt: 1,
             created_at: 0,
             dataset: None,
+            binding: None,
         };
         local.queue_claimed(vec![claim]);
         let queue = local.claimed.lock().expect("the queue");

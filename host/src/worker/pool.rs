@@ -16,7 +16,7 @@ use super::leases::HeldLeases;
 use super::local_jobs::LocalJobs;
 use crate::config::JobLimits;
 use crate::metrics::{ExecutionOutcome, Metrics};
-use crate::plugins::PluginRegistry;
+use crate::plugins::{Plugin, PluginSync};
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef, QueuedWrite,
     Retry, now_millis,
@@ -53,7 +53,7 @@ impl WorkerPool {
     pub fn start(
         count: usize,
         store: Arc<dyn JobStore>,
-        registry: Arc<PluginRegistry>,
+        plugins: Arc<PluginSync>,
         limits: JobLimits,
         local: Arc<LocalJobs>,
         metrics: Arc<Metrics>,
@@ -61,7 +61,7 @@ impl WorkerPool {
     ) -> WorkerPool {
         let context = Arc::new(WorkerContext {
             store,
-            registry,
+            plugins,
             limits,
             local,
             metrics,
@@ -292,6 +292,43 @@ fn run_guarded(
     }))
 }
 
+/// The component a job runs: the one it was bound to at acceptance, on this replica
+/// already or fetched from the store now. A job bound to a plugins directory's file that has
+/// changed since (its bytes are nowhere now) runs what serves its use case here, unless it
+/// asked for that version: the directory is the development path, where the newest build is
+/// what an author wants run.
+fn plugin_for(context: &WorkerContext, claim: &ClaimedJob) -> Result<Arc<Plugin>, String> {
+    let registry = context.plugins.registry();
+    let Some(binding) = &claim.binding else {
+        // Accepted before jobs were bound.
+        return registry
+            .resolve(&claim.problem)
+            .ok_or_else(|| format!("the use case {:?} is no longer loaded", claim.problem));
+    };
+    if let Some(plugin) = registry.by_digest(&binding.digest) {
+        return Ok(plugin);
+    }
+    match context
+        .runtime
+        .block_on(context.plugins.component(&binding.digest))
+    {
+        Ok(Some(plugin)) => return Ok(plugin),
+        Ok(None) => {}
+        Err(error) => {
+            tracing::warn!(%error, digest = %binding.digest, "cannot fetch a stored plugin");
+        }
+    }
+    if binding.requested.is_none()
+        && let Some(plugin) = registry.resolve(&claim.problem)
+    {
+        return Ok(plugin);
+    }
+    Err(format!(
+        "{} {} ({}) is not available on this replica",
+        claim.problem, binding.version, binding.digest
+    ))
+}
+
 fn run_claimed(
     context: &WorkerContext,
     claim: ClaimedJob,
@@ -308,17 +345,25 @@ fn run_claimed(
     );
     crate::telemetry::join_job_trace(&span, &job_id);
     let _entered = span.enter();
-    let plugin = context.registry.resolve(&claim.problem);
+    let plugin = plugin_for(context, &claim);
     let plugin_ref = match &plugin {
-        Some(plugin) => PluginRef {
+        Ok(plugin) => PluginRef {
             name: plugin.info.name.clone(),
             version: plugin.info.version.clone(),
             digest: plugin.digest.clone(),
         },
-        None => PluginRef {
+        Err(_) => PluginRef {
             name: claim.problem.clone(),
-            version: String::new(),
-            digest: String::new(),
+            version: claim
+                .binding
+                .as_ref()
+                .map(|binding| binding.version.clone())
+                .unwrap_or_default(),
+            digest: claim
+                .binding
+                .as_ref()
+                .map(|binding| binding.digest.clone())
+                .unwrap_or_default(),
         },
     };
     // Queued, not awaited: the run needs nothing from it, and the end is queued behind it.
@@ -334,12 +379,8 @@ fn run_claimed(
     let waited = Duration::from_millis(now_millis().saturating_sub(claim.created_at).max(0) as u64);
     context.metrics.execution_started(&claim.problem, waited);
     let end = match plugin {
-        Some(plugin) => execute(context, &claim, execution_id, &plugin, interrupt),
-        None => failed(
-            execution_id,
-            ErrorCode::PluginError,
-            format!("the use case {:?} is no longer loaded", claim.problem),
-        ),
+        Ok(plugin) => execute(context, &claim, execution_id, &plugin, interrupt),
+        Err(why) => failed(execution_id, ErrorCode::PluginError, why),
     };
     context.metrics.execution_ended(ExecutionOutcome {
         problem: &claim.problem,

@@ -132,6 +132,12 @@ fn new_job(owner: &User) -> NewJob {
         labels: None,
         callback_url: None,
         quotas: Quotas::default(),
+        binding: PluginBinding {
+            version: "1.0.0".into(),
+            digest: format!("sha256:{}", "0".repeat(64)),
+            requested: None,
+        },
+        rerun_of: None,
     }
 }
 

@@ -2,7 +2,10 @@
 //! and answers with its own version, so that a test can tell which build ran a job. Its
 //! `validate` sleeps `validate_sleep_ms`, which holds a submission open for as long;
 //! `sleep_ms` is a parameter that may stand beside a data file. Cargo
-//! features make the variants: `v2` declares 2.0.0 instead of 1.0.0; `describe-panics`,
+//! features make the variants: `v2` and `v3` declare 2.0.0 and 3.0.0 instead of 1.0.0;
+//! `other-bytes` is 1.0.0 built differently; `bench-version` declares `9.0.0-r00`, a marker
+//! the registry bench rewrites to make as many versions as it wants; `bad-example` lists an example its schema
+//! refuses; `describe-panics`,
 //! `describe-loops` and `bad-schema` are plugins the host must refuse to load. Built by the host's build script
 //! for the end-to-end tests; never shipped.
 
@@ -14,12 +17,29 @@ use serde_json::{Value, json};
 
 const VERSION: &str = if cfg!(feature = "v2") {
     "2.0.0"
+} else if cfg!(feature = "v3") {
+    "3.0.0"
+} else if cfg!(feature = "bench-version") {
+    "9.0.0-r00"
 } else {
     "1.0.0"
 };
 
+const DESCRIPTION: &str = if cfg!(feature = "other-bytes") {
+    "Sleeps, then answers with its version (test guest, rebuilt)."
+} else {
+    "Sleeps, then answers with its version (test guest)."
+};
+
 const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
     r#"{"type": "no-such-type"}"#
+} else if cfg!(feature = "bad-example") {
+    r#"{
+        "type": "object",
+        "properties": {"sleep_ms": {"type": "integer", "minimum": 0}},
+        "additionalProperties": false,
+        "examples": [{"sleep_ms": "soon"}]
+    }"#
 } else {
     r#"{
         "type": "object",
@@ -61,7 +81,7 @@ impl UseCase for Versioned {
             name: "versioned",
             version: VERSION,
             aliases: &["urn:caseload:test:versioned"],
-            description: "Sleeps, then answers with its version (test guest).",
+            description: DESCRIPTION,
             input_schema: INPUT_SCHEMA,
             output_schema: r#"{"type": "object", "required": ["version"]}"#,
             media_types: &["application/json"],
