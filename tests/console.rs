@@ -1,9 +1,10 @@
 //! The web console in a real headless Chromium (Debian's `chromium` and `chromium-driver`),
 //! driven by selenium from `tests/console/drive.py` against the real server: sign in with
-//! the keyboard, see a plugin dropped into the plugins directory appear, launch max-cut from
-//! the form, upload G1 and watch its progress and its picture, cancel a long job, read the
-//! jobs and service pages, on a desktop and a phone-sized screen; no console error, no CSP
-//! violation, no serious axe-core violation. The browser runs in Tokyo's time zone, so a
+//! the keyboard, see a plugin dropped into the plugins directory appear, read max-cut's
+//! versions, launch it from the form and rerun the job from its page, upload G1 and watch
+//! its progress and its picture, cancel a long job, read the jobs and service pages, on a
+//! desktop and a phone-sized screen; no console error, no CSP violation, no serious
+//! axe-core violation. The browser runs in Tokyo's time zone, so a
 //! time read or shown as if it were UTC (or UTC as if it were local) is 9 hours off and fails.
 
 use std::process::Command;

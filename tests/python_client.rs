@@ -1,5 +1,6 @@
 //! The Python client in `clients/python` against the real server: its pytest suite, run with
-//! the server's address in its environment.
+//! the server's address in its environment, and the test guests' directory for the tests
+//! that publish components.
 
 use std::process::Command;
 
@@ -21,6 +22,7 @@ async fn the_python_client_s_tests_pass() {
             .env("CASELOAD_URL", &base_url)
             .env("CASELOAD_USERNAME", "admin")
             .env("CASELOAD_PASSWORD", ADMIN_PASSWORD)
+            .env("CASELOAD_TEST_GUESTS_DIR", env!("CASELOAD_TEST_GUESTS_DIR"))
             .output()
             .unwrap_or_else(|error| panic!("cannot start {python}: {error}"))
     })

@@ -1,6 +1,7 @@
-// One job: status and timestamps, every execution, the progress as a chart of the best
-// objective over time, the log as it is written, the output (pretty, downloadable) and a
-// picture of the answer.
+// One job: status and timestamps, the version it is bound to (and the job it reran), every
+// execution, the progress as a chart of the best objective over time, the log as it is
+// written, the output (pretty, downloadable), a picture of the answer, and a rerun on the
+// same version or another.
 
 import { ApiError, follow, get, request } from './api.js';
 import { lineChart } from './chart.js';
@@ -28,13 +29,17 @@ export function jobPage(id) {
   const output = h('div', { class: 'output' });
   const picture = h('div', { class: 'picture-slot' });
   const cancel = h('button', { type: 'button', class: 'danger', hidden: true, onclick: cancelJob }, 'Cancel job');
+  const rerunVersion = h('select', { id: 'rerun-version' }, h('option', { value: '' }, 'The version it ran'));
+  const rerun = h('form', { class: 'rerun', hidden: true, onsubmit: rerunJob },
+    h('label', { for: 'rerun-version' }, 'Rerun on'), rerunVersion,
+    h('button', { type: 'submit' }, 'Rerun'));
   const objective = [];
   let shownOutput = false;
   let drawn = null;
 
   page(`Job ${id}`,
     h('p', {}, h('a', { href: '#/jobs' }, '← All jobs')),
-    h('section', { 'aria-label': 'Status' }, state, cancel),
+    h('section', { 'aria-label': 'Status' }, state, cancel, rerun),
     h('section', { 'aria-labelledby': 'progress-heading' }, h('h2', { id: 'progress-heading' }, 'Progress'),
       h('p', {}, progressBar, ' ', progressText), chart),
     h('section', { 'aria-labelledby': 'executions-heading' }, h('h2', { id: 'executions-heading' }, 'Executions'),
@@ -48,8 +53,12 @@ export function jobPage(id) {
     fill(state,
       h('dt', {}, 'State'), h('dd', {}, statusBadge(view.status)),
       h('dt', {}, 'Created'), h('dd', {}, when(view.created_at)),
-      h('dt', {}, 'Ended'), h('dd', {}, when(view.ended_at, '—')));
+      h('dt', {}, 'Ended'), h('dd', {}, when(view.ended_at, '—')),
+      h('dt', {}, 'Version'), h('dd', { class: 'bound-version', title: view.plugin?.digest ?? null },
+        view.plugin ? [view.plugin.version, view.plugin.requested ? ` (pinned as ${view.plugin.requested})` : ' (current at launch)'] : '—'),
+      view.rerun_of ? [h('dt', {}, 'Rerun of'), h('dd', {}, h('a', { href: `#/job/${encodeURIComponent(view.rerun_of)}` }, view.rerun_of))] : null);
     cancel.hidden = !['PENDING', 'RUNNING'].includes(view.status);
+    rerun.hidden = false;
     const attempts = Object.values(view.executions ?? {}).sort((a, b) => a.attempt - b.attempt);
     fill(executions, attempts.length ? attempts.map((execution) => h('tr', {},
       h('td', {}, execution.attempt),
@@ -116,6 +125,32 @@ export function jobPage(id) {
     }
   }
 
+  // The use case's versions to rerun on, the job's own first (its very bytes, by default).
+  async function listVersions() {
+    try {
+      const found = await get(`/jobs?ids=${encodeURIComponent(id)}`, { signal: leaving.signal });
+      const problem = found.jobs[0]?.problem;
+      if (!problem || left) return;
+      const listing = await get(`/problem/${encodeURIComponent(problem)}/versions`, { signal: leaving.signal });
+      if (left) return;
+      rerunVersion.append(...listing.versions.filter((entry) => !entry.retired).map((entry) =>
+        h('option', { value: entry.digest },
+          `${entry.version}${entry.source === 'directory' ? ` (${entry.file})` : ''}${entry.current ? ' (current)' : ''}`)));
+    } catch (error) {
+      if (!left) notice(`Cannot list the versions to rerun on: ${error.message}`, 'error');
+    }
+  }
+
+  async function rerunJob(event) {
+    event.preventDefault();
+    try {
+      const accepted = await request('POST', `${path}/rerun`, { json: rerunVersion.value ? { version: rerunVersion.value } : {} });
+      location.hash = `#/job/${encodeURIComponent(accepted.job)}`;
+    } catch (error) {
+      notice(error.message, 'error');
+    }
+  }
+
   async function load() {
     try {
       const status = await get(path, { signal: leaving.signal });
@@ -136,6 +171,7 @@ export function jobPage(id) {
   let stop = () => {};
   load().then((found) => {
     if (!found || left) return;
+    listVersions();
     stop = follow(`${path}/events`, (name, data) => {
       if (name === 'progress') showProgress(data);
       else if (name === 'log') {

@@ -1,7 +1,8 @@
-// Use cases: each with its version, digest, source, load time and limits; its input as a
-// JSON editor checked as it is typed (by the server, with the use case's own messages);
+// Use cases: each with its version, digest, source, load time and limits; its versions,
+// with publishing, promoting (or rolling back) and retiring for an administrator; its input
+// as a JSON editor checked as it is typed (by the server, with the use case's own messages);
 // launch from there, or upload a dataset with a progress bar and launch that. Plugin
-// reloads and refused files appear as they happen.
+// reloads, publications and refused files appear as they happen.
 
 import { get, request, upload } from './api.js';
 import { fill, h, notice, page, when } from './dom.js';
@@ -20,7 +21,7 @@ export function useCasesPage() {
         h('h2', {}, h('a', { href: `#/usecase/${encodeURIComponent(problem.name)}` }, problem.name), ` ${problem.version}`),
         h('p', {}, problem.description),
         h('dl', { class: 'facts' },
-          h('dt', {}, 'Source'), h('dd', {}, problem.source),
+          h('dt', {}, 'Source'), h('dd', {}, sourceOf(problem)),
           h('dt', {}, 'Digest'), h('dd', { class: 'mono', title: problem.digest }, problem.digest.slice(0, 19)),
           h('dt', {}, 'Loaded'), h('dd', {}, when(problem.loaded_at))))));
     } catch (error) {
@@ -41,12 +42,16 @@ function watchPluginEvents(list, changed) {
   let failing = false;
   const describe = (event) => {
     const what = event.name ? `${event.name} ${event.version ?? ''}`.trim() : event.file;
-    const from = event.file ? ` from ${event.file}` : ' (built in)';
+    const from = event.file ? ` from ${event.file}` : '';
+    const by = event.actor ? ` by ${event.actor}` : '';
     switch (event.kind) {
+      case 'published': return `${what} published${by}`;
+      case 'promoted': return `${what} made current${by}${event.previous ? ` (was ${event.previous})` : ''}`;
+      case 'retired': return `${what} retired${by}`;
       case 'loaded': return `${what} loaded${from}`;
       case 'replaced': return `${what} replaced the previous version${from}`;
       case 'removed': return `${what} removed: ${event.file} is gone`;
-      default: return `${event.file} refused: ${event.reason}`;
+      default: return `${event.file ?? what} refused: ${event.reason}`;
     }
   };
   const poll = async () => {
@@ -151,22 +156,129 @@ export function useCasePage(name) {
     h('label', { for: 'dataset-file' }, `Dataset file (${problem.media_types.join(', ')})`), fileInput,
     h('button', { type: 'submit' }, 'Upload'), progress, uploaded);
 
-    const limits = problem.limits;
-    main.append(
-      h('p', {}, problem.description),
-      h('dl', { class: 'facts' },
-        h('dt', {}, 'Version'), h('dd', {}, problem.version),
-        h('dt', {}, 'Digest'), h('dd', { class: 'mono' }, problem.digest),
-        h('dt', {}, 'Source'), h('dd', {}, problem.source),
-        h('dt', {}, 'Loaded'), h('dd', {}, when(problem.loaded_at)),
-        h('dt', {}, 'Aliases'), h('dd', {}, problem.aliases.join(', ') || '—'),
+    const facts = h('dl', { class: 'facts' });
+    const showFacts = (served) => {
+      const limits = served.limits;
+      fill(facts,
+        h('dt', {}, 'Version'), h('dd', {}, served.version),
+        h('dt', {}, 'Digest'), h('dd', { class: 'mono' }, served.digest),
+        h('dt', {}, 'Source'), h('dd', {}, sourceOf(served)),
+        h('dt', {}, 'Loaded'), h('dd', {}, when(served.loaded_at)),
+        h('dt', {}, 'Aliases'), h('dd', {}, served.aliases.join(', ') || '—'),
         h('dt', {}, 'Time limit'), h('dd', {}, `${limits.default_time_limit_s} s by default, at most ${limits.max_time_limit_s} s`),
         h('dt', {}, 'Memory'), h('dd', {}, `${limits.memory_limit_mib} MiB`),
-        h('dt', {}, 'Output'), h('dd', {}, `at most ${limits.max_output_bytes} bytes`)),
+        h('dt', {}, 'Output'), h('dd', {}, `at most ${limits.max_output_bytes} bytes`));
+    };
+    showFacts(problem);
+    // A promotion, a rollback or a publish changes what an unpinned launch gets: the facts
+    // above say so again.
+    const versionsChanged = () => get(`/problem/${encodeURIComponent(name)}`).then(showFacts, (error) => notice(error.message, 'error'));
+    main.append(
+      h('p', {}, problem.description),
+      facts,
+      versionsSection(problem.name, versionsChanged),
       h('h2', {}, 'Launch'), launchForm,
       h('h2', {}, 'Launch on a dataset'), uploadForm,
       h('details', {}, h('summary', {}, 'Input schema'), h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(problem.input_schema, null, 2))));
     check();
   }).catch((error) => main.append(h('p', { class: 'error' }, error.message)));
   return () => clearTimeout(checkDue);
+}
+
+// Where a use case's served version comes from, with the plugins directory's file name.
+function sourceOf(entry) {
+  return entry.file ? `${entry.source} (${entry.file})` : entry.source;
+}
+
+// A use case's versions (GET /problem/<name>/versions) as a table, with the actions each
+// allows: make current (a promotion, or a rollback), retire (a published version that is
+// not current); and a form that publishes a component. Only an administrator may change
+// them: anyone else sees the server's 403 detail, as any refusal's detail. `changed()` after
+// each change.
+function versionsSection(name, changed) {
+  const path = `/problem/${encodeURIComponent(name)}`;
+  const rows = h('tbody', {});
+  const outcome = h('div', { id: 'versions-outcome', role: 'status' });
+  const fileInput = h('input', { type: 'file', id: 'plugin-file', accept: '.wasm,application/wasm' });
+  const makeCurrent = h('input', { type: 'checkbox', id: 'plugin-current', checked: true });
+
+  const tell = (...children) => fill(outcome, h('p', {}, ...children));
+  const refused = (error) => fill(outcome, h('p', { class: 'error' }, error.message));
+
+  function show(listing) {
+    fill(rows, listing.versions.map((entry) => {
+      const label = entry.source === 'directory' ? `${entry.version} (${entry.file})` : entry.version;
+      const actions = [];
+      // A plugins directory's file serves its own replica only; it is published, not promoted.
+      if (!entry.current && !entry.retired && entry.source !== 'directory') {
+        actions.push(h('button', { type: 'button', onclick: () => change('PUT', `${path}/current`, { json: { version: entry.digest } }, `${label} is current.`) },
+          `Make ${label} current`));
+      }
+      if (entry.source === 'store' && !entry.current && !entry.retired) {
+        actions.push(h('button', { type: 'button', class: 'danger', onclick: () => change('DELETE', `${path}/versions/${encodeURIComponent(entry.digest)}`, {}, `${label} is retired.`) },
+          `Retire ${label}`));
+      }
+      return h('tr', { 'data-version': entry.version, 'data-source': entry.source, class: entry.retired ? 'gone' : null },
+        h('th', { scope: 'row' }, label),
+        h('td', {}, entry.source),
+        h('td', {}, entry.current ? h('span', { class: 'badge current' }, 'current') : entry.retired ? 'retired' : ''),
+        h('td', {}, entry.jobs),
+        h('td', {}, entry.published_by ? [entry.published_by, ' ', when(entry.published_at)] : '—'),
+        h('td', { class: 'mono', title: entry.digest }, entry.digest.slice(0, 19)),
+        h('td', {}, actions));
+    }));
+  }
+
+  async function load() {
+    try {
+      show(await get(`${path}/versions`));
+    } catch (error) {
+      refused(error);
+    }
+  }
+
+  async function change(method, target, options, done) {
+    try {
+      show(await request(method, target, options));
+      tell(done);
+      changed();
+    } catch (error) {
+      refused(error);
+    }
+  }
+
+  const publishForm = h('form', { class: 'publish', onsubmit: async (event) => {
+    event.preventDefault();
+    const file = fileInput.files[0];
+    if (!file) return tell('Choose a .wasm file first.');
+    tell(`Publishing ${file.name}: the server checks it first…`);
+    try {
+      const published = await request('POST', `/plugins?current=${makeCurrent.checked}`, {
+        body: file, headers: { 'content-type': 'application/wasm' },
+      });
+      fill(outcome,
+        h('p', {}, `${published.name} ${published.version} ${published.created ? 'published' : 'was already published'}`,
+          published.current ? ' and is current.' : ' (not current).'),
+        published.report?.length ? h('pre', { class: 'json', tabindex: '0', 'aria-label': 'Check report' }, published.report.join('\n')) : null);
+      if (published.name === name) {
+        await load();
+        changed();
+      }
+    } catch (error) {
+      refused(error);
+    }
+  } },
+  h('label', { for: 'plugin-file' }, 'Component (.wasm)'), fileInput,
+  h('span', {}, makeCurrent, ' ', h('label', { for: 'plugin-current' }, 'Make it current')),
+  h('button', { type: 'submit' }, 'Publish'));
+
+  load();
+  return h('section', { 'aria-labelledby': 'versions-heading' },
+    h('h2', { id: 'versions-heading' }, 'Versions'),
+    // On a narrow screen the table scrolls: its wrapper takes the focus, for the keyboard.
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Versions table' }, h('table', { class: 'versions' },
+      h('thead', {}, h('tr', {}, ['Version', 'Source', 'State', 'Jobs', 'Published', 'Digest', 'Actions'].map((heading) => h('th', { scope: 'col' }, heading)))),
+      rows)),
+    outcome,
+    h('h3', {}, 'Publish a version'), publishForm);
 }

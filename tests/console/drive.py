@@ -280,7 +280,14 @@ def run(c):
     c.check_accessibility("use cases")
 
     # Launch max-cut from the form: the editor starts on the schema's example, checked live.
+    # Its versions are listed above: the built-in one, current, with nothing to do on it.
     c.go("#/usecase/maxcut", "Use case maxcut")
+    built_in = c.wait(lambda: c.all('.versions tr[data-source="built-in"]'), "maxcut's versions")[0]
+    assert "current" in built_in.text and not built_in.find_elements(By.TAG_NAME, "button"), built_in.text
+    # A file that is not a component is refused, and the page says the server's why.
+    c.find("#plugin-file").send_keys(os.path.abspath(os.environ["CASELOAD_G1"]))
+    c.button("Publish").click()
+    c.wait(lambda: c.text("#versions-outcome .error"), "the refusal of a file that is not a component")
     c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the example to check valid")
     editor = c.find("#input-editor")
     editor.send_keys(Keys.END, "oops")
@@ -308,6 +315,21 @@ def run(c):
     # The output's download link is freed when the page is left.
     c.wait(lambda: c.all("a[download]"), "the output's download link")
     assert c.record("test.objectUrls.size") == 1
+    # The job is bound to the version then current; rerun on that version, picked from the
+    # list, it is a new job that says which job it reran, with the same cut.
+    assert c.text(".bound-version").endswith("(current at launch)"), c.text(".bound-version")
+    version = c.wait(lambda: [option for option in c.all("#rerun-version option") if option.get_attribute("value")],
+                     "the versions to rerun on")[0]
+    version.click()
+    c.button("Rerun").click()
+    c.wait(lambda: "#/job/" in driver.current_url and c.job_id() != small, "the rerun's page")
+    rerun = c.job_id()
+    c.wait(lambda: "Rerun of" in c.text(".facts"), "the rerun's page to say what it reran")
+    assert c.text(f'.facts a[href="#/job/{small}"]') == small, c.text(".facts")
+    assert "(pinned as sha256:" in c.text(".bound-version"), c.text(".bound-version")
+    c.wait(lambda: c.job_state() == "COMPLETED", "the rerun to complete")
+    assert api.send("GET", f"/job/{rerun}/output")["cut_value"] == api.send("GET", f"/job/{small}/output")["cut_value"]
+    c.wait(lambda: c.all("a[download]"), "the rerun's download link")
 
     # Upload G1 with a progress bar, launch it, watch its progress chart and its picture.
     c.go("#/usecase/maxcut", "Use case maxcut")

@@ -96,3 +96,61 @@ def test_a_cancelled_job_has_no_output(client):
     with pytest.raises(ApiError) as raised:
         client.output(job)
     assert raised.value.status == 409
+
+
+def test_versions_are_published_pinned_rolled_back_rerun_and_retired(client, guest_wasm):
+    first = client.publish(guest_wasm("versioned_v1"))
+    assert (first["name"], first["version"], first["created"]) == ("versioned", "1.0.0", True)
+    assert first["report"][0].startswith("versioned 1.0.0")
+    with guest_wasm("versioned_v2").open("rb") as file:
+        second = client.publish(file)
+    assert (second["version"], second["current"]) == ("2.0.0", True)
+    # The same bytes again are the version already stored.
+    again = client.publish(guest_wasm("versioned_v1").read_bytes(), current=False)
+    assert (again["digest"], again["created"]) == (first["digest"], False)
+
+    listed = {entry.version: entry for entry in client.versions("versioned")}
+    assert set(listed) == {"1.0.0", "2.0.0"}
+    assert listed["2.0.0"].current and not listed["1.0.0"].current
+    assert listed["1.0.0"].source == "store" and listed["1.0.0"].published_by == "admin"
+    assert listed["1.0.0"].published_at.utcoffset() == timedelta(0)
+
+    # A rollback: unpinned launches get 1.0.0 again; a pinned one still gets 2.0.0.
+    rolled_back = client.set_current("versioned", "1.0.0")
+    assert [entry.version for entry in rolled_back if entry.current] == ["1.0.0"]
+    unpinned = client.submit("versioned", {})
+    assert client.output(unpinned, wait=60) == {"version": "1.0.0"}
+    pinned = client.submit("versioned", {}, version="2.0.0")
+    assert client.output(pinned, wait=60) == {"version": "2.0.0"}
+    status = client.job(pinned)
+    assert (status.plugin["version"], status.plugin["requested"]) == ("2.0.0", "2.0.0")
+    assert status.plugin["digest"] == second["digest"] and status.rerun_of is None
+    assert client.job(unpinned).plugin["requested"] is None
+    batch = client.submit_batch("versioned", [{}, {}], version=second["digest"])
+    assert [client.output(job, wait=60) for job in batch] == [{"version": "2.0.0"}] * 2
+
+    # A rerun keeps the version its job was bound to, unless it names another.
+    rerun = client.rerun(pinned)
+    assert rerun != pinned
+    assert client.output(rerun, wait=60) == client.output(pinned)
+    assert client.job(rerun).rerun_of == pinned
+    on_first = client.rerun(pinned, version="1.0.0", options={"time_limit_s": 5})
+    assert client.output(on_first, wait=60) == {"version": "1.0.0"}
+
+    # Retired, 2.0.0 takes no new job; the current version cannot be retired.
+    retired = {entry.version: entry for entry in client.retire("versioned", "2.0.0")}
+    assert retired["2.0.0"].retired and retired["2.0.0"].jobs >= 4
+    with pytest.raises(ApiError) as raised:
+        client.submit("versioned", {}, version="2.0.0")
+    assert raised.value.status == 404
+    with pytest.raises(ApiError) as raised:
+        client.retire("versioned", "1.0.0")
+    assert raised.value.status == 409
+
+
+def test_a_component_that_is_not_one_is_refused_with_the_check_s_message(client):
+    with pytest.raises(ApiError) as raised:
+        client.publish(b"not a component")
+    assert raised.value.status == 422
+    assert raised.value.type == "urn:caseload:problem:plugin-refused"
+    assert raised.value.detail

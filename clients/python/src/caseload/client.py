@@ -1,8 +1,9 @@
 """The client: one `httpx.Client`, a token, and the calls of the API.
 
-Retries are only made where they are safe: reads and cancels (idempotent by the API's
-contract), and launches, which always carry an `Idempotency-Key` so a retried launch answers
-the first one's job instead of starting another. Uploads are not retried.
+Retries are only made where they are safe: reads, cancels, publishes and promotions
+(idempotent by the API's contract: the same bytes published again answer the stored version),
+and launches, which always carry an `Idempotency-Key` so a retried launch answers the first
+one's job instead of starting another. Uploads, reruns and retirements are not retried.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
@@ -19,7 +21,7 @@ from typing import Any, BinaryIO
 import httpx
 
 from .errors import ApiError
-from .types import Event, JobStatus, JobSummary
+from .types import Event, JobStatus, JobSummary, PluginVersion
 
 #: The longest a single long-poll is held by the server.
 MAX_WAIT = 60.0
@@ -86,10 +88,13 @@ class Client:
         parameters: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
         labels: dict[str, str] | None = None,
+        version: str | None = None,
         idempotency_key: str | None = None,
     ) -> str:
         """Launches a job of use case `problem` on `input`, or on the uploaded `data_file` (with
-        the use case's dataset `parameters`); returns its id once the server committed it."""
+        the use case's dataset `parameters`); returns its id once the server committed it.
+        `version` (`"1.2.0"` or `"sha256:<hex>"`) pins the component; by default the job runs
+        the use case's current version."""
         if (input is None) == (data_file is None):
             raise ValueError("give either input or data_file")
         body = dict(input) if input is not None else {"data_file_identifier": data_file,
@@ -98,7 +103,7 @@ class Client:
             body["options"] = options
         if labels:
             body["labels"] = labels
-        response = self._send("POST", f"/problem/{problem}", json=body, retry=True,
+        response = self._send("POST", _problem_path(problem, version), json=body, retry=True,
                               headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
         return response.json()["job"]
 
@@ -107,14 +112,36 @@ class Client:
         problem: str,
         bodies: Iterable[dict[str, Any]],
         *,
+        version: str | None = None,
         idempotency_key: str | None = None,
     ) -> list[str]:
         """Launches up to 100 jobs in one transaction, all or none; each body is a launch body
-        (an input, with `options` and `labels` if wanted). Returns their ids in order."""
-        response = self._send("POST", f"/problem/{problem}/batch", json={"jobs": list(bodies)},
+        (an input, with `options` and `labels` if wanted), all on `version` if given. Returns
+        their ids in order."""
+        response = self._send("POST", f"{_problem_path(problem, version)}/batch",
+                              json={"jobs": list(bodies)},
                               retry=True,
                               headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
         return response.json()["jobs"]
+
+    def rerun(
+        self,
+        job_id: str,
+        *,
+        version: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> str:
+        """Launches a new job with what `job_id` was launched with (its input, its options with
+        the seed it ran with, its labels) on the component it was bound to, or on `version`;
+        `options` replace its options one by one. Returns the new job's id. Not retried: a
+        rerun carries no idempotency key."""
+        body: dict[str, Any] = {}
+        if version is not None:
+            body["version"] = version
+        if options:
+            body["options"] = options
+        response = self._send("POST", f"/job/{_segment(job_id)}/rerun", json=body, retry=False)
+        return response.json()["job"]
 
     def upload(
         self,
@@ -253,6 +280,48 @@ class Client:
                     raise
                 time.sleep(_backoff(attempts))
 
+    # Plugins
+
+    def publish(
+        self,
+        wasm: bytes | str | os.PathLike[str] | BinaryIO,
+        *,
+        current: bool = True,
+    ) -> dict[str, Any]:
+        """Publishes a component (its bytes, a path to a `.wasm` file, or an open binary file)
+        to the server's store; an administrator's call. The server checks it as
+        `caseload plugin check` does and answers the stored version with `created` (False when
+        the same bytes were published before) and the check's `report`. It becomes current
+        unless `current=False`. A refused component is an `ApiError` (422) with the check's
+        message in `detail`."""
+        if isinstance(wasm, (str, os.PathLike)):
+            wasm = Path(wasm).read_bytes()
+        elif not isinstance(wasm, (bytes, bytearray, memoryview)):
+            wasm = wasm.read()
+        response = self._send("POST", "/plugins", content=bytes(wasm),
+                              params={"current": "true" if current else "false"},
+                              headers={"Content-Type": "application/wasm"}, retry=True)
+        return response.json()
+
+    def versions(self, problem: str) -> list[PluginVersion]:
+        """Every version of use case `problem`: the store's (retired ones too), the built-in,
+        the server's plugins directory file; `current` marks what an unpinned launch gets."""
+        return _versions(self._send("GET", f"/problem/{_segment(problem)}/versions", retry=True))
+
+    def set_current(self, problem: str, version: str) -> list[PluginVersion]:
+        """Makes `version` (`"1.2.0"` or `"sha256:<hex>"`) what unpinned launches of `problem`
+        get, on every replica; a rollback is the same call. An administrator's call; answers
+        the versions."""
+        return _versions(self._send("PUT", f"/problem/{_segment(problem)}/current",
+                                    json={"version": version}, retry=True))
+
+    def retire(self, problem: str, version: str) -> list[PluginVersion]:
+        """Retires a published version: no new job runs it, jobs bound to it still do. An
+        administrator's call; answers the versions. An `ApiError` (409) for the current
+        version, a retired one or a built-in."""
+        path = f"/problem/{_segment(problem)}/versions/{_segment(version)}"
+        return _versions(self._send("DELETE", path, retry=False))
+
     # The one place requests go out
 
     def _authorization(self) -> dict[str, str]:
@@ -282,6 +351,21 @@ class Client:
             if response.status_code >= 400:
                 raise _error(response)
             return response
+
+
+def _segment(text: str) -> str:
+    """`text` as one segment of a path: '/', '?', '#', '%' and spaces escaped; '@' and ':' kept
+    readable (`versioned@sha256:...`), as the API reads them either way."""
+    return urllib.parse.quote(text, safe="@:")
+
+
+def _problem_path(problem: str, version: str | None) -> str:
+    """`/problem/<problem>`, pinned to `version` if one is given (`/problem/maxcut@1.3.0`)."""
+    return f"/problem/{_segment(problem)}" + (f"@{_segment(version)}" if version else "")
+
+
+def _versions(response: httpx.Response) -> list[PluginVersion]:
+    return [PluginVersion.from_body(entry) for entry in response.json()["versions"]]
 
 
 def _instant(value: int | datetime) -> int | str:

@@ -26,7 +26,10 @@ class JobStatus:
 
     `started_at` and `end_at` are the spec's `MM/DD/YYYY, HH:MM:SS` strings (UTC, `end_at`
     empty until the end); `created_at` and `ended_at` are the same instants as aware
-    datetimes in UTC, to the millisecond (`ended_at` None until the end)."""
+    datetimes in UTC, to the millisecond (`ended_at` None until the end). `plugin` is the
+    component the job was bound to at acceptance, `{version, digest, requested}`
+    (`requested` is the version it pinned, None for the current one); `rerun_of` names the
+    job it reran, if any."""
 
     id: str
     status: str
@@ -35,6 +38,8 @@ class JobStatus:
     created_at: datetime
     ended_at: datetime | None
     executions: dict[str, dict[str, Any]]
+    plugin: dict[str, Any] | None = None
+    rerun_of: str | None = None
 
     @property
     def ended(self) -> bool:
@@ -51,6 +56,8 @@ class JobStatus:
             created_at=parse_time(job["created_at"]),
             ended_at=parse_time(job["ended_at"]),
             executions=job["executions"],
+            plugin=job.get("plugin"),
+            rerun_of=job.get("rerun_of"),
         )
 
 
@@ -78,6 +85,47 @@ class JobSummary:
             created_at=parse_time(entry["created_at"]),
             ended_at=parse_time(entry["ended_at"]),
             labels=entry.get("labels", {}),
+        )
+
+
+@dataclass(frozen=True)
+class PluginVersion:
+    """One version of a use case, as `GET /problem/<id>/versions` lists it.
+
+    `source` is `store`, `built-in` or `directory` (the server's plugins directory, with its
+    `file`); `current` marks what an unpinned launch gets, `jobs` counts the jobs bound to it.
+    `size`, `published_at` (an aware datetime in UTC) and `published_by` are the store's."""
+
+    name: str
+    version: str
+    digest: str
+    world: str
+    source: str
+    file: str | None
+    size: int | None
+    published_at: datetime | None
+    published_by: str | None
+    current: bool
+    retired: bool
+    loaded: bool
+    jobs: int
+
+    @classmethod
+    def from_body(cls, entry: dict[str, Any]) -> PluginVersion:
+        return cls(
+            name=entry["name"],
+            version=entry["version"],
+            digest=entry["digest"],
+            world=entry["world"],
+            source=entry["source"],
+            file=entry.get("file"),
+            size=entry.get("size"),
+            published_at=parse_time(entry.get("published_at")),
+            published_by=entry.get("published_by"),
+            current=entry["current"],
+            retired=entry["retired"],
+            loaded=entry["loaded"],
+            jobs=entry["jobs"],
         )
 
 
