@@ -5,24 +5,28 @@
 //! not seen. A stream is a held request ([`Hold`]): one of its user's places, ended by a
 //! `reconnect` event when its connection must close, and ended when its user loses access.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
+use tokio::sync::broadcast;
 
 use super::held::{Connection, Hold, Interrupt};
 use super::jobs::not_found;
-use super::wire::{JobListEntry, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
+use super::owner_feed::{FeedItem, GATHER, list_entry_json, status_events};
+use super::wire::{JobStatusResponse, LogEvent, ProgressView, StatusEvent};
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
-use crate::changes::{JobWatch, OwnerChange, OwnerWatch, SharedJob};
+use crate::changes::{JobWatch, SharedJob};
 use crate::store::{JobFilter, JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis};
 
 /// A comment line this often keeps proxies from closing a quiet stream.
@@ -30,10 +34,6 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How many of the caller's newest jobs a resumed `GET /jobs/events` looks through.
 const RESUME_SCAN: u32 = 500;
-
-/// How long `GET /jobs/events` gathers changes after the first before it reads and sends
-/// them together.
-const OWNER_COALESCE: Duration = Duration::from_millis(100);
 
 /// How long a client told to reconnect waits before it does (the SSE `retry` field).
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
@@ -58,8 +58,12 @@ fn reconnect_event() -> Event {
     Event::default()
         .event("reconnect")
         .retry(RECONNECT_AFTER)
-        .data(r#"{"reason":"the server closes this connection; reconnect with Last-Event-ID"}"#)
+        .data(RECONNECT_DATA)
 }
+
+/// The data of a `reconnect` event.
+const RECONNECT_DATA: &str =
+    r#"{"reason":"the server closes this connection; reconnect with Last-Event-ID"}"#;
 
 async fn job_events(
     State(state): State<AppState>,
@@ -280,144 +284,97 @@ async fn owner_events(
     user: AuthUser,
     connection: Connection,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let hold = Hold::begin(&state, &user, connection)?;
-    let watch = state.changes.watch_owner(&user.id);
+    let feed = state.owner_feeds.subscribe(&state, &user.id);
     let resume_from = last_event_id(&headers).and_then(|id| id.parse::<Millis>().ok());
     let stream = OwnerStream {
         state,
         user,
         hold,
         ended: false,
-        watch,
-        sent: HashMap::new(),
+        feed,
         resume_from,
+        // Its own moment within the feed's gathering window: the streams woken by one change
+        // write spread over the window, not all in one instant that stalls other requests.
+        delay: Duration::from_micros(rand::random::<u64>() % GATHER.as_micros() as u64),
     };
-    let events = stream::unfold(stream, |mut stream| async move {
-        let events = stream.next_events().await?;
-        Some((events, stream))
-    })
-    .flat_map(|events| stream::iter(events.into_iter().map(Ok)));
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    let body = stream::unfold(stream, |mut stream| async move {
+        let bytes = stream.next_bytes().await?;
+        Some((Ok::<_, Infallible>(bytes), stream))
+    });
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response())
 }
 
+/// A `GET /jobs/events` stream: its user's feed, sent as it comes.
 struct OwnerStream {
     state: AppState,
     user: AuthUser,
     hold: Hold,
     ended: bool,
-    watch: OwnerWatch,
-    /// The status last sent of each job not ended yet.
-    sent: HashMap<String, JobStatus>,
+    feed: broadcast::Receiver<Arc<FeedItem>>,
     /// Send what changed since this time first (a resumed stream, or one that lagged).
     resume_from: Option<Millis>,
+    /// How long after a burst was made this stream sends it.
+    delay: Duration,
 }
 
 impl OwnerStream {
-    /// The next events, once there are some; `None` once the stream is over.
-    async fn next_events(&mut self) -> Option<Vec<Event>> {
+    /// The next bytes to send, once there are some; `None` once the stream is over.
+    async fn next_bytes(&mut self) -> Option<Bytes> {
         loop {
             if self.ended {
                 return None;
             }
-            let now = now_millis();
-            let jobs = if let Some(since) = self.resume_from.take() {
-                self.changed_since(since).await
-            } else {
-                let change = tokio::select! {
-                    change = self.watch.next() => change,
-                    interrupt = self.hold.interrupted() => {
-                        self.ended = true;
-                        return match interrupt {
-                            Interrupt::Closing => Some(vec![reconnect_event()]),
-                            Interrupt::AccessLost(_) => None,
-                        };
-                    }
-                };
-                let first = match change {
-                    OwnerChange::Job(job_id, sequence) => (job_id, sequence),
-                    OwnerChange::Lagged => {
-                        self.resume_from = Some(now.saturating_sub(60_000));
-                        continue;
-                    }
-                    OwnerChange::Stopping => {
-                        self.ended = true;
-                        return Some(vec![reconnect_event()]);
-                    }
-                };
-                // Whatever else changes in the next moment goes out with it: one wake-up and
-                // one write per stream for a burst of changes, not one per change.
-                tokio::time::sleep(OWNER_COALESCE).await;
-                let mut changed = vec![first];
-                let mut places: HashMap<Arc<str>, usize> = HashMap::new();
-                places.insert(changed[0].0.clone(), 0);
-                loop {
-                    match self.watch.try_next() {
-                        Some(OwnerChange::Job(job_id, sequence)) => match places.get(&job_id) {
-                            Some(&place) => changed[place].1 = changed[place].1.max(sequence),
-                            None => {
-                                places.insert(job_id.clone(), changed.len());
-                                changed.push((job_id, sequence));
-                            }
-                        },
-                        Some(OwnerChange::Lagged) => {
-                            self.resume_from = Some(now.saturating_sub(60_000));
-                            break;
-                        }
-                        Some(OwnerChange::Stopping) | None => break,
-                    }
+            if let Some(since) = self.resume_from.take() {
+                let jobs = self.changed_since(since).await;
+                let json: Vec<String> = jobs.iter().map(list_entry_json).collect();
+                match status_events(json.iter().map(String::as_str), now_millis()) {
+                    Some(bytes) => return Some(bytes),
+                    None => continue,
                 }
-                if self.resume_from.is_some() {
-                    continue;
+            }
+            let item = tokio::select! {
+                item = self.feed.recv() => item,
+                interrupt = self.hold.interrupted() => {
+                    self.ended = true;
+                    return match interrupt {
+                        Interrupt::Closing => Some(reconnect_bytes()),
+                        Interrupt::AccessLost(_) => None,
+                    };
                 }
-                let mut jobs = Vec::with_capacity(changed.len());
-                for (job_id, sequence) in changed {
-                    let read = self.state.changes.reads().job(
-                        self.state.store.as_ref(),
-                        &self.user.id,
-                        &job_id,
-                        sequence,
-                    );
-                    match read.await {
-                        // Rendered once for every stream this read serves.
-                        Ok(Some(job)) => jobs.push(Listed {
-                            id: job.record.id.clone(),
-                            status: job.record.status,
-                            json: job.rendered(|record| list_entry_json(&summary(record))),
-                        }),
-                        Ok(None) => {}
-                        Err(error) => tracing::warn!(%error, "event stream read failed"),
-                    }
-                }
-                jobs
+                () = tokio::time::sleep(KEEP_ALIVE) => return Some(Bytes::from_static(b":\n\n")),
             };
-            let mut events: Vec<Event> = jobs
-                .into_iter()
-                .filter(|job| self.note(&job.id, job.status))
-                .map(|job| Event::default().event("status").data(&*job.json))
-                .collect();
-            if let Some(last) = events.pop() {
-                events.push(last.id(now.to_string()));
-                return Some(events);
+            match item.as_deref() {
+                Ok(FeedItem::Burst { made, bytes }) => {
+                    let due =
+                        Duration::from_millis(now_millis().saturating_sub(*made).max(0) as u64);
+                    if let Some(wait) = self.delay.checked_sub(due) {
+                        tokio::time::sleep(wait).await;
+                    }
+                    return Some(bytes.clone());
+                }
+                Ok(FeedItem::Resync { since }) => self.resume_from = Some(*since),
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    self.resume_from = Some(now_millis().saturating_sub(60_000));
+                }
+                Ok(FeedItem::Stopping) | Err(broadcast::error::RecvError::Closed) => {
+                    self.ended = true;
+                    return Some(reconnect_bytes());
+                }
             }
         }
     }
 
-    /// Whether the job's status is news to the client; remembered if so.
-    fn note(&mut self, job_id: &str, status: JobStatus) -> bool {
-        if self.sent.get(job_id) == Some(&status) {
-            return false;
-        }
-        if matches!(status, JobStatus::Pending | JobStatus::Running) {
-            self.sent.insert(job_id.to_owned(), status);
-        } else {
-            self.sent.remove(job_id);
-        }
-        true
-    }
-
     /// The caller's jobs created or ended after `since`, or not ended yet, oldest first.
-    async fn changed_since(&self, since: Millis) -> Vec<Listed> {
+    async fn changed_since(&self, since: Millis) -> Vec<JobSummary> {
         let mut jobs = match self
             .state
             .store
@@ -434,34 +391,15 @@ impl OwnerStream {
             job.created_at > since || job.ended_at.is_none_or(|ended_at| ended_at > since)
         });
         jobs.reverse();
-        jobs.into_iter()
-            .map(|job| Listed {
-                id: job.id.clone(),
-                status: job.status,
-                json: Arc::from(list_entry_json(&job)),
-            })
-            .collect()
+        jobs
     }
 }
 
-/// A job as `GET /jobs/events` sends it: its `GET /jobs` entry, rendered.
-struct Listed {
-    id: String,
-    status: JobStatus,
-    json: Arc<str>,
-}
-
-fn list_entry_json(job: &JobSummary) -> String {
-    serde_json::to_string(&JobListEntry::new(job.clone())).unwrap_or_default()
-}
-
-fn summary(job: &JobRecord) -> JobSummary {
-    JobSummary {
-        id: job.id.clone(),
-        problem: job.problem.clone(),
-        status: job.status,
-        created_at: job.created_at,
-        ended_at: job.ended_at,
-        labels: job.labels.clone(),
-    }
+/// [`reconnect_event`] as the bytes of a raw stream.
+fn reconnect_bytes() -> Bytes {
+    Bytes::from(format!(
+        "event: reconnect\nretry: {}\ndata: {}\n\n",
+        RECONNECT_AFTER.as_millis(),
+        RECONNECT_DATA
+    ))
 }

@@ -20,6 +20,7 @@ mod login_throttle;
 mod long_poll;
 mod openapi;
 mod options;
+mod owner_feed;
 mod plugins;
 mod problems;
 mod query;
@@ -104,6 +105,8 @@ pub struct AppState {
     pub user_access: Arc<AccessCache>,
     /// Who waits for which job (long-polls, event streams).
     pub changes: Arc<JobChanges>,
+    /// The feeds of `GET /jobs/events`, one per user with streams open.
+    pub owner_feeds: Arc<owner_feed::OwnerFeeds>,
     /// Event streams and long-polls open, by user, and how many each may hold.
     pub held_requests: Arc<HeldRequests>,
     /// Where callbacks may go.
@@ -143,6 +146,7 @@ impl AppState {
             user_access: Arc::default(),
             changes: Arc::default(),
             held_requests: Arc::default(),
+            owner_feeds: Arc::default(),
             webhook_policy: Arc::default(),
         }
     }
