@@ -198,4 +198,34 @@ async fn knapsack_in_python_is_exact_through_the_server() {
         "{best}: {output}"
     );
     assert_consistent(&output, &weights_f, &values_f, capacity as f64);
+
+    // A rerun of the same job, on the same component with the same options, answers the
+    // same bytes.
+    let first = server.launch(&token, "knapsack", &body).await;
+    assert_eq!(
+        server.wait_until_ended(&token, &first).await["status"],
+        "COMPLETED"
+    );
+    let rerun = server
+        .post_json(&token, &format!("/job/{first}/rerun"), &json!({}))
+        .await;
+    assert_eq!(rerun.status(), reqwest::StatusCode::ACCEPTED);
+    let again: Value = rerun.json().await.unwrap();
+    let again = again["job"].as_str().unwrap();
+    let view = server.wait_until_ended(&token, again).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    assert_eq!(view["rerun_of"], first.as_str());
+    let bytes = |job: String| {
+        let server = &server;
+        let token = &token;
+        async move {
+            server
+                .get(token, &format!("/job/{job}/output"))
+                .await
+                .bytes()
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(bytes(first.clone()).await, bytes(again.to_owned()).await);
 }

@@ -367,7 +367,7 @@ async fn every_refusal_stores_nothing_and_serves_nothing_new() {
     publish(&server, &token, &guest("v1")).await;
     let before = stored(&server).await;
 
-    let cases: [(&str, Vec<u8>, StatusCode, &str); 5] = [
+    let cases: [(&str, Vec<u8>, StatusCode, &str); 6] = [
         (
             "not a component",
             b"\0asm not really".to_vec(),
@@ -377,6 +377,12 @@ async fn every_refusal_stores_nothing_and_serves_nothing_new() {
         (
             "describe panics",
             guest("describe_panics"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "describe",
+        ),
+        (
+            "describe loops",
+            guest("describe_loops"),
             StatusCode::UNPROCESSABLE_ENTITY,
             "describe",
         ),
