@@ -304,8 +304,8 @@ struct Snapshot {
     by_name: HashMap<String, Arc<Plugin>>,
     /// Alias (lowercased) to name.
     aliases: HashMap<String, String>,
-    /// Every version a launch may pin, by name: this replica's file first, then the store's
-    /// versions not retired, then the built-in.
+    /// Every version a launch may pin, by name: the store's versions not retired, then the
+    /// built-in, then this replica's file.
     pinnable: HashMap<String, Vec<Arc<Plugin>>>,
 }
 
@@ -411,7 +411,9 @@ impl Sources {
                 pinnable
                     .entry(plugin.info.name.clone())
                     .or_default()
-                    .insert(0, plugin.clone());
+                    .push(plugin.clone());
+                // Last: a version pin means the published bytes, or the built-in, wherever
+                // a file of this replica declares the same version.
             }
         }
         let aliases = alias_map(by_name.iter().map(|(name, plugin)| {

@@ -193,7 +193,16 @@ async fn publish(
         )));
     }
 
-    let make_current = query.current.unwrap_or(true) || state.registry.resolve(&name).is_none();
+    // A use case with no current version takes this one whatever was asked: a store with
+    // no current row for it and no built-in of its name.
+    let has_current = state
+        .registry
+        .catalog()
+        .current
+        .iter()
+        .any(|(current, _)| *current == name)
+        || state.registry.built_in(&name).is_some();
+    let make_current = query.current.unwrap_or(true) || !has_current;
     let stored = StoredVersion {
         name: name.clone(),
         version: version.clone(),
@@ -218,9 +227,12 @@ async fn publish(
         .publish_version(&stored, &blob.id, make_current, &actor)
         .await?;
     blob.kept();
-    // Served here at once; the other replicas hear of it from the store.
+    // Served here at once; the other replicas hear of it from the store. It is stored: a
+    // failed read now is the next sync's to repair, not the client's to retry.
     state.registry.add_stored(plugin.clone());
-    state.plugins.sync().await?;
+    if let Err(error) = state.plugins.sync().await {
+        tracing::warn!(%error, "cannot read the plugins the store lists after a publish");
+    }
     tracing::info!(
         name = %name, version = %version, digest = %plugin.digest,
         user = %user.username, current = make_current, "plugin published"
@@ -419,6 +431,8 @@ async fn retire(
     Path((problem_id, version)): Path<(String, String)>,
 ) -> Result<Json<VersionsView>, ApiError> {
     require_admin(&user, "retiring a version")?;
+    // A version published on another replica a moment ago is listed here too.
+    state.plugins.sync().await?;
     let (id, _) = VersionRequest::split(&problem_id);
     let entries = state
         .registry
@@ -485,7 +499,7 @@ pub(super) async fn resolve_synced(
         Err(Unresolved::NoVersion { .. }) | Err(Unresolved::NoUseCase(_))
             if problem_id.contains('@') =>
         {
-            state.plugins.sync().await?;
+            state.plugins.sync_if_changed().await?;
             state
                 .registry
                 .resolve_request(problem_id)

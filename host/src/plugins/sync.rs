@@ -17,6 +17,19 @@ use crate::store::{JobEvents, JobStore, StoreError, StoredVersion};
 /// How often a replica looks at the store without being told.
 pub const POLL: Duration = Duration::from_secs(1);
 
+/// Every this many polls, the whole catalog is read whatever the newest event's number says.
+const FULL_EVERY: u32 = 30;
+
+/// A stored component, as a job bound to it finds it.
+#[derive(Debug)]
+pub enum Fetched {
+    Loaded(Arc<Plugin>),
+    /// The store has no component with this digest.
+    NotStored,
+    /// It is stored but does not load on this replica: why.
+    Refused(String),
+}
+
 /// Keeps one replica's registry in step with the store.
 pub struct PluginSync {
     registry: Arc<PluginRegistry>,
@@ -79,11 +92,13 @@ impl PluginSync {
             match result {
                 Ok(plugin) => self.registry.add_stored(plugin),
                 Err(Failed::Refused(error)) => {
-                    self.lock_refused().insert(version.digest());
-                    self.registry
-                        .stored_refused(&version.digest(), Some(&version), &error);
+                    self.refuse(&version.digest(), Some(&version), &error)
                 }
-                Err(Failed::Store(error)) => return Err(error),
+                // One unreadable component keeps none of the others (or the new current
+                // versions) from serving; the next sync tries it again.
+                Err(Failed::Store(error)) => {
+                    tracing::warn!(%error, digest = %version.digest(), "cannot read a stored plugin");
+                }
                 // Gone since the catalog was read: the next sync sees it gone.
                 Err(Failed::Missing) => {}
             }
@@ -93,25 +108,45 @@ impl PluginSync {
         Ok(())
     }
 
+    /// [`PluginSync::sync`], unless nothing was recorded since the last one (a cheap read):
+    /// what a launch pinned to a version this replica lacks asks for.
+    pub async fn sync_if_changed(&self) -> Result<(), StoreError> {
+        let newest = self.store.last_plugin_event().await?;
+        if newest == *self.running.lock().await {
+            return Ok(());
+        }
+        self.sync().await
+    }
+
     /// The component with this digest, compiled: loaded already, or fetched from the store
-    /// now (a retired version a job is bound to, or one published a moment ago). `None` if
-    /// the store has no such component.
-    pub async fn component(&self, digest: &str) -> Result<Option<Arc<Plugin>>, StoreError> {
+    /// now (a retired version a job is bound to, or one published a moment ago).
+    pub async fn component(&self, digest: &str) -> Result<Fetched, StoreError> {
         if let Some(plugin) = self.registry.by_digest(digest) {
-            return Ok(Some(plugin));
+            return Ok(Fetched::Loaded(plugin));
+        }
+        if self.lock_refused().contains(digest) {
+            return Ok(Fetched::Refused(format!(
+                "{digest} does not load on this replica (GET /plugin_events says why)"
+            )));
         }
         match self.fetch_and_load(digest, None).await {
             Ok(plugin) => {
                 self.registry.add_stored(plugin.clone());
-                Ok(Some(plugin))
+                Ok(Fetched::Loaded(plugin))
             }
-            Err(Failed::Missing) => Ok(None),
+            Err(Failed::Missing) => Ok(Fetched::NotStored),
             Err(Failed::Refused(error)) => {
-                self.registry.stored_refused(digest, None, &error);
-                Ok(None)
+                self.refuse(digest, None, &error);
+                Ok(Fetched::Refused(error.to_string()))
             }
             Err(Failed::Store(error)) => Err(error),
         }
+    }
+
+    /// Remembers and says that a stored component does not load here.
+    fn refuse(&self, digest: &str, listed: Option<&StoredVersion>, error: &PluginError) {
+        self.lock_refused().insert(digest.to_owned());
+        self.registry.stored_refused(digest, listed, error);
     }
 
     async fn fetch_and_load(
@@ -155,20 +190,22 @@ impl PluginSync {
     pub fn start(self: &Arc<Self>) {
         let sync = self.clone();
         tokio::spawn(async move {
+            let mut polls = 0u32;
             loop {
-                let _ = tokio::time::timeout(POLL, sync.changed.notified()).await;
+                let told = tokio::time::timeout(POLL, sync.changed.notified())
+                    .await
+                    .is_ok();
                 sync.flush_events().await;
-                let newest = match sync.store.last_plugin_event().await {
-                    Ok(newest) => newest,
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot read the store's plugin events");
-                        continue;
-                    }
+                polls = polls.wrapping_add(1);
+                // Told: read it all. A PostgreSQL sequence number is taken at insert, not at
+                // commit, so a change may commit under a number below one seen already; the
+                // announcement of it, and a full read every FULL_EVERY polls, do not miss it.
+                let synced = if told || polls % FULL_EVERY == 0 {
+                    sync.sync().await
+                } else {
+                    sync.sync_if_changed().await
                 };
-                if newest == *sync.running.lock().await {
-                    continue;
-                }
-                if let Err(error) = sync.sync().await {
+                if let Err(error) = synced {
                     tracing::warn!(%error, "cannot read the plugins the store lists");
                 }
             }

@@ -118,8 +118,9 @@ pub trait PluginCatalog: Send + Sync + 'static {
     /// The number of the newest event, 0 if none: cheap, for replicas that poll.
     async fn last_plugin_event(&self) -> Result<i64, StoreError>;
 
-    /// Makes `version` the current one of `name` (the caller checked that it serves).
-    /// Returns the version current before, if any.
+    /// Makes `version` the current one of `name` (the caller checked that it serves; a
+    /// stored version retired meanwhile is a [`StoreError::Conflict`]). Returns the version
+    /// current before, if any.
     async fn set_current_version(
         &self,
         name: &str,
@@ -226,6 +227,25 @@ where
         actor: &Actor,
     ) -> Result<Option<String>, StoreError> {
         let mut transaction = self.writer().begin().await?;
+        // The version's row locked (where it is stored: a built-in has none), so that a
+        // retirement of it waits for this promotion, then sees it current and refuses.
+        let locked = sqlx::query(sql::LOCK_PLUGIN_VERSION)
+            .bind(name)
+            .bind(version)
+            .execute(&mut *transaction)
+            .await?;
+        if B::rows_affected(&locked) == 1 {
+            let retired: Option<i64> = sqlx::query_scalar(sql::PLUGIN_VERSION_RETIRED)
+                .bind(name)
+                .bind(version)
+                .fetch_one(&mut *transaction)
+                .await?;
+            if retired.is_some() {
+                return Err(StoreError::Conflict(format!(
+                    "{name} {version} is retired; a retired version cannot be made current"
+                )));
+            }
+        }
         let previous: Option<String> = sqlx::query_scalar(sql::CURRENT_VERSION_OF)
             .bind(name)
             .fetch_optional(&mut *transaction)
@@ -256,15 +276,8 @@ where
         actor: &Actor,
     ) -> Result<bool, StoreError> {
         let mut transaction = self.writer().begin().await?;
-        let current: Option<String> = sqlx::query_scalar(sql::CURRENT_VERSION_OF)
-            .bind(name)
-            .fetch_optional(&mut *transaction)
-            .await?;
-        if current.as_deref() == Some(version) {
-            return Err(StoreError::Conflict(format!(
-                "{name} {version} is the current version; make another current first"
-            )));
-        }
+        // Retired first, which locks the version's row: a promotion of it under way commits
+        // first, and the current version read next is then the one it made.
         let now = now_millis();
         let retired = sqlx::query(sql::RETIRE_PLUGIN_VERSION)
             .bind(name)
@@ -274,6 +287,16 @@ where
             .await?;
         if B::rows_affected(&retired) != 1 {
             return Ok(false);
+        }
+        let current: Option<String> = sqlx::query_scalar(sql::CURRENT_VERSION_OF)
+            .bind(name)
+            .fetch_optional(&mut *transaction)
+            .await?;
+        if current.as_deref() == Some(version) {
+            // Dropped: the transaction rolls back.
+            return Err(StoreError::Conflict(format!(
+                "{name} {version} is the current version; make another current first"
+            )));
         }
         let event = PluginEvent {
             kind: "retired".into(),

@@ -412,6 +412,13 @@ pub(super) const SET_CURRENT_VERSION: &str =
 pub(super) const RETIRE_PLUGIN_VERSION: &str = "UPDATE plugin_versions SET retired_at = $3
      WHERE name = $1 AND version = $2 AND retired_at IS NULL";
 
+/// Locks a stored version's row (a no-op write) for the rest of the transaction.
+pub(super) const LOCK_PLUGIN_VERSION: &str =
+    "UPDATE plugin_versions SET retired_at = retired_at WHERE name = $1 AND version = $2";
+
+pub(super) const PLUGIN_VERSION_RETIRED: &str =
+    "SELECT retired_at FROM plugin_versions WHERE name = $1 AND version = $2";
+
 pub(super) const INSERT_PLUGIN_EVENT: &str = "INSERT INTO plugin_events
      (at, kind, name, version, previous, digest, actor, replica, file, reason)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";

@@ -16,6 +16,7 @@ use super::leases::HeldLeases;
 use super::local_jobs::LocalJobs;
 use crate::config::JobLimits;
 use crate::metrics::{ExecutionOutcome, Metrics};
+use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSync};
 use crate::store::{
     ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef, QueuedWrite,
@@ -312,21 +313,21 @@ fn plugin_for(context: &WorkerContext, claim: &ClaimedJob) -> Result<Arc<Plugin>
         .runtime
         .block_on(context.plugins.component(&binding.digest))
     {
-        Ok(Some(plugin)) => return Ok(plugin),
-        Ok(None) => {}
-        Err(error) => {
-            tracing::warn!(%error, digest = %binding.digest, "cannot fetch a stored plugin");
-        }
+        Ok(Fetched::Loaded(plugin)) => Ok(plugin),
+        // Bytes that are nowhere: a plugins directory's build replaced since.
+        Ok(Fetched::NotStored) if binding.requested.is_none() => registry
+            .resolve(&claim.problem)
+            .ok_or_else(|| format!("the use case {:?} is no longer loaded", claim.problem)),
+        Ok(Fetched::NotStored) => Err(format!(
+            "{} {} ({}) is no longer anywhere: it was a plugins directory's file",
+            claim.problem, binding.version, binding.digest
+        )),
+        Ok(Fetched::Refused(why)) => Err(why),
+        Err(error) => Err(format!(
+            "{} {} ({}) could not be read from the store: {error}",
+            claim.problem, binding.version, binding.digest
+        )),
     }
-    if binding.requested.is_none()
-        && let Some(plugin) = registry.resolve(&claim.problem)
-    {
-        return Ok(plugin);
-    }
-    Err(format!(
-        "{} {} ({}) is not available on this replica",
-        claim.problem, binding.version, binding.digest
-    ))
 }
 
 fn run_claimed(
