@@ -17,6 +17,7 @@ mod held;
 mod knapsack;
 mod limits;
 mod logins;
+mod objectives;
 mod openapi_tools;
 mod plugin_check;
 mod plugin_kit;

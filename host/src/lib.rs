@@ -13,6 +13,7 @@ pub mod http_post;
 pub mod kit;
 pub mod listener;
 pub mod metrics;
+pub mod objective;
 pub mod options;
 pub mod plugins;
 pub mod private_file;

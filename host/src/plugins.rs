@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod history;
+pub mod objective;
 mod schema;
 pub mod sync;
 pub mod watch;
@@ -190,6 +191,9 @@ pub struct Plugin {
     pub extensions: Vec<(String, String)>,
     /// Example inputs, from the input schema's `examples` keyword.
     pub examples: Vec<Value>,
+    /// Where its outputs hold their objective, from the output schema's
+    /// [`objective::OBJECTIVE_KEYWORD`].
+    pub objective: Option<objective::ObjectiveSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -408,12 +412,12 @@ impl Sources {
         for plugin in self.files.values() {
             if from_files.insert(plugin.info.name.clone()) {
                 by_name.insert(plugin.info.name.clone(), plugin.clone());
+                // Last: a version pin means the published bytes, or the built-in, wherever
+                // a file of this replica declares the same version.
                 pinnable
                     .entry(plugin.info.name.clone())
                     .or_default()
                     .push(plugin.clone());
-                // Last: a version pin means the published bytes, or the built-in, wherever
-                // a file of this replica declares the same version.
             }
         }
         let aliases = alias_map(by_name.iter().map(|(name, plugin)| {
@@ -707,8 +711,15 @@ impl PluginRegistry {
         let dataset_parameters = dataset_parameters(&input_schema_value)?;
         let extensions = media_type_extensions(&input_schema_value, &info.media_types)?;
         let examples = examples(&input_schema_value);
-        let output_schema =
-            compile_schema("output", &parse_schema("output", &info.output_schema)?)?;
+        let output_schema_value = parse_schema("output", &info.output_schema)?;
+        let output_schema = compile_schema("output", &output_schema_value)?;
+        let objective =
+            objective::ObjectiveSpec::parse(&output_schema_value).map_err(|message| {
+                PluginError::Schema {
+                    which: "output",
+                    message,
+                }
+            })?;
         Ok(Plugin {
             digest: digest(wasm),
             info,
@@ -720,6 +731,7 @@ impl PluginRegistry {
             dataset_parameters,
             extensions,
             examples,
+            objective,
         })
     }
 

@@ -51,6 +51,7 @@ OUTPUT = {
     "$id": "urn:caseload:usecase:knapsack:output",
     "title": "0/1 knapsack output",
     "type": "object",
+    "x-caseload-objective": {"pointer": "/value", "sense": "maximize"},
     "required": ["value", "weight", "chosen", "optimal", "upper_bound", "nodes"],
     "properties": {
         "value": {"type": "number", "description": "Total value of the chosen items."},

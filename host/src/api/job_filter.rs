@@ -1,5 +1,6 @@
-//! The query of `GET /jobs`: paging (`before`, `limit`) and the filter (`status`, `problem`,
-//! `label`, `since`, `until`, `ids`). Read by hand rather than by serde: `label` may repeat,
+//! The query of `GET /jobs`: paging (`before`, `limit`), the filter (`status`, `problem`,
+//! `label`, `since`, `until`, `ids`, `objective_min`, `objective_max`) and the order
+//! (`sort`). Read by hand rather than by serde: `label` may repeat,
 //! and every mistake gets a 400 that names it.
 
 use super::labels::{valid_key, valid_value};
@@ -65,6 +66,25 @@ impl JobListRequest {
                     request.filter.problem = Some(name);
                 }
                 "label" => request.filter.labels.push(parse_label(&value)?),
+                "objective_min" => {
+                    request.filter.objective_min = Some(parse_number(&name, &value)?)
+                }
+                "objective_max" => {
+                    request.filter.objective_max = Some(parse_number(&name, &value)?)
+                }
+                "sort" => {
+                    request.filter.by_objective_descending = match value.as_ref() {
+                        "objective" => Some(false),
+                        "-objective" => Some(true),
+                        "-created" => None,
+                        other => {
+                            return Err(bad(format!(
+                                "sort {other:?}: use objective (lowest first), -objective \
+                                 (highest first) or -created (newest first, the default)"
+                            )));
+                        }
+                    };
+                }
                 "since" => request.filter.since = Some(parse_time("since", &value)?),
                 "until" => request.filter.until = Some(parse_time("until", &value)?),
                 "ids" => {
@@ -88,6 +108,13 @@ impl JobListRequest {
         if !unknown.is_empty() {
             return Err(unknown_parameters(&unknown, JOBS_PARAMETERS));
         }
+        if request.filter.by_objective_descending.is_some() && request.before.is_some() {
+            return Err(bad(
+                "before pages through the newest-first order; with sort=objective, raise limit \
+                 or narrow the filter (objective_min, objective_max)"
+                    .into(),
+            ));
+        }
         Ok(request)
     }
 }
@@ -103,6 +130,14 @@ fn parse_status(status: &str) -> Result<JobStatus, ApiError> {
              CANCELLED"
         ))
     })
+}
+
+fn parse_number(name: &str, value: &str) -> Result<f64, ApiError> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|number| number.is_finite())
+        .ok_or_else(|| bad(format!("{name} must be a number, not {value:?}")))
 }
 
 fn parse_label(label: &str) -> Result<(String, String), ApiError> {

@@ -181,9 +181,11 @@ async fn list(
             request.limit,
         )
         .await?;
-    let next = (jobs.len() == request.limit as usize)
-        .then(|| jobs.last().map(|job| job.id.clone()))
-        .flatten();
+    // Pages follow the newest-first order only; sorted by objective, one page is all.
+    let next = (jobs.len() == request.limit as usize
+        && request.filter.by_objective_descending.is_none())
+    .then(|| jobs.last().map(|job| job.id.clone()))
+    .flatten();
     Ok(Json(JobList {
         jobs: jobs.into_iter().map(JobListEntry::new).collect(),
         next,

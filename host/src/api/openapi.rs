@@ -492,6 +492,8 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                     "created_at": {"$ref": "#/components/schemas/Rfc3339"},
                     "ended_at": {"$ref": "#/components/schemas/Rfc3339End"},
                     "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "objective": {"type": ["number", "null"], "description": "The output's objective, where the use case declares one; null until it completed."},
+                    "objective_sense": {"enum": ["minimize", "maximize", null]},
                 },
                 "additionalProperties": false,
             }),

@@ -228,6 +228,7 @@ fn summary(job: &JobRecord) -> JobSummary {
         created_at: job.created_at,
         ended_at: job.ended_at,
         labels: job.labels.clone(),
+        objective: job.objective,
     }
 }
 

@@ -10,7 +10,17 @@ use super::ApiError;
 
 /// The parameters of `GET /jobs`.
 pub const JOBS_PARAMETERS: &[&str] = &[
-    "before", "limit", "status", "problem", "label", "since", "until", "ids",
+    "before",
+    "limit",
+    "status",
+    "problem",
+    "label",
+    "since",
+    "until",
+    "ids",
+    "objective_min",
+    "objective_max",
+    "sort",
 ];
 
 /// The parameters a route takes, by its path pattern and method.

@@ -97,6 +97,10 @@ pub struct JobView {
     pub plugin: Option<BindingView>,
     /// The job this one reruns, if it is a rerun.
     pub rerun_of: Option<String>,
+    /// Its output's objective, once it completed, where its use case declares one.
+    pub objective: Option<f64>,
+    /// `minimize` or `maximize`, beside `objective`.
+    pub objective_sense: Option<&'static str>,
     /// One entry per attempt, keyed by execution id (time-ordered ids, so in attempt order).
     pub executions: BTreeMap<String, ExecutionView>,
 }
@@ -125,6 +129,8 @@ pub struct ExecutionView {
     pub progress: Option<ProgressView>,
     pub error: Option<ErrorView>,
     pub logs: LogsView,
+    /// Its output's objective, once it completed, where its use case declares one.
+    pub objective: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -166,6 +172,8 @@ impl JobStatusResponse {
                 requested: binding.requested,
             }),
             rerun_of: job.rerun_of,
+            objective: job.objective.map(|objective| objective.value),
+            objective_sense: job.objective.map(|objective| objective.sense.as_str()),
             executions: job
                 .executions
                 .into_iter()
@@ -206,6 +214,7 @@ impl ExecutionView {
                 tail: execution.log_tail,
                 truncated: execution.log_truncated,
             },
+            objective: execution.objective.map(|objective| objective.value),
         }
     }
 }
@@ -275,6 +284,10 @@ pub struct JobListEntry {
     pub ended_at: Option<String>,
     /// Its labels; `{}` for none.
     pub labels: serde_json::Map<String, Value>,
+    /// Its output's objective, once it completed, where its use case declares one.
+    pub objective: Option<f64>,
+    /// `minimize` or `maximize`, beside `objective`.
+    pub objective_sense: Option<&'static str>,
 }
 
 impl JobListEntry {
@@ -289,6 +302,8 @@ impl JobListEntry {
                 .labels
                 .and_then(|labels| serde_json::from_str(&labels).ok())
                 .unwrap_or_default(),
+            objective: job.objective.map(|objective| objective.value),
+            objective_sense: job.objective.map(|objective| objective.sense.as_str()),
             id: job.id,
             problem: job.problem,
         }

@@ -286,20 +286,26 @@ impl Checker {
         let output = report
             .result
             .map_err(|error| format!("running it: {}", call_error_text(&error)))?;
-        plugin
+        let objective = plugin
             .check_output(&output)
             .map_err(|why| format!("{why}; the output: {}", shortened(&output)))?;
-        Ok(vec![
-            format!(
-                "validate {} ms, run {} ms, peak memory {}, output of {} bytes matches the \
-                 output schema",
-                validated_in.as_millis(),
-                ran_in.as_millis(),
-                megabytes(report.peak_memory_bytes),
-                output.len()
-            ),
-            format!("output: {}", shortened(&output)),
-        ])
+        let mut lines = vec![format!(
+            "validate {} ms, run {} ms, peak memory {}, output of {} bytes matches the \
+             output schema",
+            validated_in.as_millis(),
+            ran_in.as_millis(),
+            megabytes(report.peak_memory_bytes),
+            output.len()
+        )];
+        if let Some(objective) = objective {
+            lines.push(format!(
+                "objective: {} ({})",
+                objective.value,
+                objective.sense.as_str()
+            ));
+        }
+        lines.push(format!("output: {}", shortened(&output)));
+        Ok(lines)
     }
 
     /// Where the plugin meets a built-in use case.

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::objective::Objective;
 use super::{Plugin, PluginError};
 use crate::violation::Violation;
 
@@ -51,8 +52,9 @@ impl Plugin {
         errors
     }
 
-    /// The output must be JSON that the plugin's own output schema accepts.
-    pub fn check_output(&self, output: &str) -> Result<(), String> {
+    /// The output must be JSON that the plugin's own output schema accepts, with its
+    /// objective where the schema declares one. Returns that objective.
+    pub fn check_output(&self, output: &str) -> Result<Option<Objective>, String> {
         let value: Value = serde_json::from_str(output)
             .map_err(|error| format!("the output is not JSON: {error}"))?;
         let problems: Vec<String> = self
@@ -62,7 +64,10 @@ impl Plugin {
             .map(|error| format!("{}: {}", error.instance_path().as_str(), error.masked()))
             .collect();
         if problems.is_empty() {
-            Ok(())
+            self.objective
+                .as_ref()
+                .map(|objective| objective.read(&value))
+                .transpose()
         } else {
             Err(format!(
                 "the output does not match the output schema: {}",

@@ -12,6 +12,7 @@ use super::outcome::{JobEnds, Retry};
 use super::plugins::PluginBinding;
 use super::rows::{Columns, FromRow};
 use super::{ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql};
+use crate::objective::Objective;
 
 #[derive(Debug, Clone)]
 pub struct PluginRef {
@@ -32,6 +33,8 @@ pub struct ExecutionRecord {
     pub error: Option<ExecutionError>,
     pub log_tail: String,
     pub log_truncated: bool,
+    /// Its output's objective, once it completed, where its use case declares one.
+    pub objective: Option<Objective>,
 }
 
 /// What a running execution shows before it ends: its latest progress, its log so far.
@@ -89,6 +92,8 @@ pub struct ExecutionEnd {
     pub error: Option<ExecutionError>,
     /// The output JSON, for a completed execution.
     pub output: Option<String>,
+    /// The output's objective, where its use case declares one.
+    pub objective: Option<Objective>,
     pub log_tail: String,
     pub log_truncated: bool,
     pub ended_at: Millis,
@@ -262,6 +267,8 @@ where
     let job = ends
         .cancel_requested
         .bind(finish)
+        .bind(end.objective.map(|objective| objective.value))
+        .bind(end.objective.map(|objective| objective.sense.as_str()))
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&job) != 1 {
@@ -277,6 +284,8 @@ where
         .bind(end.log_truncated)
         .bind(&end.execution_id)
         .bind(&lease.job_id)
+        .bind(end.objective.map(|objective| objective.value))
+        .bind(end.objective.map(|objective| objective.sense.as_str()))
         .execute(&mut *connection)
         .await?;
     if let Some(output) = &end.output {
@@ -323,6 +332,7 @@ impl FromRow for ExecutionRecord {
             error,
             log_tail: row.text("log_tail")?,
             log_truncated: row.flag("log_truncated")?,
+            objective: super::jobs::objective_from(row)?,
         })
     }
 }

@@ -13,6 +13,7 @@ use super::users::quota_state;
 use super::{
     JobChange, JobEvents, JobStatus, Millis, Quotas, Refusal, StoreError, now_millis, sql,
 };
+use crate::objective::{Objective, Sense};
 
 /// A client's `Idempotency-Key` and a digest of the request it came with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +95,8 @@ pub struct JobRecord {
     pub created_at: Millis,
     pub ended_at: Option<Millis>,
     pub labels: Option<String>,
+    /// Its output's objective, once it completed, where its use case declares one.
+    pub objective: Option<Objective>,
     /// The component it was bound to at acceptance (`None` for a job accepted before jobs
     /// were bound).
     pub binding: Option<PluginBinding>,
@@ -112,6 +115,8 @@ pub struct JobSummary {
     pub ended_at: Option<Millis>,
     /// A JSON object of strings, if the job has labels.
     pub labels: Option<String>,
+    /// Its output's objective, once it completed, where its use case declares one.
+    pub objective: Option<Objective>,
 }
 
 /// Which of an owner's jobs `GET /jobs` lists; every condition given must hold.
@@ -129,6 +134,13 @@ pub struct JobFilter {
     pub until: Option<Millis>,
     /// Any of these ids.
     pub ids: Vec<String>,
+    /// An objective at least this (jobs without one are left out).
+    pub objective_min: Option<f64>,
+    /// An objective at most this.
+    pub objective_max: Option<f64>,
+    /// By objective, lowest first (`Some(false)`) or highest first (`Some(true)`), jobs
+    /// without one last; else newest first.
+    pub by_objective_descending: Option<bool>,
 }
 
 /// What a job was launched with.
@@ -301,6 +313,7 @@ where
             query = match argument {
                 Argument::Text(text) => query.bind(text),
                 Argument::Number(number) => query.bind(number),
+                Argument::Real(real) => query.bind(real),
             };
         }
         rows::all(&query.fetch_all(self.readers()).await?)
@@ -552,6 +565,7 @@ where
 enum Argument {
     Text(String),
     Number(i64),
+    Real(f64),
 }
 
 /// The statement of one page of `GET /jobs`, with its filter's conditions, and its values in
@@ -603,8 +617,22 @@ impl JobsPage {
             let list = page.list(filter.ids.iter().map(String::as_str));
             page.sql.push_str(&format!(" AND id IN ({list})"));
         }
+        if let Some(min) = filter.objective_min {
+            let at = page.push(Argument::Real(min));
+            page.sql.push_str(&format!(" AND objective >= ${at}"));
+        }
+        if let Some(max) = filter.objective_max {
+            let at = page.push(Argument::Real(max));
+            page.sql.push_str(&format!(" AND objective <= ${at}"));
+        }
+        let order = match filter.by_objective_descending {
+            // Jobs without an objective last, on either backend.
+            Some(false) => "(objective IS NULL), objective ASC, id DESC",
+            Some(true) => "(objective IS NULL), objective DESC, id DESC",
+            None => "id DESC",
+        };
         let at = page.push(Argument::Number(i64::from(limit)));
-        page.sql.push_str(&format!(" ORDER BY id DESC LIMIT ${at}"));
+        page.sql.push_str(&format!(" ORDER BY {order} LIMIT ${at}"));
         page
     }
 
@@ -634,8 +662,23 @@ impl FromRow for JobSummary {
             created_at: row.integer("created_at")?,
             ended_at: row.integer_or_null("ended_at")?,
             labels: row.text_or_null("labels")?,
+            objective: objective_from(row)?,
         })
     }
+}
+
+/// The `objective` and `objective_sense` columns of a row, both set or none.
+pub(super) fn objective_from(row: &impl Columns) -> Result<Option<Objective>, StoreError> {
+    let value = row.real_or_null("objective")?;
+    let sense = row.text_or_null("objective_sense")?;
+    Ok(match (value, sense) {
+        (Some(value), Some(sense)) => Some(Objective {
+            value,
+            sense: Sense::parse(&sense)
+                .ok_or_else(|| StoreError::Corrupt(format!("objective sense {sense:?}")))?,
+        }),
+        _ => None,
+    })
 }
 
 /// The dataset columns of a job row, all set or all null.
@@ -699,6 +742,7 @@ impl JobRecord {
             created_at: summary.created_at,
             ended_at: summary.ended_at,
             labels: summary.labels,
+            objective: summary.objective,
             binding,
             rerun_of,
             executions,

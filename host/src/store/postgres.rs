@@ -83,6 +83,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         18,
         include_str!("../../migrations/postgres/0018_plugin_registry.sql"),
     ),
+    (
+        19,
+        include_str!("../../migrations/postgres/0019_objectives.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -123,7 +123,9 @@ pub(super) const CLIENT_STATUS: &str = "CASE WHEN jobs.status = 'RUNNING' AND NO
 
 /// The columns a job is read with for clients ([`super::JobSummary`]'s).
 pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
-    format!("id, problem, {CLIENT_STATUS} AS status, created_at, ended_at, labels")
+    format!(
+        "id, problem, {CLIENT_STATUS} AS status, created_at, ended_at, labels, objective, objective_sense"
+    )
 });
 
 pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
@@ -169,13 +171,14 @@ pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
 pub(super) const FINISH_JOB: &str = "UPDATE jobs
      SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
          ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
-         lease_expires_at = NULL
+         lease_expires_at = NULL, objective = $7, objective_sense = $8
      WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
 
 pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
      SET status = $1, ended_at = $2, error_code = $3, error_message = $4, log_tail = $5,
          log_truncated = $6,
-         progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END
+         progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END,
+         objective = $9, objective_sense = $10
      WHERE id = $7 AND job_id = $8";
 
 /// A claimed job that never started goes back, its attempt uncounted (`$5`/`$6`, its status
@@ -409,15 +412,15 @@ pub(super) const SET_CURRENT_VERSION: &str =
     "INSERT INTO plugin_current (name, version, changed_at) VALUES ($1, $2, $3)
      ON CONFLICT (name) DO UPDATE SET version = excluded.version, changed_at = excluded.changed_at";
 
-pub(super) const RETIRE_PLUGIN_VERSION: &str = "UPDATE plugin_versions SET retired_at = $3
-     WHERE name = $1 AND version = $2 AND retired_at IS NULL";
-
 /// Locks a stored version's row (a no-op write) for the rest of the transaction.
 pub(super) const LOCK_PLUGIN_VERSION: &str =
     "UPDATE plugin_versions SET retired_at = retired_at WHERE name = $1 AND version = $2";
 
 pub(super) const PLUGIN_VERSION_RETIRED: &str =
     "SELECT retired_at FROM plugin_versions WHERE name = $1 AND version = $2";
+
+pub(super) const RETIRE_PLUGIN_VERSION: &str = "UPDATE plugin_versions SET retired_at = $3
+     WHERE name = $1 AND version = $2 AND retired_at IS NULL";
 
 pub(super) const INSERT_PLUGIN_EVENT: &str = "INSERT INTO plugin_events
      (at, kind, name, version, previous, digest, actor, replica, file, reason)

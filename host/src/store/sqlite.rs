@@ -76,6 +76,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         18,
         include_str!("../../migrations/sqlite/0018_plugin_registry.sql"),
     ),
+    (
+        19,
+        include_str!("../../migrations/sqlite/0019_objectives.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -155,6 +155,11 @@ async fn send(
                 .and_then(|job| job.labels.as_deref())
                 .and_then(|labels| serde_json::from_str::<serde_json::Value>(labels).ok())
                 .unwrap_or_else(|| json!({})),
+            "objective": job.as_ref().and_then(|job| job.objective).map(|objective| objective.value),
+            "objective_sense": job
+                .as_ref()
+                .and_then(|job| job.objective)
+                .map(|objective| objective.sense.as_str()),
         },
     })
     .to_string();

@@ -27,6 +27,7 @@ pub(super) fn failed(execution_id: &str, code: ErrorCode, message: String) -> Ex
         retry: Retry::No,
         error: Some(ExecutionError { code, message }),
         output: None,
+        objective: None,
         log_tail: String::new(),
         log_truncated: false,
         ended_at: now_millis(),
@@ -94,9 +95,9 @@ pub(super) fn execute(
             };
         }
     };
-    let (status, error, output) = match report.result {
+    let (status, error, output, objective) = match report.result {
         Ok(output) => match plugin.check_output(&output) {
-            Ok(()) => (ExecutionStatus::Completed, None, Some(output)),
+            Ok(objective) => (ExecutionStatus::Completed, None, Some(output), objective),
             Err(message) => (
                 ExecutionStatus::Failed,
                 Some(ExecutionError {
@@ -104,12 +105,13 @@ pub(super) fn execute(
                     message,
                 }),
                 None,
+                None,
             ),
         },
         Err(error) => {
             let releasing = context.releasing.load(Ordering::SeqCst);
             let (status, error) = call_failed(error, options.time_limit(), releasing);
-            (status, error, None)
+            (status, error, None, None)
         }
     };
     ExecutionEnd {
@@ -119,6 +121,7 @@ pub(super) fn execute(
         retry: Retry::Yes,
         error,
         output,
+        objective,
         log_tail: report.log.text,
         log_truncated: report.log.truncated,
         ended_at: now_millis(),

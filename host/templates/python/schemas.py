@@ -15,6 +15,7 @@ OUTPUT = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "{{name}} output",
     "type": "object",
+    "x-caseload-objective": {"pointer": "/difference", "sense": "minimize"},
     "required": ["sides", "difference"],
     "properties": {
         "sides": {"type": "array", "items": {"enum": [0, 1]}},

@@ -156,6 +156,10 @@ fn completed(execution_id: &str, output: &str) -> ExecutionEnd {
         retry: Retry::No,
         error: None,
         output: Some(output.into()),
+        objective: Some(crate::objective::Objective {
+            value: 4.0,
+            sense: crate::objective::Sense::Maximize,
+        }),
         log_tail: "done\n".into(),
         log_truncated: false,
         ended_at: now_millis(),

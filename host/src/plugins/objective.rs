@@ -1,0 +1,148 @@
+//! A use case's objective, declared in its output schema: where an output holds the number
+//! the use case optimizes, and whether higher or lower is better.
+//!
+//! ```json
+//! "x-caseload-objective": {"pointer": "/cut_value", "sense": "maximize"}
+//! "x-caseload-objective": {"pointer": "/energy", "sense": {"pointer": "/sense"}}
+//! ```
+//!
+//! The second form reads the sense from each output (QUBO minimizes or maximizes as its
+//! input says). The platform reads the objective from every output and keeps it with the
+//! job; an output without it fails the output check, so `caseload plugin check` refuses a
+//! pointer the examples' outputs do not have.
+
+use serde_json::Value;
+
+pub use crate::objective::{Objective, Sense};
+
+/// The output schema keyword that declares the objective.
+pub const OBJECTIVE_KEYWORD: &str = "x-caseload-objective";
+
+/// Where the objective and its sense are in an output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectiveSpec {
+    pointer: String,
+    sense: SenseSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SenseSpec {
+    Fixed(Sense),
+    /// A pointer to `"minimize"` or `"maximize"` in the output.
+    At(String),
+}
+
+impl ObjectiveSpec {
+    /// The declaration in an output schema, if it has one.
+    pub fn parse(output_schema: &Value) -> Result<Option<ObjectiveSpec>, String> {
+        let Some(declared) = output_schema.get(OBJECTIVE_KEYWORD) else {
+            return Ok(None);
+        };
+        let pointer = declared
+            .get("pointer")
+            .and_then(Value::as_str)
+            .filter(|pointer| pointer.starts_with('/'))
+            .ok_or_else(|| {
+                format!("{OBJECTIVE_KEYWORD}.pointer must be a JSON pointer (\"/cut_value\")")
+            })?;
+        let sense = match declared.get("sense") {
+            Some(Value::String(sense)) => {
+                SenseSpec::Fixed(Sense::parse(sense).ok_or_else(|| {
+                    format!("{OBJECTIVE_KEYWORD}.sense must be \"minimize\" or \"maximize\"")
+                })?)
+            }
+            Some(Value::Object(at)) => match at.get("pointer").and_then(Value::as_str) {
+                Some(pointer) if pointer.starts_with('/') => SenseSpec::At(pointer.to_owned()),
+                _ => {
+                    return Err(format!(
+                        "{OBJECTIVE_KEYWORD}.sense.pointer must be a JSON pointer (\"/sense\")"
+                    ));
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "{OBJECTIVE_KEYWORD}.sense must be \"minimize\", \"maximize\" or \
+                     {{\"pointer\": ...}} to where the output says which"
+                ));
+            }
+        };
+        Ok(Some(ObjectiveSpec {
+            pointer: pointer.to_owned(),
+            sense,
+        }))
+    }
+
+    /// The objective of an output, or why it has none where the schema says it is.
+    pub fn read(&self, output: &Value) -> Result<Objective, String> {
+        let value = output
+            .pointer(&self.pointer)
+            .and_then(Value::as_f64)
+            .filter(|value| value.is_finite())
+            .ok_or_else(|| {
+                format!(
+                    "the output has no number at {} (the output schema's {OBJECTIVE_KEYWORD})",
+                    self.pointer
+                )
+            })?;
+        let sense = match &self.sense {
+            SenseSpec::Fixed(sense) => *sense,
+            SenseSpec::At(pointer) => output
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .and_then(Sense::parse)
+                .ok_or_else(|| {
+                    format!(
+                        "the output has no \"minimize\" or \"maximize\" at {pointer} (the output \
+                         schema's {OBJECTIVE_KEYWORD})"
+                    )
+                })?,
+        };
+        Ok(Objective { value, sense })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn reads_a_fixed_sense_and_a_sense_from_the_output() {
+        let fixed = ObjectiveSpec::parse(&json!({
+            OBJECTIVE_KEYWORD: {"pointer": "/cut_value", "sense": "maximize"}
+        }))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            fixed.read(&json!({"cut_value": 4.0})).unwrap(),
+            Objective {
+                value: 4.0,
+                sense: Sense::Maximize
+            }
+        );
+        assert!(fixed.read(&json!({"cut": 4.0})).is_err());
+        let from_output = ObjectiveSpec::parse(&json!({
+            OBJECTIVE_KEYWORD: {"pointer": "/energy", "sense": {"pointer": "/sense"}}
+        }))
+        .unwrap()
+        .unwrap();
+        let objective = from_output
+            .read(&json!({"energy": -2, "sense": "minimize"}))
+            .unwrap();
+        assert_eq!(objective.sense, Sense::Minimize);
+        assert!(from_output.read(&json!({"energy": -2})).is_err());
+    }
+
+    #[test]
+    fn a_bad_declaration_is_refused_and_none_is_none() {
+        assert_eq!(ObjectiveSpec::parse(&json!({})), Ok(None));
+        for bad in [
+            json!({"pointer": "cut", "sense": "maximize"}),
+            json!({"pointer": "/cut", "sense": "up"}),
+            json!({"pointer": "/cut"}),
+        ] {
+            assert!(ObjectiveSpec::parse(&json!({ OBJECTIVE_KEYWORD: bad })).is_err());
+        }
+    }
+}
