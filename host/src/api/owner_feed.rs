@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn events_are_written_as_sse_with_the_id_on_the_last() {
-        let bytes = status_events(["{\"a\":1}", "{\"b\":2}"].into_iter(), 42).unwrap();
+        let bytes = status_events(["{\"a\":1}", "{\"b\":2}"].into_iter(), 42).expect("events");
         assert_eq!(
             &bytes[..],
             b"event: status\ndata: {\"a\":1}\n\nevent: status\ndata: {\"b\":2}\nid: 42\n\n"

@@ -112,10 +112,12 @@ mod tests {
         let fixed = ObjectiveSpec::parse(&json!({
             OBJECTIVE_KEYWORD: {"pointer": "/cut_value", "sense": "maximize"}
         }))
-        .unwrap()
-        .unwrap();
+        .expect("a declaration")
+        .expect("a declaration");
         assert_eq!(
-            fixed.read(&json!({"cut_value": 4.0})).unwrap(),
+            fixed
+                .read(&json!({"cut_value": 4.0}))
+                .expect("a declaration"),
             Objective {
                 value: 4.0,
                 sense: Sense::Maximize
@@ -125,11 +127,11 @@ mod tests {
         let from_output = ObjectiveSpec::parse(&json!({
             OBJECTIVE_KEYWORD: {"pointer": "/energy", "sense": {"pointer": "/sense"}}
         }))
-        .unwrap()
-        .unwrap();
+        .expect("a declaration")
+        .expect("a declaration");
         let objective = from_output
             .read(&json!({"energy": -2, "sense": "minimize"}))
-            .unwrap();
+            .expect("a declaration");
         assert_eq!(objective.sense, Sense::Minimize);
         assert!(from_output.read(&json!({"energy": -2})).is_err());
     }

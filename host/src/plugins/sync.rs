@@ -200,7 +200,7 @@ impl PluginSync {
                 // Told: read it all. A PostgreSQL sequence number is taken at insert, not at
                 // commit, so a change may commit under a number below one seen already; the
                 // announcement of it, and a full read every FULL_EVERY polls, do not miss it.
-                let synced = if told || polls % FULL_EVERY == 0 {
+                let synced = if told || polls.is_multiple_of(FULL_EVERY) {
                     sync.sync().await
                 } else {
                     sync.sync_if_changed().await
