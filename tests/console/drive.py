@@ -431,7 +431,9 @@ def run(c):
     c.wait(lambda: len(c.all("tr[data-job]")) == 50 and c.button("Load older jobs").is_displayed(), "a first page of 50 jobs")
     c.button("Load older jobs").click()
     c.wait(lambda: not c.button("Load older jobs").is_displayed(), "the last page")
-    listed = [row.get_attribute("data-job") for row in c.all("tr[data-job]")]
+    # Read in one script: the list re-renders rows as its jobs' statuses stream in.
+    listed = c.driver.execute_script(
+        "return [...document.querySelectorAll('tr[data-job]')].map((row) => row.dataset.job)")
     assert len(listed) == total and len(set(listed)) == total, f"{len(listed)} rows, {len(set(listed))} jobs of {total}"
 
     # The service: this replica, live, with its workers.

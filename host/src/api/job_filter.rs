@@ -108,13 +108,6 @@ impl JobListRequest {
         if !unknown.is_empty() {
             return Err(unknown_parameters(&unknown, JOBS_PARAMETERS));
         }
-        if request.filter.by_objective_descending.is_some() && request.before.is_some() {
-            return Err(bad(
-                "before pages through the newest-first order; with sort=objective, raise limit \
-                 or narrow the filter (objective_min, objective_max)"
-                    .into(),
-            ));
-        }
         Ok(request)
     }
 }
