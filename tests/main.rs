@@ -11,6 +11,7 @@ mod console;
 mod datasets;
 mod durability;
 mod finding;
+mod finish;
 mod flow;
 mod hardening;
 mod held;

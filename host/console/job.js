@@ -29,6 +29,8 @@ export function jobPage(id) {
   const output = h('div', { class: 'output' });
   const picture = h('div', { class: 'picture-slot' });
   const cancel = h('button', { type: 'button', class: 'danger', hidden: true, onclick: cancelJob }, 'Cancel job');
+  const finish = h('button', { type: 'button', hidden: true, onclick: finishJob,
+    title: 'Stop now and keep the best answer found so far' }, 'Finish now');
   const rerunVersion = h('select', { id: 'rerun-version' }, h('option', { value: '' }, 'The version it ran'));
   const rerun = h('form', { class: 'rerun', hidden: true, onsubmit: rerunJob },
     h('label', { for: 'rerun-version' }, 'Rerun on'), rerunVersion,
@@ -39,7 +41,7 @@ export function jobPage(id) {
 
   page(`Job ${id}`,
     h('p', {}, h('a', { href: '#/jobs' }, '← All jobs')),
-    h('section', { 'aria-label': 'Status' }, state, cancel, rerun),
+    h('section', { 'aria-label': 'Status' }, state, finish, cancel, rerun),
     h('section', { 'aria-labelledby': 'progress-heading' }, h('h2', { id: 'progress-heading' }, 'Progress'),
       h('p', {}, progressBar, ' ', progressText), chart),
     h('section', { 'aria-labelledby': 'executions-heading' }, h('h2', { id: 'executions-heading' }, 'Executions'),
@@ -56,8 +58,10 @@ export function jobPage(id) {
       h('dt', {}, 'Ended'), h('dd', {}, when(view.ended_at, '—')),
       h('dt', {}, 'Version'), h('dd', { class: 'bound-version', title: view.plugin?.digest ?? null },
         view.plugin ? [view.plugin.version, view.plugin.requested ? ` (pinned as ${view.plugin.requested})` : ' (current at launch)'] : '—'),
-      view.rerun_of ? [h('dt', {}, 'Rerun of'), h('dd', {}, h('a', { href: `#/job/${encodeURIComponent(view.rerun_of)}` }, view.rerun_of))] : null);
+      view.rerun_of ? [h('dt', {}, 'Rerun of'), h('dd', {}, h('a', { href: `#/job/${encodeURIComponent(view.rerun_of)}` }, view.rerun_of))] : null,
+      view.stopped_early ? [h('dt', {}, 'Stopped early'), h('dd', {}, 'Finished on request with the best found by then')] : null);
     cancel.hidden = !['PENDING', 'RUNNING'].includes(view.status);
+    finish.hidden = view.status !== 'RUNNING';
     rerun.hidden = false;
     const attempts = Object.values(view.executions ?? {}).sort((a, b) => a.attempt - b.attempt);
     fill(executions, attempts.length ? attempts.map((execution) => h('tr', {},
@@ -113,6 +117,15 @@ export function jobPage(id) {
       }
     } catch (error) {
       if (!left) notice(`Cannot show the answer: ${error.message}`, 'error');
+    }
+  }
+
+  async function finishJob() {
+    try {
+      const answer = await request('POST', `${path}/finish`);
+      notice(answer.detail);
+    } catch (error) {
+      notice(error.message, 'error');
     }
   }
 

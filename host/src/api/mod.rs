@@ -10,6 +10,7 @@ mod cors;
 mod data_files;
 mod error;
 mod events;
+mod finish;
 mod held;
 mod job_filter;
 mod job_input;
@@ -228,6 +229,7 @@ pub fn app(state: AppState) -> Router {
         .merge(check::router())
         .merge(plugins::router())
         .merge(rerun::router())
+        .merge(finish::router())
         .merge(service::router())
         .merge(console::router())
         .route("/healthz", axum::routing::get(healthz))

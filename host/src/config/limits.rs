@@ -90,6 +90,7 @@ impl UseCaseLimits {
         Limits {
             wall_time: time_limit + grace,
             memory_bytes,
+            finish_grace: grace,
             ..self.sandbox
         }
     }

@@ -52,6 +52,8 @@ pub struct Limits {
     pub log_bytes: usize,
     /// The largest output accepted.
     pub output_bytes: usize,
+    /// How long a run asked to finish now ([`ExecutionObserver::finishing`]) has to return.
+    pub finish_grace: Duration,
 }
 
 impl Default for Limits {
@@ -61,6 +63,7 @@ impl Default for Limits {
             wall_time: Duration::from_secs(60),
             log_bytes: 64 << 10,
             output_bytes: 64 << 20,
+            finish_grace: Duration::from_secs(1),
         }
     }
 }
@@ -72,6 +75,11 @@ pub trait ExecutionObserver: Send + Sync {
     fn progress(&self, fraction: f64, message: String, log: &BoundedLog);
     /// The plugin wrote a line through the `log` import.
     fn logged(&self, log: &BoundedLog);
+    /// Whether the run was asked to finish now: `cancelled()` answers true, and the run has
+    /// [`Limits::finish_grace`] from when this was first seen to return.
+    fn finishing(&self) -> bool {
+        false
+    }
 }
 
 /// What a plugin says about itself (`describe`).
@@ -621,12 +629,24 @@ impl CompiledPlugin {
         let state = SandboxState::new(limits, deadline, log.clone(), cancelled, observer);
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
+        let finish_grace = limits.finish_grace;
+        let mut finish_by: Option<Instant> = None;
         store.epoch_deadline_callback(move |context| {
             if context.data().is_cancelled() {
                 return Err(Interruption::Cancelled.into());
             }
-            if Instant::now() >= deadline {
+            let now = Instant::now();
+            if now >= deadline {
                 return Err(Interruption::Deadline.into());
+            }
+            // Asked to finish: the plugin hears `cancelled()` and has its grace to return;
+            // one that does not ends as a cancelled run does.
+            if context.data().is_finishing() {
+                match finish_by {
+                    None => finish_by = Some(now + finish_grace),
+                    Some(by) if now >= by => return Err(Interruption::Cancelled.into()),
+                    Some(_) => {}
+                }
             }
             Ok(UpdateDeadline::Continue(1))
         });

@@ -143,6 +143,13 @@ impl SandboxState {
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
     }
+
+    /// Whether the run was asked to finish now.
+    pub fn is_finishing(&self) -> bool {
+        self.observer
+            .as_ref()
+            .is_some_and(|observer| observer.finishing())
+    }
 }
 
 impl WasiView for SandboxState {
@@ -181,7 +188,7 @@ impl Host for SandboxState {
     }
 
     fn cancelled(&mut self) -> bool {
-        self.is_cancelled()
+        self.is_cancelled() || self.is_finishing()
     }
 }
 

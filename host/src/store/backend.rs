@@ -15,6 +15,10 @@ use super::outcome::{JobEnds, Retry};
 use super::rows;
 use super::{ExecutionStatus, JobChange, JobEvents, StoreError, now_millis, sql};
 
+/// Before a job id in [`Backend::announce_cancel`]: the job is asked to finish now, not to
+/// be cancelled.
+pub(super) const FINISH_PREFIX: &str = "finish:";
+
 /// A SQL backend: its database, its pools and batcher, and the few things it does its own
 /// way. sqlx has no common trait for a statement's rows-affected count, hence
 /// [`Backend::rows_affected`].

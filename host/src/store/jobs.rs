@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Executor};
 
-use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::backend::{Backend, Column, Connection, DbRow, FINISH_PREFIX, Param};
 use super::executions::ExecutionRecord;
 use super::plugins::PluginBinding;
 use super::rows::{self, Columns, FromRow};
@@ -29,6 +29,19 @@ pub enum CancelOutcome {
     Cancelled,
     /// The job is running: its worker was asked to stop, and ends it `CANCELLED`.
     Requested,
+    /// The job had ended already, with this status.
+    Ended(JobStatus),
+}
+
+/// What [`JobQueue::finish_job`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishOutcome {
+    /// The job was pending: it is cancelled, as a cancel does.
+    Cancelled,
+    /// The job runs: its worker was asked to have it return what it has now.
+    Requested,
+    /// The job was waiting in its worker's queue: its cancellation was asked for.
+    CancelRequested,
     /// The job had ended already, with this status.
     Ended(JobStatus),
 }
@@ -102,6 +115,8 @@ pub struct JobRecord {
     pub binding: Option<PluginBinding>,
     /// The job it runs again, for a rerun.
     pub rerun_of: Option<String>,
+    /// It completed with what it had when a finish asked it to stop.
+    pub stopped_early: bool,
     pub executions: Vec<ExecutionRecord>,
 }
 
@@ -212,6 +227,16 @@ pub trait JobQueue: Send + Sync + 'static {
         job_id: &str,
     ) -> Result<Option<CancelOutcome>, StoreError>;
 
+    /// Asks the owner's running job to stop and return what it has (its plugin hears
+    /// `cancelled()`, and the job ends `COMPLETED` if it returns within its grace); a pending
+    /// one is cancelled. Running replicas hear of it through
+    /// [`JobEvents::finish_requested`]. `None` if the owner has no such job.
+    async fn finish_job(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<FinishOutcome>, StoreError>;
+
     /// How many jobs an owner has in each status, as clients see it; statuses with none
     /// are left out.
     async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError>;
@@ -295,6 +320,7 @@ where
             JobSummary::from_row(&row)?,
             Option::<PluginBinding>::from_row(&row)?,
             row.text_or_null("rerun_of")?,
+            row.flag("stopped_early")?,
             executions,
         )))
     }
@@ -425,6 +451,34 @@ where
         };
         transaction.commit().await?;
         Ok(Some(outcome))
+    }
+
+    async fn finish_job(
+        &self,
+        owner_id: &str,
+        job_id: &str,
+    ) -> Result<Option<FinishOutcome>, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let requested = sqlx::query(sql::REQUEST_FINISH)
+            .bind(job_id)
+            .bind(owner_id)
+            .execute(&mut *transaction)
+            .await?;
+        if Self::rows_affected(&requested) != 1 {
+            // Not running: a cancel does what a finish asks of a pending job.
+            drop(transaction);
+            return Ok(self
+                .cancel_job(owner_id, job_id)
+                .await?
+                .map(|outcome| match outcome {
+                    CancelOutcome::Cancelled => FinishOutcome::Cancelled,
+                    CancelOutcome::Requested => FinishOutcome::CancelRequested,
+                    CancelOutcome::Ended(status) => FinishOutcome::Ended(status),
+                }));
+        }
+        Self::announce_cancel(&mut transaction, &format!("{FINISH_PREFIX}{job_id}")).await?;
+        transaction.commit().await?;
+        Ok(Some(FinishOutcome::Requested))
     }
 
     async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>) {
@@ -733,6 +787,7 @@ impl JobRecord {
         summary: JobSummary,
         binding: Option<PluginBinding>,
         rerun_of: Option<String>,
+        stopped_early: bool,
         executions: Vec<ExecutionRecord>,
     ) -> JobRecord {
         JobRecord {
@@ -745,6 +800,7 @@ impl JobRecord {
             objective: summary.objective,
             binding,
             rerun_of,
+            stopped_early,
             executions,
         }
     }

@@ -34,8 +34,8 @@ pub use self::executions::{
     Progress,
 };
 pub use self::jobs::{
-    CancelOutcome, Idempotency, Inserted, JobDataset, JobFilter, JobInput, JobOutput, JobQueue,
-    JobRecord, JobSummary, NewJob,
+    CancelOutcome, FinishOutcome, Idempotency, Inserted, JobDataset, JobFilter, JobInput,
+    JobOutput, JobQueue, JobRecord, JobSummary, NewJob,
 };
 pub use self::outcome::{JobEnd, Retry};
 pub use self::plugins::{
@@ -232,6 +232,9 @@ pub trait JobEvents: Send + Sync {
     fn jobs_changed(&self, _changes: &[JobChange]) {}
     /// The plugins the store lists changed (on PostgreSQL, on any replica).
     fn plugins_changed(&self) {}
+    /// A client asked the running job to finish now: this process's run of it, if any,
+    /// should return what it has.
+    fn finish_requested(&self, _job_id: &str) {}
 }
 
 impl std::fmt::Debug for dyn JobEvents {
@@ -269,5 +272,11 @@ impl JobEvents for EventFanout {
 
     fn plugins_changed(&self) {
         self.0.iter().for_each(|events| events.plugins_changed());
+    }
+
+    fn finish_requested(&self, job_id: &str) {
+        self.0
+            .iter()
+            .for_each(|events| events.finish_requested(job_id));
     }
 }

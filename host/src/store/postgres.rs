@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryResult};
 
-use super::backend::{Backend, apply};
+use super::backend::{Backend, FINISH_PREFIX, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
@@ -87,6 +87,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         19,
         include_str!("../../migrations/postgres/0019_objectives.sql"),
     ),
+    (
+        20,
+        include_str!("../../migrations/postgres/0020_finish.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -102,7 +106,8 @@ const READ_CONNECTIONS: usize = 6;
 /// The channel a replica notifies when it makes a job pending.
 const CHANNEL: &str = "caseload_jobs";
 
-/// The channel that carries the id of a running job whose cancellation was asked for.
+/// The channel that carries the id of a running job whose cancellation was asked for, or
+/// [`FINISH_PREFIX`] and the id of one asked to finish now.
 const CANCEL_CHANNEL: &str = "caseload_cancel";
 
 /// The channel that carries the jobs that changed as clients see them: `owner_id job_id`
@@ -455,7 +460,10 @@ async fn listen(pool: &PgPool, events: &dyn JobEvents) -> Result<(), sqlx::Error
     loop {
         let notification = listener.recv().await?;
         match notification.channel() {
-            CANCEL_CHANNEL => events.cancel_requested(notification.payload()),
+            CANCEL_CHANNEL => match notification.payload().strip_prefix(FINISH_PREFIX) {
+                Some(job_id) => events.finish_requested(job_id),
+                None => events.cancel_requested(notification.payload()),
+            },
             CHANGES_CHANNEL => events.jobs_changed(&parse_changes(notification.payload())),
             PLUGINS_CHANNEL => events.plugins_changed(),
             _ => events.jobs_pending(),

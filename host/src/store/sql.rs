@@ -130,7 +130,7 @@ pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
 
 pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of
+        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of, stopped_early
          FROM jobs WHERE id = $1 AND owner_id = $2",
         *JOB_COLUMNS
     )
@@ -171,7 +171,8 @@ pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
 pub(super) const FINISH_JOB: &str = "UPDATE jobs
      SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
          ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
-         lease_expires_at = NULL, objective = $7, objective_sense = $8
+         lease_expires_at = NULL, objective = $7, objective_sense = $8,
+         stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
      WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
 
 pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
@@ -293,6 +294,13 @@ pub(super) const SWEEP_UNREFERENCED_BLOBS: &str = "DELETE FROM blobs WHERE id IN
 pub(super) const CANCEL_PENDING: &str = "UPDATE jobs
      SET status = 'CANCELLED', ended_at = $3, cancel_requested = TRUE
      WHERE id = $1 AND owner_id = $2 AND status = 'PENDING'";
+
+/// A running job (one whose execution runs: not one waiting in its worker's queue) asked to
+/// finish now.
+pub(super) const REQUEST_FINISH: &str = "UPDATE jobs SET finish_requested = TRUE
+     WHERE id = $1 AND owner_id = $2 AND status = 'RUNNING' AND NOT cancel_requested
+       AND EXISTS (SELECT 1 FROM executions
+                   WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')";
 
 pub(super) const REQUEST_CANCEL: &str = "UPDATE jobs SET cancel_requested = TRUE
      WHERE id = $1 AND owner_id = $2 AND status = 'RUNNING'";

@@ -80,6 +80,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         19,
         include_str!("../../migrations/sqlite/0019_objectives.sql"),
     ),
+    (20, include_str!("../../migrations/sqlite/0020_finish.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -58,6 +58,7 @@ pub(super) fn execute(
         context.runtime.clone(),
         claim.lease.clone(),
         execution_id.to_owned(),
+        context.local.held.finish_flag(&claim.lease),
     ));
     let run_options = RunOptions {
         time_limit: options.time_limit(),

@@ -13,7 +13,17 @@ use crate::store::Lease;
 /// Keyed by job and token: a job reaped from this process and claimed by it again is two
 /// leases, and ending the old one must not drop the new one.
 #[derive(Debug, Default)]
-pub(crate) struct HeldLeases(Mutex<HashMap<LeaseKey, (Lease, Arc<AtomicBool>)>>);
+pub(crate) struct HeldLeases(Mutex<HashMap<LeaseKey, Held>>);
+
+/// A held lease, and the flags that stop its execution.
+#[derive(Debug)]
+struct Held {
+    lease: Lease,
+    /// Stops the execution now (lease lost, cancel).
+    interrupt: Arc<AtomicBool>,
+    /// Asks the execution to return what it has (finish now).
+    finish: Arc<AtomicBool>,
+}
 
 /// A job id and a lease token.
 type LeaseKey = (String, i64);
@@ -26,9 +36,35 @@ impl HeldLeases {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(
                 (lease.job_id.clone(), lease.token),
-                (lease.clone(), interrupt.clone()),
+                Held {
+                    lease: lease.clone(),
+                    interrupt: interrupt.clone(),
+                    finish: Arc::default(),
+                },
             );
         interrupt
+    }
+
+    /// The flag that asks the execution under this lease to return what it has.
+    pub(crate) fn finish_flag(&self, lease: &Lease) -> Arc<AtomicBool> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(lease.job_id.clone(), lease.token))
+            .map(|held| held.finish.clone())
+            .unwrap_or_default()
+    }
+
+    /// Asks every held lease's execution of the job to return what it has; true if there
+    /// was one.
+    pub(crate) fn finish_job(&self, job_id: &str) -> bool {
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut found = false;
+        for held in held.values().filter(|held| held.lease.job_id == job_id) {
+            held.finish.store(true, Ordering::SeqCst);
+            found = true;
+        }
+        found
     }
 
     pub(crate) fn release(&self, lease: &Lease) {
@@ -43,7 +79,7 @@ impl HeldLeases {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .map(|(lease, _)| lease.clone())
+            .map(|held| held.lease.clone())
             .collect()
     }
 
@@ -51,11 +87,9 @@ impl HeldLeases {
     pub(crate) fn interrupt_job(&self, job_id: &str) -> bool {
         let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let mut found = false;
-        for (lease, interrupt) in held.values() {
-            if lease.job_id == job_id {
-                interrupt.store(true, Ordering::SeqCst);
-                found = true;
-            }
+        for held in held.values().filter(|held| held.lease.job_id == job_id) {
+            held.interrupt.store(true, Ordering::SeqCst);
+            found = true;
         }
         found
     }
@@ -65,10 +99,10 @@ impl HeldLeases {
     pub(crate) fn interrupt(&self, leases: Option<&[Lease]>) -> Vec<String> {
         let held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let mut interrupted = Vec::new();
-        for (lease, interrupt) in held.values() {
-            if leases.is_none_or(|leases| leases.contains(lease)) {
-                interrupt.store(true, Ordering::SeqCst);
-                interrupted.push(lease.job_id.clone());
+        for held in held.values() {
+            if leases.is_none_or(|leases| leases.contains(&held.lease)) {
+                held.interrupt.store(true, Ordering::SeqCst);
+                interrupted.push(held.lease.job_id.clone());
             }
         }
         interrupted

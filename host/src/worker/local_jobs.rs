@@ -44,6 +44,16 @@ impl LocalJobs {
     /// Stops this process's run of the job, if it holds one. A job claimed but waiting for a
     /// worker (behind a long run, say) leaves the queue and ends `CANCELLED` at once, instead
     /// of when a worker reaches it; a running one is interrupted. True if either happened.
+    /// Asks this process's run of the job, if any, to return what it has now; true if one
+    /// runs here.
+    pub fn finish(&self, job_id: &str) -> bool {
+        let found = self.held.finish_job(job_id);
+        if found {
+            tracing::info!(job = %job_id, "finish asked for; the run returns what it has");
+        }
+        found
+    }
+
     pub fn cancel(&self, job_id: &str) -> bool {
         let unstarted = {
             let mut claimed = self.claimed.lock().unwrap_or_else(PoisonError::into_inner);
@@ -138,6 +148,10 @@ impl JobEvents for LocalJobs {
 
     fn cancel_requested(&self, job_id: &str) {
         self.cancel(job_id);
+    }
+
+    fn finish_requested(&self, job_id: &str) {
+        self.finish(job_id);
     }
 }
 

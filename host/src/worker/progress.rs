@@ -1,5 +1,6 @@
 //! A running execution's progress and log, written to the store as the plugin reports them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,8 @@ pub(crate) struct ProgressWriter {
     lease: Lease,
     execution_id: String,
     live: Mutex<Live>,
+    /// Set when the job is asked to finish now.
+    finish: Arc<AtomicBool>,
 }
 
 impl ProgressWriter {
@@ -26,6 +29,7 @@ impl ProgressWriter {
         runtime: tokio::runtime::Handle,
         lease: Lease,
         execution_id: String,
+        finish: Arc<AtomicBool>,
     ) -> ProgressWriter {
         ProgressWriter {
             store,
@@ -33,6 +37,7 @@ impl ProgressWriter {
             lease,
             execution_id,
             live: Mutex::new(Live::default()),
+            finish,
         }
     }
 }
@@ -95,5 +100,9 @@ impl ExecutionObserver for ProgressWriter {
 
     fn logged(&self, log: &BoundedLog) {
         self.update(None, log);
+    }
+
+    fn finishing(&self) -> bool {
+        self.finish.load(Ordering::Relaxed)
     }
 }
