@@ -808,6 +808,18 @@ async fn a_listed_component_a_replica_cannot_load_is_refused_there_and_the_rest_
     );
     let listing = versions(&server, &token, "versioned").await;
     assert_eq!(version_entry(&listing, "5.0.0")["loaded"], false);
+    // Not current, so compiled when first pinned: refused then, saying why.
+    let pinned = server
+        .post_json(&token, "/problem/versioned@5.0.0", &json!({}))
+        .await;
+    let problem = expect_problem(pinned, StatusCode::NOT_FOUND).await;
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("does not load on this replica"),
+        "{problem}"
+    );
     let events: Value = server
         .get(&token, "/plugin_events")
         .await
@@ -831,8 +843,50 @@ async fn a_listed_component_a_replica_cannot_load_is_refused_there_and_the_rest_
         log.contains("stored plugin refused on this replica"),
         "{log}"
     );
-    let pinned = server
-        .post_json(&token, "/problem/versioned@5.0.0", &json!({}))
+}
+
+/// A replica compiles the current versions when it starts; another version compiles when a
+/// launch first pins it, so a replica holds in memory only what is used.
+#[tokio::test]
+async fn versions_other_than_the_current_compile_when_first_pinned() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    publish(&server, &token, &guest("v1")).await;
+    publish(&server, &token, &guest("v2")).await;
+    let server = TestServer::start_in(server.terminate(), &[]);
+    let token = server.admin_token().await;
+    let listing = versions(&server, &token, "versioned").await;
+    assert_eq!(
+        version_entry(&listing, "2.0.0")["loaded"],
+        true,
+        "{listing}"
+    );
+    assert_eq!(
+        version_entry(&listing, "1.0.0")["loaded"],
+        false,
+        "{listing}"
+    );
+    // Named among the versions that serve, though not compiled yet.
+    let missing = server
+        .post_json(&token, "/problem/versioned@7.0.0", &json!({}))
         .await;
-    expect_problem(pinned, StatusCode::NOT_FOUND).await;
+    let problem = expect_problem(missing, StatusCode::NOT_FOUND).await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("1.0.0"),
+        "{problem}"
+    );
+    assert_eq!(
+        version_answering(&server, &token, "versioned@1.0.0").await,
+        "1.0.0"
+    );
+    let listing = versions(&server, &token, "versioned").await;
+    assert_eq!(
+        version_entry(&listing, "1.0.0")["loaded"],
+        true,
+        "{listing}"
+    );
+    assert_eq!(
+        version_answering(&server, &token, "versioned").await,
+        "2.0.0"
+    );
 }

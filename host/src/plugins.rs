@@ -769,6 +769,16 @@ impl PluginRegistry {
                 .flatten()
                 .map(|plugin| plugin.info.version.clone())
                 .collect();
+            // The store's versions not compiled here yet serve pins as well.
+            let sources = self.lock_sources();
+            for version in &sources.catalog.versions {
+                if version.name == name
+                    && version.retired_at.is_none()
+                    && !available.contains(&version.version)
+                {
+                    available.push(version.version.clone());
+                }
+            }
             available.dedup();
             Unresolved::NoVersion {
                 name,
@@ -776,6 +786,28 @@ impl PluginRegistry {
                 available,
             }
         })
+    }
+
+    /// The store's version a pinned `problem_id` names (`name@1.3.0`, `name@sha256:…`),
+    /// not retired, whether or not this replica has compiled it yet.
+    pub fn listed(&self, problem_id: &str) -> Option<StoredVersion> {
+        let (id, request) = VersionRequest::split(problem_id);
+        let name = self
+            .current()
+            .name_of(id)
+            .unwrap_or_else(|| id.to_lowercase());
+        let sources = self.lock_sources();
+        sources
+            .catalog
+            .versions
+            .iter()
+            .filter(|version| version.retired_at.is_none() && version.name == name)
+            .find(|version| match &request {
+                VersionRequest::Version(wanted) => version.version == *wanted,
+                VersionRequest::Digest(digest) => version.digest() == *digest,
+                VersionRequest::Current => false,
+            })
+            .cloned()
     }
 
     /// Any plugin this replica has loaded with this digest (`sha256:<hex>`), retired

@@ -21,6 +21,7 @@ use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 use crate::plugins::check::{CheckOptions, Checker, Failure};
+use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSource, Unresolved, VersionEntry, VersionRequest};
 use crate::runtime::PLUGIN_WORLD;
 use crate::store::{Actor, JobStore, Published, StoredVersion};
@@ -500,6 +501,16 @@ pub(super) async fn resolve_synced(
             if problem_id.contains('@') =>
         {
             state.plugins.sync_if_changed().await?;
+            // A listed version this replica has not compiled yet: compiled now.
+            if state.registry.resolve_request(problem_id).is_err()
+                && let Some(listed) = state.registry.listed(problem_id)
+                && let Fetched::Refused(why) = state.plugins.component(&listed.digest()).await?
+            {
+                return Err(ApiError::NotFound(format!(
+                    "{} {} does not load on this replica: {why}",
+                    listed.name, listed.version
+                )));
+            }
             state
                 .registry
                 .resolve_request(problem_id)

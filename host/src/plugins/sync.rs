@@ -66,9 +66,10 @@ impl PluginSync {
         &self.replica
     }
 
-    /// Reads what the store lists and serves it: the components this replica lacks
-    /// compiled and loaded, [`CONCURRENT_LOADS`] at a time, then the current versions
-    /// swapped in at once. A component that does not load is refused here, logged and
+    /// Reads what the store lists and serves it: the current versions this replica lacks
+    /// compiled and loaded, [`CONCURRENT_LOADS`] at a time, then swapped in at once. Other
+    /// versions compile when first pinned or needed by a job ([`PluginSync::component`]), so
+    /// a replica holds in memory only what is used. A component that does not load is refused here, logged and
     /// recorded; the rest serve.
     pub async fn sync(&self) -> Result<(), StoreError> {
         let mut seen = self.running.lock().await;
@@ -77,6 +78,13 @@ impl PluginSync {
             .versions
             .iter()
             .filter(|version| version.retired_at.is_none())
+            // The current versions: the others compile when a pin or a job first asks.
+            .filter(|version| {
+                catalog
+                    .current
+                    .iter()
+                    .any(|(name, current)| *name == version.name && *current == version.version)
+            })
             .filter(|version| !self.registry.has_stored(&version.digest()))
             .filter(|version| !self.lock_refused().contains(&version.digest()))
             .cloned()
@@ -129,14 +137,22 @@ impl PluginSync {
                 "{digest} does not load on this replica (GET /plugin_events says why)"
             )));
         }
-        match self.fetch_and_load(digest, None).await {
+        // What the store lists it as, where the catalog read last knows it: checked against
+        // what it describes itself as, and named in a refusal.
+        let listed = self
+            .registry
+            .catalog()
+            .versions
+            .into_iter()
+            .find(|version| version.digest() == digest);
+        match self.fetch_and_load(digest, listed.as_ref()).await {
             Ok(plugin) => {
                 self.registry.add_stored(plugin.clone());
                 Ok(Fetched::Loaded(plugin))
             }
             Err(Failed::Missing) => Ok(Fetched::NotStored),
             Err(Failed::Refused(error)) => {
-                self.refuse(digest, None, &error);
+                self.refuse(digest, listed.as_ref(), &error);
                 Ok(Fetched::Refused(error.to_string()))
             }
             Err(Failed::Store(error)) => Err(error),
