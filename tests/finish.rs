@@ -101,3 +101,38 @@ async fn a_finished_job_completes_with_what_it_had() {
     let (status, _) = finish(&server, &token, &busy).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// On PostgreSQL the request may reach a replica that does not run the job: the finish
+/// travels by NOTIFY to the one that does, and the job completes with what it had.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn a_finish_reaches_the_replica_that_runs_the_job() {
+    let database = caseload::store::scratch::ScratchDatabase::create().await;
+    let shared = tempfile::tempdir().unwrap();
+    let key_file = shared.path().join("jwt-ed25519.pem");
+    let args = [
+        "--database-url",
+        &database.url,
+        "--jwt-key-file",
+        key_file.to_str().unwrap(),
+    ];
+    let running_it = TestServer::start_with(ServerOptions {
+        args: &args,
+        ..Default::default()
+    });
+    let token = running_it
+        .token("admin", crate::support::ADMIN_PASSWORD)
+        .await;
+    let job = running_it.launch(&token, "maxcut", &busy_maxcut(60)).await;
+    wait_running(&running_it, &token, &job).await;
+    // Started after the job was claimed, this replica cannot be running it.
+    let other = TestServer::start_with(ServerOptions {
+        args: &args,
+        ..Default::default()
+    });
+    let (status, answer) = finish(&other, &token, &job).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["status"], "COMPLETED", "{answer}");
+    let view = other.job(&token, &job).await;
+    assert_eq!(view["stopped_early"], true, "{view}");
+}
