@@ -1,6 +1,7 @@
 """The client against a real server."""
 
 import io
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -96,6 +97,18 @@ def test_a_cancelled_job_has_no_output(client):
     with pytest.raises(ApiError) as raised:
         client.output(job)
     assert raised.value.status == 409
+
+
+def test_a_finished_job_keeps_the_best_it_had(client):
+    job = client.submit("maxcut", complete_graph(60), options={"time_limit_s": 60})
+    while client.job(job).status != "RUNNING":
+        time.sleep(0.02)
+    time.sleep(0.3)
+    answer = client.finish(job)
+    assert (answer["job"], answer["status"]) == (job, "COMPLETED")
+    status = client.job(job)
+    assert status.stopped_early
+    assert (status.objective, status.objective_sense) == (client.output(job)["cut_value"], "maximize")
 
 
 def test_versions_are_published_pinned_rolled_back_rerun_and_retired(client, guest_wasm):

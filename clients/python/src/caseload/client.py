@@ -202,6 +202,12 @@ class Client:
         """Cancels a pending or running job: `{detail, job, status}`."""
         return self._send("DELETE", f"/job/{job_id}", retry=True).json()
 
+    def finish(self, job_id: str) -> dict[str, Any]:
+        """Stops a running job now and keeps the best it found: it ends `COMPLETED` with that
+        output (`JobStatus.stopped_early`); a pending one is cancelled. `{detail, job,
+        status}`, once the job ended (the server waits up to 5 s for it)."""
+        return self._send("POST", f"/job/{job_id}/finish", retry=True).json()
+
     def jobs(
         self,
         *,

@@ -29,7 +29,9 @@ class JobStatus:
     datetimes in UTC, to the millisecond (`ended_at` None until the end). `plugin` is the
     component the job was bound to at acceptance, `{version, digest, requested}`
     (`requested` is the version it pinned, None for the current one); `rerun_of` names the
-    job it reran, if any."""
+    job it reran, if any. `objective` is its output's objective where the use case declares
+    one (`objective_sense` says whether lower or higher is better); `stopped_early` is true
+    for a job that `finish` stopped with the best it had."""
 
     id: str
     status: str
@@ -40,6 +42,9 @@ class JobStatus:
     executions: dict[str, dict[str, Any]]
     plugin: dict[str, Any] | None = None
     rerun_of: str | None = None
+    objective: float | None = None
+    objective_sense: str | None = None
+    stopped_early: bool = False
 
     @property
     def ended(self) -> bool:
@@ -58,6 +63,9 @@ class JobStatus:
             executions=job["executions"],
             plugin=job.get("plugin"),
             rerun_of=job.get("rerun_of"),
+            objective=job.get("objective"),
+            objective_sense=job.get("objective_sense"),
+            stopped_early=job.get("stopped_early", False),
         )
 
 
