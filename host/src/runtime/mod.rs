@@ -598,6 +598,10 @@ impl CompiledPlugin {
                 .caseload_plugin_use_case()
                 .call_run(store, input, wit_options)
         }) {
+            // Stopped (a cancel, a lost lease, the server stopping) while it ran: what it
+            // returned on hearing `cancelled()` does not count, as if the epoch check had
+            // trapped first.
+            Ok(Ok(_)) if call.store.data().is_cancelled() => Err(CallError::Cancelled),
             Ok(Ok(output)) if output.len() > limits.output_bytes => {
                 Err(CallError::OutputTooLarge {
                     size: output.len(),
