@@ -9,30 +9,35 @@
 //! plugin it started with however the registry changes afterwards.
 
 pub mod check;
+mod dataset;
 pub mod history;
 pub mod objective;
 mod schema;
+mod snapshot;
 pub mod sync;
+mod version;
 pub mod watch;
 
+pub use self::dataset::{DatasetError, is_json};
 use self::history::{PluginEventKind, PluginHistory, Subject};
 pub use self::schema::{DATASET_PARAMETERS_KEYWORD, MEDIA_TYPES_KEYWORD};
 use self::schema::{
     compile_schema, dataset_parameters, examples, media_type_extensions, parse_schema,
 };
+use self::snapshot::{Snapshot, Sources};
 pub use self::sync::PluginSync;
+pub use self::version::{Unresolved, VersionEntry, VersionRequest};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::runtime::{
     CallError, CompiledPlugin, Limits, LoadError, PLUGIN_WORLD, PluginInfo, Runtime,
 };
-use crate::store::{Catalog, Millis, StoredVersion};
+use crate::store::{Catalog, StoredVersion};
 
 /// The max-cut component, built from `plugins/maxcut` by `build.rs`.
 pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm"));
@@ -87,91 +92,6 @@ impl std::fmt::Display for PluginSource {
     }
 }
 
-/// Which version of a use case a launch asks for: after `@` in its `problem_id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VersionRequest {
-    /// No `@`: the current version.
-    Current,
-    /// `@1.3.0`.
-    Version(String),
-    /// `@sha256:<hex>`.
-    Digest(String),
-}
-
-impl VersionRequest {
-    /// Splits a `problem_id` into the use case's name (or alias) and the version asked for.
-    pub fn split(problem_id: &str) -> (&str, VersionRequest) {
-        match problem_id.split_once('@') {
-            None => (problem_id, VersionRequest::Current),
-            Some((name, version)) => (name, VersionRequest::parse(version)),
-        }
-    }
-
-    /// A version as a client gives it: `1.3.0` or `sha256:<hex>`.
-    pub fn parse(version: &str) -> VersionRequest {
-        if version.starts_with("sha256:") {
-            VersionRequest::Digest(version.to_ascii_lowercase())
-        } else {
-            VersionRequest::Version(version.to_owned())
-        }
-    }
-
-    /// What a job records as requested: `None` for the current version.
-    pub fn recorded(&self) -> Option<String> {
-        match self {
-            VersionRequest::Current => None,
-            VersionRequest::Version(version) | VersionRequest::Digest(version) => {
-                Some(version.clone())
-            }
-        }
-    }
-}
-
-/// Why a `problem_id` leads to no plugin.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unresolved {
-    #[error("no use case named {0:?}; GET /problems lists them")]
-    NoUseCase(String),
-    #[error("{name} has no version {requested} in service; it has {}", available_text(.available))]
-    NoVersion {
-        name: String,
-        requested: String,
-        /// The versions that serve, oldest first.
-        available: Vec<String>,
-    },
-}
-
-fn available_text(available: &[String]) -> String {
-    if available.is_empty() {
-        "none".to_owned()
-    } else {
-        available.join(", ")
-    }
-}
-
-/// One version of a use case, as `GET /problem/<id>/versions` lists it.
-#[derive(Debug, Clone)]
-pub struct VersionEntry {
-    pub name: String,
-    pub version: String,
-    /// `sha256:<hex>`.
-    pub digest: String,
-    pub world: String,
-    /// `built-in`, `directory` or `store`.
-    pub source: &'static str,
-    /// For a directory's plugin, its file's name.
-    pub file: Option<String>,
-    pub size: Option<u64>,
-    pub published_at: Option<Millis>,
-    pub published_by: Option<String>,
-    /// Whether an unpinned launch on this replica gets it.
-    pub current: bool,
-    pub retired: bool,
-    /// Whether this replica has it compiled and ready (a stored version it could not
-    /// compile is listed, not served).
-    pub loaded: bool,
-}
-
 /// A loaded use case.
 #[derive(Debug)]
 pub struct Plugin {
@@ -221,235 +141,6 @@ pub enum PluginError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// Why a dataset cannot be a plugin's input.
-#[derive(Debug, thiserror::Error)]
-pub enum DatasetError {
-    /// The plugin does not read files of this media type.
-    #[error("{name} reads {accepted} datasets, not {media_type}")]
-    Unsupported {
-        name: String,
-        media_type: String,
-        accepted: String,
-    },
-    /// A JSON dataset that is not UTF-8 text.
-    #[error("the dataset is declared {0} but is not UTF-8 text")]
-    NotText(String),
-    /// `decode` failed or rejected the file.
-    #[error(transparent)]
-    Decode(CallError),
-    /// Parameters were given beside a dataset whose input is not a JSON object.
-    #[error("the dataset's input is not a JSON object, so parameters cannot stand beside it")]
-    NotAnObject,
-}
-
-/// True for `application/json` and `…+json`: a JSON dataset is the input itself.
-pub fn is_json(media_type: &str) -> bool {
-    media_type == "application/json" || media_type.ends_with("+json")
-}
-
-impl Plugin {
-    /// The JSON input a dataset file stands for, with the launch's `parameters` set in it
-    /// (they replace what the file says of them): JSON as it is, another media type the
-    /// plugin declares through its `decode`, under `limits`. The same at submission and at
-    /// run time.
-    pub fn dataset_input(
-        &self,
-        media_type: &str,
-        bytes: Vec<u8>,
-        parameters: &Map<String, Value>,
-        limits: &Limits,
-    ) -> Result<String, DatasetError> {
-        let input = self.decoded_dataset(media_type, bytes, limits)?;
-        if parameters.is_empty() {
-            return Ok(input);
-        }
-        let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(&input) else {
-            return Err(DatasetError::NotAnObject);
-        };
-        for (name, value) in parameters {
-            fields.insert(name.clone(), value.clone());
-        }
-        Ok(Value::Object(fields).to_string())
-    }
-
-    fn decoded_dataset(
-        &self,
-        media_type: &str,
-        bytes: Vec<u8>,
-        limits: &Limits,
-    ) -> Result<String, DatasetError> {
-        if is_json(media_type) {
-            return String::from_utf8(bytes).map_err(|_| DatasetError::NotText(media_type.into()));
-        }
-        if !self
-            .info
-            .media_types
-            .iter()
-            .any(|accepted| accepted == media_type)
-        {
-            return Err(DatasetError::Unsupported {
-                name: self.info.name.clone(),
-                media_type: media_type.to_owned(),
-                accepted: self.info.media_types.join(", "),
-            });
-        }
-        self.component
-            .decode(media_type, &bytes, limits)
-            .map_err(DatasetError::Decode)
-    }
-}
-
-/// The plugins in service now; replaced whole on every change.
-#[derive(Debug, Default)]
-struct Snapshot {
-    /// What an unpinned launch of each name gets.
-    by_name: HashMap<String, Arc<Plugin>>,
-    /// Alias (lowercased) to name.
-    aliases: HashMap<String, String>,
-    /// Every version a launch may pin, by name: the store's versions not retired, then the
-    /// built-in, then this replica's file.
-    pinnable: HashMap<String, Vec<Arc<Plugin>>>,
-}
-
-impl Snapshot {
-    /// The name a name or alias (any case) stands for, if any use case has it.
-    fn name_of(&self, id: &str) -> Option<String> {
-        let key = id.to_lowercase();
-        if self.by_name.contains_key(&key) || self.pinnable.contains_key(&key) {
-            return Some(key);
-        }
-        self.aliases.get(&key).cloned()
-    }
-}
-
-/// Alias (lowercased) to the name of the plugin it leads to, from each served plugin's name,
-/// aliases and whether it is built in. A name always means its own plugin: an alias equal to
-/// another plugin's name is ignored, so a file that names `maxcut` as an alias cannot take
-/// max-cut's jobs. An alias two plugins claim goes to a built-in first, then to the first by
-/// name: a dropped-in file cannot take `max-cut` by declaring it as an alias either (a file
-/// *named* `max-cut` can, since names come first), and the choice is the same after every
-/// reload.
-fn alias_map<'a>(
-    plugins: impl Iterator<Item = (&'a str, &'a [String], bool)>,
-) -> HashMap<String, String> {
-    let mut plugins: Vec<_> = plugins.collect();
-    plugins.sort_by_key(|&(name, _, built_in)| (!built_in, name));
-    let names: HashSet<&str> = plugins.iter().map(|(name, _, _)| *name).collect();
-    let mut aliases = HashMap::new();
-    for (name, claimed, _) in plugins {
-        for alias in claimed {
-            let alias = alias.to_lowercase();
-            if alias != name && names.contains(alias.as_str()) {
-                tracing::warn!(
-                    plugin = name,
-                    alias = %alias,
-                    "alias ignored: it is another use case's name"
-                );
-                continue;
-            }
-            aliases.entry(alias).or_insert_with(|| name.to_string());
-        }
-    }
-    aliases
-}
-
-/// Every plugin loaded, in service or not: the snapshot is computed from these.
-#[derive(Debug, Default)]
-struct Sources {
-    built_in: BTreeMap<String, Arc<Plugin>>,
-    /// By path, so that a removed file knows which plugin it was. Sorted, so that of two
-    /// files declaring one name, the first by path serves: the same one after every restart.
-    files: BTreeMap<PathBuf, Arc<Plugin>>,
-    /// Components from the store, by digest; retired ones too once a job needed them.
-    stored: HashMap<String, Arc<Plugin>>,
-    /// What the store lists.
-    catalog: Catalog,
-}
-
-impl Sources {
-    /// What serves: for each name, this replica's file of that name (the first by path),
-    /// else the version the store names current, else the built-in.
-    fn snapshot(&self) -> Snapshot {
-        let mut by_name: HashMap<String, Arc<Plugin>> = self.built_in.clone().into_iter().collect();
-        let mut pinnable: HashMap<String, Vec<Arc<Plugin>>> = HashMap::new();
-        for version in &self.catalog.versions {
-            if version.retired_at.is_some() {
-                continue;
-            }
-            if let Some(plugin) = self.stored.get(&version.digest()) {
-                pinnable
-                    .entry(plugin.info.name.clone())
-                    .or_default()
-                    .push(plugin.clone());
-            }
-        }
-        for (name, version) in &self.catalog.current {
-            let current = pinnable
-                .get(name)
-                .and_then(|plugins| {
-                    plugins
-                        .iter()
-                        .find(|plugin| plugin.info.version == *version)
-                })
-                .or_else(|| {
-                    self.built_in
-                        .get(name)
-                        .filter(|plugin| plugin.info.version == *version)
-                });
-            if let Some(current) = current {
-                by_name.insert(name.clone(), current.clone());
-            }
-        }
-        for plugin in self.built_in.values() {
-            pinnable
-                .entry(plugin.info.name.clone())
-                .or_default()
-                .push(plugin.clone());
-        }
-        let mut from_files = HashSet::new();
-        for plugin in self.files.values() {
-            if from_files.insert(plugin.info.name.clone()) {
-                by_name.insert(plugin.info.name.clone(), plugin.clone());
-                // Last: a version pin means the published bytes, or the built-in, wherever
-                // a file of this replica declares the same version.
-                pinnable
-                    .entry(plugin.info.name.clone())
-                    .or_default()
-                    .push(plugin.clone());
-            }
-        }
-        let aliases = alias_map(by_name.iter().map(|(name, plugin)| {
-            let built_in = matches!(plugin.source, PluginSource::BuiltIn);
-            (name.as_str(), plugin.info.aliases.as_slice(), built_in)
-        }));
-        Snapshot {
-            by_name,
-            aliases,
-            pinnable,
-        }
-    }
-
-    /// The file serving `name`, if a file does.
-    fn file_serving(&self, name: &str) -> Option<&Path> {
-        self.files
-            .iter()
-            .find(|(_, plugin)| plugin.info.name == name)
-            .map(|(path, _)| path.as_path())
-    }
-
-    /// Any loaded plugin with this digest.
-    fn by_digest(&self, digest: &str) -> Option<&Arc<Plugin>> {
-        self.stored
-            .get(digest)
-            .or_else(|| {
-                self.built_in
-                    .values()
-                    .find(|plugin| plugin.digest == digest)
-            })
-            .or_else(|| self.files.values().find(|plugin| plugin.digest == digest))
-    }
 }
 
 /// What [`PluginRegistry::load_file`] did.
@@ -1051,44 +742,4 @@ fn log_loaded(plugin: &Plugin, previous: Option<&Plugin>) {
         replaced = previous.map(|previous| previous.info.version.as_str()),
         "plugin loaded"
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn strings(values: &[&str]) -> Vec<String> {
-        values.iter().map(|value| value.to_string()).collect()
-    }
-
-    #[test]
-    fn a_file_cannot_take_a_built_in_use_case_s_name_or_aliases() {
-        let maxcut = strings(&["max-cut", "URN:caseload:usecase:maxcut"]);
-        let intruder = strings(&["maxcut", "Max-Cut", "a-intruder", "urn:intruder"]);
-        let plugins = [
-            ("maxcut", maxcut.as_slice(), true),
-            ("a-intruder", intruder.as_slice(), false),
-        ];
-        let aliases = alias_map(plugins.into_iter());
-        assert_eq!(aliases.get("maxcut"), None, "a name is never an alias");
-        assert_eq!(aliases["max-cut"], "maxcut", "the built-in keeps its alias");
-        assert_eq!(aliases["urn:caseload:usecase:maxcut"], "maxcut");
-        assert_eq!(
-            aliases["a-intruder"], "a-intruder",
-            "an alias equal to its own name"
-        );
-        assert_eq!(aliases["urn:intruder"], "a-intruder");
-        assert_eq!(aliases, alias_map(plugins.into_iter().rev()));
-    }
-
-    #[test]
-    fn an_alias_two_files_claim_goes_to_the_first_by_name() {
-        let claimed = strings(&["shared"]);
-        let plugins = [
-            ("zeta", claimed.as_slice(), false),
-            ("alpha", claimed.as_slice(), false),
-        ];
-        assert_eq!(alias_map(plugins.into_iter())["shared"], "alpha");
-        assert_eq!(alias_map(plugins.into_iter().rev())["shared"], "alpha");
-    }
 }

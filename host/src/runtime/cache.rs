@@ -202,7 +202,7 @@ mod tests {
 
     /// An engine like the server's, but stamping its code as another wasmtime release's.
     fn engine_of_release(version: &str) -> Engine {
-        let mut config = super::super::base_config(&super::super::RuntimeConfig::default());
+        let mut config = super::super::engine::base_config(&super::super::RuntimeConfig::default());
         config
             .module_version(ModuleVersionStrategy::Custom(version.into()))
             .expect("a version string");
@@ -226,7 +226,7 @@ mod tests {
             Ok(Some(_))
         ));
 
-        let engine = Engine::new(&super::super::base_config(
+        let engine = Engine::new(&super::super::engine::base_config(
             &super::super::RuntimeConfig::default(),
         ))
         .expect("an engine");
@@ -256,7 +256,7 @@ mod tests {
     #[test]
     fn the_least_recently_used_entries_are_pruned_to_fit() {
         let dir = tempfile::tempdir().expect("a directory");
-        let engine = Engine::new(&super::super::base_config(
+        let engine = Engine::new(&super::super::engine::base_config(
             &super::super::RuntimeConfig::default(),
         ))
         .expect("an engine");

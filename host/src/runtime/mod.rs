@@ -3,21 +3,21 @@
 //! `InstancePre`, and a fresh `Store` with its own limits for every call into a plugin.
 
 mod cache;
+mod engine;
 mod log;
 mod sandbox;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
-};
+use wasmtime::{Engine, Store, UpdateDeadline};
 
 use self::cache::CompileCache;
+use self::engine::engine;
+pub use self::engine::{InstanceAllocation, RuntimeConfig};
 pub use self::log::{BoundedLog, LogTail};
 use self::sandbox::SandboxState;
 use crate::violation::Violation;
@@ -177,60 +177,6 @@ enum Interruption {
     Deadline,
     #[error("cancelled")]
     Cancelled,
-}
-
-/// How the engine is set up: see [`Runtime::with_config`].
-#[derive(Debug, Clone, Default)]
-pub struct RuntimeConfig {
-    pooling: Option<PoolSize>,
-    compile_cache_dir: Option<PathBuf>,
-    /// Compiled code without epoch checks: only for measuring what they cost.
-    unchecked: bool,
-}
-
-/// What the pooling allocator reserves room for.
-#[derive(Debug, Clone, Copy)]
-struct PoolSize {
-    memory_bytes: usize,
-    concurrent_instances: u32,
-}
-
-impl RuntimeConfig {
-    /// Instances come from a pool reserved once, with room for `concurrent_instances`
-    /// instances at a time, each memory up to `memory_bytes`, instead of a fresh `mmap` per
-    /// call. If the machine cannot reserve the pool (a `ulimit -v`, a 32-bit address space),
-    /// the engine falls back to on-demand allocation and says so in the log.
-    pub fn with_pooling(mut self, memory_bytes: usize, concurrent_instances: u32) -> Self {
-        self.pooling = Some(PoolSize {
-            memory_bytes,
-            concurrent_instances,
-        });
-        self
-    }
-
-    /// Compiled code is kept in `dir`, keyed by the component's sha256 and the engine's
-    /// compatibility hash, so that a restart does not recompile.
-    pub fn with_compile_cache(mut self, dir: PathBuf) -> Self {
-        self.compile_cache_dir = Some(dir);
-        self
-    }
-
-    /// Compiles guests without the epoch checks in their loops and function entries, so
-    /// that nothing stops a guest before it returns: no time limit, no cancel. Only the
-    /// max-cut bench uses it, to measure what the checks cost; the server never does.
-    pub fn without_epoch_checks(mut self) -> Self {
-        self.unchecked = true;
-        self
-    }
-}
-
-/// How the engine allocates instances, once set up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InstanceAllocation {
-    /// From a pool reserved at start, for this many instances at a time.
-    Pooling { concurrent_instances: u32 },
-    /// A fresh allocation for each instance.
-    OnDemand,
 }
 
 /// Where a plugin's compiled code came from.
@@ -394,66 +340,6 @@ fn world_mismatch(built_against: &[String]) -> String {
             ours.rsplit_once('.').map_or(ours, |(line, _)| line)
         ),
     }
-}
-
-/// The engine: pooled instances if asked and possible, on-demand otherwise.
-fn engine(runtime_config: &RuntimeConfig) -> Result<(Engine, InstanceAllocation), RuntimeError> {
-    if let Some(size) = runtime_config.pooling {
-        let mut config = base_config(runtime_config);
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool_config(size)));
-        match Engine::new(&config) {
-            Ok(engine) => {
-                return Ok((
-                    engine,
-                    InstanceAllocation::Pooling {
-                        concurrent_instances: size.concurrent_instances,
-                    },
-                ));
-            }
-            Err(error) => tracing::warn!(
-                error = format!("{error:#}"),
-                "cannot reserve the instance pool; allocating instances on demand"
-            ),
-        }
-    }
-    let engine = Engine::new(&base_config(runtime_config)).map_err(RuntimeError::Engine)?;
-    Ok((engine, InstanceAllocation::OnDemand))
-}
-
-/// The engine's settings before the choice of instance allocation.
-fn base_config(runtime_config: &RuntimeConfig) -> Config {
-    let mut config = Config::new();
-    // Off only in a bench: it is what stops a guest that loops without calling the host.
-    config.epoch_interruption(!runtime_config.unchecked);
-    config.wasm_component_model(true);
-    config
-}
-
-/// The pool's limits. Each call instantiates one component and drops it when it returns, so
-/// `concurrent_instances` component instances are enough when it counts every call that can
-/// run at once (see `serve`). The per-component counts are generous for what
-/// `wasm32-wasip2` produces (a main module and a few adapter shims, one memory): a plugin
-/// beyond them fails to instantiate, and the log says which limit it hit.
-fn pool_config(size: PoolSize) -> PoolingAllocationConfig {
-    /// A wasm32 memory cannot grow past 4 GiB, and the default reservation is that.
-    const MAX_MEMORY: usize = 4 << 30;
-    const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
-    const MEMORIES_PER_COMPONENT: u32 = 4;
-    const TABLES_PER_COMPONENT: u32 = 16;
-    let instances = size.concurrent_instances.max(1);
-    let mut pool = PoolingAllocationConfig::new();
-    pool.total_component_instances(instances)
-        .total_core_instances(instances * CORE_INSTANCES_PER_COMPONENT)
-        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
-        // Components from wasm32-wasip2 have one memory; two per instance leaves room.
-        .total_memories(instances * 2)
-        .max_memories_per_component(MEMORIES_PER_COMPONENT)
-        .total_tables(instances * TABLES_PER_COMPONENT)
-        .max_tables_per_component(TABLES_PER_COMPONENT)
-        // The cap of `SummedMemoryLimiter` holds for one memory alone too: the pool's slots
-        // must let one memory reach it.
-        .max_memory_size(size.memory_bytes.clamp(64 << 10, MAX_MEMORY));
-    pool
 }
 
 /// The WASI monotonic clock's subscriptions as wasmtime-wasi implements them, but never

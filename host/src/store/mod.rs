@@ -14,6 +14,7 @@ mod batch;
 mod datasets;
 mod executions;
 mod jobs;
+mod jobs_page;
 mod outcome;
 mod plugins;
 mod postgres;
