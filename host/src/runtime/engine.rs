@@ -7,7 +7,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::RuntimeError;
 
-/// How the engine is set up: see [`Runtime::with_config`].
+/// How the engine is set up: see [`Runtime::with_config`](super::Runtime::with_config).
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeConfig {
     pub(super) pooling: Option<PoolSize>,
