@@ -81,21 +81,32 @@ enum Pace {
 
 /// Anneals the population until the budget, the deadline or cancellation, and returns the best
 /// cut seen. Gains are kept in whole numbers where the weights allow (see [`crate::weight`]).
+///
+/// With a `start` (a warm start), every replica begins from it, and the schedule from
+/// [`WARM_HOT`] if that is colder than its own hot end: from the hot end the start would be
+/// forgotten in the first sweeps.
 pub fn population_annealing(
     graph: &Graph,
+    start: Option<&[bool]>,
     limits: &Limits,
     parameters: &AnnealParameters,
     report: &mut Report<'_>,
 ) -> Solution {
     if graph.has_small_whole_weights() {
-        annealing_in::<i32>(graph, limits, parameters, report)
+        annealing_in::<i32>(graph, start, limits, parameters, report)
     } else {
-        annealing_in::<f64>(graph, limits, parameters, report)
+        annealing_in::<f64>(graph, start, limits, parameters, report)
     }
 }
 
+/// Where an anneal from a warm start begins, in units of [`Graph::mean_absolute_weight`]: with
+/// ±1 weights a loss of 2 is taken 1.8 % of the time, enough to rearrange the start's
+/// clusters, too little to melt them.
+pub const WARM_HOT: f64 = 0.5;
+
 fn annealing_in<W: Weight>(
     graph: &Graph,
+    start: Option<&[bool]>,
     limits: &Limits,
     parameters: &AnnealParameters,
     report: &mut Report<'_>,
@@ -104,10 +115,11 @@ fn annealing_in<W: Weight>(
     let mut clock = Clock::new(limits.deadline);
     let mut random = SplitMix64::new(limits.seed);
     let unit = graph.mean_absolute_weight();
-    let (hot, cold) = (
-        parameters.hot * graph.heavy_weight_scale(),
-        parameters.cold * unit,
-    );
+    let hot = parameters.hot * graph.heavy_weight_scale();
+    let (hot, cold) = match start {
+        Some(_) => (hot.min(WARM_HOT * unit), parameters.cold * unit),
+        None => (hot, parameters.cold * unit),
+    };
     let population = parameters
         .population
         .min(POPULATION_MAX_BYTES / Replica::<W>::bytes(n.max(1)))
@@ -124,7 +136,10 @@ fn annealing_in<W: Weight>(
     let sweeps_per_check = (65_536 / visits_per_sweep.max(1)).max(1);
 
     let mut replicas: Vec<Replica<W>> = (0..population)
-        .map(|_| Replica::random(graph, &mut random))
+        .map(|_| match start {
+            Some(start) => Replica::from_sides(graph, start),
+            None => Replica::random(graph, &mut random),
+        })
         .collect();
     let mut best = Best::new(0, &mut replicas[0], W::noise(unit), &clock);
     let mut resampling = Resampling::new(population);

@@ -50,6 +50,10 @@ pub struct MaxCutInput {
     pub adj_matrix: Option<Vec<Vec<f64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edges: Option<Vec<Edge>>,
+    /// A partition to start from (a warm start: `options.warm_start` puts an earlier job's
+    /// here); the answer is never a smaller cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_partition: Option<Vec<u8>>,
 }
 
 /// An undirected edge `(i, j, weight)` between 0-based nodes.
@@ -134,10 +138,25 @@ impl UseCase for MaxCut {
                 context.seed()
             ),
         );
-        let (solution, kernel) = solver::solve(&graph, &limits, &mut |best_cut, fraction| {
-            context.progress(fraction, &format!("best cut so far: {best_cut}"));
-            context.cancelled()
-        });
+        let start: Option<Vec<bool>> = input
+            .initial_partition
+            .as_ref()
+            .map(|partition| partition.iter().map(|&side| side == 1).collect());
+        if let Some(start) = &start {
+            context.log(
+                LogLevel::Info,
+                &format!("warm start from a cut of {}", graph.cut_value(start)),
+            );
+        }
+        let (solution, kernel) = solver::solve(
+            &graph,
+            start.as_deref(),
+            &limits,
+            &mut |best_cut, fraction| {
+                context.progress(fraction, &format!("best cut so far: {best_cut}"));
+                context.cancelled()
+            },
+        );
         context.log(
             LogLevel::Info,
             &format!(
@@ -191,6 +210,18 @@ fn input_violations(input: &MaxCutInput) -> Vec<Violation> {
         && let Some(overflow) = weight_total_violation(input)
     {
         violations.push(overflow);
+    }
+    if let Some(partition) = &input.initial_partition
+        && partition.len() != input.num_nodes
+    {
+        violations.push(Violation::new(
+            "/initial_partition",
+            format!(
+                "has {} sides for {} nodes: give one 0 or 1 per node",
+                partition.len(),
+                input.num_nodes
+            ),
+        ));
     }
     if violations.len() > MAX_VIOLATIONS {
         let more = violations.len() - MAX_VIOLATIONS;
@@ -354,6 +385,7 @@ mod tests {
             num_nodes,
             adj_matrix: Some(adj_matrix),
             edges: None,
+            initial_partition: None,
         };
         let pointers: Vec<String> = input_violations(&input)
             .into_iter()
@@ -393,6 +425,7 @@ mod tests {
             num_nodes: 3,
             adj_matrix: None,
             edges: Some(edges),
+            initial_partition: None,
         };
         let pointers = |input: &MaxCutInput| -> Vec<String> {
             input_violations(input)
@@ -409,6 +442,7 @@ mod tests {
             num_nodes: 1,
             adj_matrix: Some(vec![vec![0.0]]),
             edges: Some(Vec::new()),
+            initial_partition: None,
         };
         assert_eq!(pointers(&both), [""]);
     }
@@ -428,6 +462,7 @@ mod tests {
             num_nodes: 6,
             adj_matrix: Some(matrix),
             edges: None,
+            initial_partition: None,
         };
         let context = RunContext::new(std::time::Duration::from_secs(5), 1, None);
         let a = MaxCut::run(from_text, &context).expect("solves");
@@ -456,6 +491,7 @@ mod tests {
             num_nodes: 5,
             adj_matrix: Some(five_cycle),
             edges: None,
+            initial_partition: None,
         };
         let context = RunContext::new(std::time::Duration::from_secs(5), 7, None);
         let output = MaxCut::run(input, &context).expect("solves");

@@ -53,6 +53,7 @@ pub fn parse(data: &[u8]) -> Result<MaxCutInput, Vec<Violation>> {
         num_nodes,
         adj_matrix: None,
         edges: Some(edges),
+        initial_partition: None,
     })
 }
 

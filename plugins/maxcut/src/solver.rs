@@ -1,7 +1,7 @@
 //! The solver as the use case calls it: reduce the graph to its kernel, solve the kernel
 //! exactly when it is small and heuristically otherwise, extend the answer to the whole graph.
 
-use caseload_quadratic::{Limits, Qubo, Report, TabuParameters, tabu_search};
+use caseload_quadratic::{Limits, Qubo, Report, TabuParameters, tabu_search_from};
 
 use crate::anneal::{AnnealParameters, population_annealing};
 use crate::exhaustive::{EXHAUSTIVE_MAX_NODES, exhaustive};
@@ -127,17 +127,29 @@ impl Strategy {
 
 /// Reduces the graph to its kernel (see [`crate::reduce`]), solves the kernel as
 /// [`Strategy::for_kernel`] says, and extends the answer to the whole graph.
-pub fn solve(graph: &Graph, limits: &Limits, report: &mut Report<'_>) -> (Solution, KernelSize) {
+///
+/// A `start` (a warm start: one side per node of the whole graph) is where the search
+/// begins, on the kernel's nodes; the answer is never a smaller cut than the start's.
+pub fn solve(
+    graph: &Graph,
+    start: Option<&[bool]>,
+    limits: &Limits,
+    report: &mut Report<'_>,
+) -> (Solution, KernelSize) {
     let kernel = reduce(graph);
     let size = KernelSize {
         nodes: kernel.graph.num_nodes(),
         edges: kernel.graph.num_edges(),
     };
     let constant = kernel.constant;
+    let start = start.filter(|start| start.len() == graph.num_nodes());
+    let kernel_start: Option<Vec<bool>> =
+        start.map(|start| kernel.original.iter().map(|&node| start[node]).collect());
     let mut report_whole = |kernel_cut: f64, fraction: f64| report(kernel_cut + constant, fraction);
     let solution = solve_kernel(
         &kernel.graph,
         &Strategy::for_kernel(&kernel.graph),
+        kernel_start.as_deref(),
         limits,
         &mut report_whole,
     );
@@ -145,21 +157,37 @@ pub fn solve(graph: &Graph, limits: &Limits, report: &mut Report<'_>) -> (Soluti
         sides: kernel.extend(&solution.sides),
         ..solution
     };
-    (solution, size)
+    match start {
+        Some(start) if graph.cut_value(start) > graph.cut_value(&solution.sides) => {
+            let solution = Solution {
+                sides: start.to_vec(),
+                optimal: false,
+                time_to_best: std::time::Duration::ZERO,
+                ..solution
+            };
+            (solution, size)
+        }
+        _ => (solution, size),
+    }
 }
 
-/// Solves a graph with the given strategy.
+/// Solves a graph with the given strategy, from `start` where the strategy searches from one.
 pub fn solve_kernel(
     graph: &Graph,
     strategy: &Strategy,
+    start: Option<&[bool]>,
     limits: &Limits,
     report: &mut Report<'_>,
 ) -> Solution {
     match strategy {
         Strategy::Exhaustive => exhaustive(graph, limits, report),
-        Strategy::Annealing(parameters) => population_annealing(graph, limits, parameters, report),
-        Strategy::Tempering(parameters) => parallel_tempering(graph, limits, parameters, report),
-        Strategy::Tabu(parameters) => tabu(graph, limits, parameters, report),
+        Strategy::Annealing(parameters) => {
+            population_annealing(graph, start, limits, parameters, report)
+        }
+        Strategy::Tempering(parameters) => {
+            parallel_tempering(graph, start, limits, parameters, report)
+        }
+        Strategy::Tabu(parameters) => tabu(graph, start, limits, parameters, report),
     }
 }
 
@@ -184,12 +212,13 @@ pub fn cut_qubo(graph: &Graph) -> Qubo {
 
 fn tabu(
     graph: &Graph,
+    start: Option<&[bool]>,
     limits: &Limits,
     parameters: &TabuParameters,
     report: &mut Report<'_>,
 ) -> Solution {
     let qubo = cut_qubo(graph);
-    let found = tabu_search(&qubo, limits, parameters, &mut |value, fraction| {
+    let found = tabu_search_from(&qubo, start, limits, parameters, &mut |value, fraction| {
         report(-value, fraction)
     });
     Solution {

@@ -248,7 +248,7 @@ fn a_reducible_graph_is_solved_exactly_whatever_its_size() {
     let n = 2_001;
     let edges: Vec<(usize, usize, f64)> = (0..n).map(|i| (i, (i + 1) % n, 1.0)).collect();
     let graph = Graph::from_edges(n, &edges);
-    let (solution, kernel) = solve(&graph, &limits(1, None), &mut never_cancelled);
+    let (solution, kernel) = solve(&graph, None, &limits(1, None), &mut never_cancelled);
     assert_eq!(kernel.nodes, 0);
     assert!(solution.optimal);
     assert_eq!(graph.cut_value(&solution.sides), (n - 1) as f64);
@@ -278,6 +278,7 @@ fn tempering_finds_small_optima() {
         |graph, limits| {
             parallel_tempering(
                 graph,
+                None,
                 limits,
                 &TemperingParameters::default(),
                 &mut never_cancelled,
@@ -321,6 +322,7 @@ fn assert_tempering_solves_rings(n: usize, parameters: &TemperingParameters) {
         let ring = decaying_ring(n, seed);
         let solution = parallel_tempering(
             &ring,
+            None,
             &limits(seed, Some(400_000)),
             parameters,
             &mut never_cancelled,
@@ -399,7 +401,9 @@ fn annealing_finds_small_optima() {
         ..AnnealParameters::default()
     };
     check_heuristic(
-        |graph, limits| population_annealing(graph, limits, &parameters, &mut never_cancelled),
+        |graph, limits| {
+            population_annealing(graph, None, limits, &parameters, &mut never_cancelled)
+        },
         "annealing",
     );
 }
@@ -411,6 +415,7 @@ fn tabu_search_finds_small_optima() {
             solve_kernel(
                 graph,
                 &Strategy::Tabu(TabuParameters::default()),
+                None,
                 limits,
                 &mut never_cancelled,
             )
@@ -448,6 +453,7 @@ fn cluster_moves_find_small_optima() {
         let solution = solve_kernel(
             &graph,
             &strategy,
+            None,
             &limits(seed, Some(400_000)),
             &mut never_cancelled,
         );
@@ -590,6 +596,7 @@ fn check_runs_repeat(graph: &Graph) {
             solve_kernel(
                 graph,
                 strategy,
+                None,
                 &limits(9, Some(300_000)),
                 &mut never_cancelled,
             )
@@ -605,7 +612,55 @@ fn check_runs_repeat(graph: &Graph) {
 fn cancellation_stops_the_search() {
     let graph = random_graph(300, 0.05, 8);
     let started = Instant::now();
-    let (solution, _) = solve(&graph, &limits(1, None), &mut |_, _| true);
+    let (solution, _) = solve(&graph, None, &limits(1, None), &mut |_, _| true);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(solution.sides.len(), 300);
+}
+
+#[test]
+fn a_warm_start_is_never_lost() {
+    // Every strategy, from a start it cannot see the end of: cancelled at once, and after a
+    // short budget.
+    let sparse = random_graph(300, 0.02, 4);
+    let dense = random_graph(120, 0.3, 5);
+    let grid = Graph::from_edges(
+        400,
+        &(0..400)
+            .flat_map(|i| [(i, (i + 1) % 400, 1.0), (i, (i + 20) % 400, -1.0)])
+            .collect::<Vec<_>>(),
+    );
+    for graph in [&sparse, &dense, &grid] {
+        let (first, _) = solve(graph, None, &limits(1, Some(50_000)), &mut never_cancelled);
+        let start_cut = graph.cut_value(&first.sides);
+        let (kept, _) = solve(graph, Some(&first.sides), &limits(2, None), &mut |_, _| {
+            true
+        });
+        assert!(graph.cut_value(&kept.sides) >= start_cut);
+        let (more, _) = solve(
+            graph,
+            Some(&first.sides),
+            &limits(2, Some(200_000)),
+            &mut never_cancelled,
+        );
+        assert!(graph.cut_value(&more.sides) >= start_cut);
+    }
+    for strategy in [
+        Strategy::Annealing(AnnealParameters::default()),
+        Strategy::Tempering(TemperingParameters::default()),
+    ] {
+        let (first, _) = solve(
+            &sparse,
+            None,
+            &limits(1, Some(20_000)),
+            &mut never_cancelled,
+        );
+        let solution = solve_kernel(
+            &sparse,
+            &strategy,
+            Some(&first.sides),
+            &limits(3, Some(200_000)),
+            &mut never_cancelled,
+        );
+        assert!(sparse.cut_value(&solution.sides) >= sparse.cut_value(&first.sides));
+    }
 }

@@ -62,21 +62,25 @@ impl Default for TemperingParameters {
 /// Runs the replicas until the budget, the deadline or cancellation, and returns the best cut
 /// seen, taken to a local optimum. Gains are kept in whole numbers where the weights allow
 /// (see [`crate::weight`]).
+///
+/// With a `start` (a warm start), every replica begins from it instead of from a random cut.
 pub fn parallel_tempering(
     graph: &Graph,
+    start: Option<&[bool]>,
     limits: &Limits,
     parameters: &TemperingParameters,
     report: &mut Report<'_>,
 ) -> Solution {
     if graph.has_small_whole_weights() {
-        tempering_in::<i32>(graph, limits, parameters, report)
+        tempering_in::<i32>(graph, start, limits, parameters, report)
     } else {
-        tempering_in::<f64>(graph, limits, parameters, report)
+        tempering_in::<f64>(graph, start, limits, parameters, report)
     }
 }
 
 fn tempering_in<W: Weight>(
     graph: &Graph,
+    start: Option<&[bool]>,
     limits: &Limits,
     parameters: &TemperingParameters,
     report: &mut Report<'_>,
@@ -102,7 +106,10 @@ fn tempering_in<W: Weight>(
         .collect();
     let ladders = if parameters.cluster_rungs > 0 { 2 } else { 1 };
     let mut replicas: Vec<Replica<W>> = (0..rungs * ladders)
-        .map(|_| Replica::random(graph, &mut random))
+        .map(|_| match start {
+            Some(start) => Replica::from_sides(graph, start),
+            None => Replica::random(graph, &mut random),
+        })
         .collect();
     let mut best = Best::new(0, &mut replicas[0], W::noise(light), &clock);
     // `ladder[rung]` is the replica at that rung's temperature; trades swap entries.

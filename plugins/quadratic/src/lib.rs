@@ -21,4 +21,4 @@ pub use exhaustive::{EXHAUSTIVE_MAX_VARIABLES, exhaustive};
 pub use limits::{Limits, Report};
 pub use qubo::Qubo;
 pub use random::SplitMix64;
-pub use tabu::{Found, TabuParameters, tabu_search};
+pub use tabu::{Found, TabuParameters, tabu_search, tabu_search_from};

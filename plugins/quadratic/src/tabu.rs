@@ -75,11 +75,26 @@ pub fn tabu_search(
     parameters: &TabuParameters,
     report: &mut Report<'_>,
 ) -> Found {
+    tabu_search_from(qubo, None, limits, parameters, report)
+}
+
+/// [`tabu_search`] from a given solution (a warm start) instead of a random one: the search
+/// returns it, or better. A start of the wrong length is ignored.
+pub fn tabu_search_from(
+    qubo: &Qubo,
+    start: Option<&[bool]>,
+    limits: &Limits,
+    parameters: &TabuParameters,
+    report: &mut Report<'_>,
+) -> Found {
     let n = qubo.num_variables();
     let started = Instant::now();
     let total = limits.deadline.saturating_duration_since(started);
     let mut random = SplitMix64::new(limits.seed);
-    let mut x: Vec<bool> = (0..n).map(|_| random.next_u64() & 1 == 1).collect();
+    let mut x: Vec<bool> = match start {
+        Some(start) if start.len() == n => start.to_vec(),
+        _ => (0..n).map(|_| random.next_u64() & 1 == 1).collect(),
+    };
     let mut fields = qubo.local_fields(&x);
     let mut value = qubo.value(&x);
     let mut best = Found {
@@ -263,6 +278,31 @@ mod tests {
         assert_eq!(first.iterations, 5_000);
         let other = tabu_search(&qubo, &limits(4, 5_000), &parameters, &mut |_, _| false);
         assert_eq!(qubo.value(&other.x), other.value);
+    }
+
+    #[test]
+    fn a_warm_start_is_never_lost() {
+        let qubo = random_qubo(200, 5);
+        let parameters = TabuParameters::default();
+        let first = tabu_search(&qubo, &limits(1, 20_000), &parameters, &mut |_, _| false);
+        // Cancelled at once: what comes back is the start itself.
+        let kept = tabu_search_from(
+            &qubo,
+            Some(&first.x),
+            &limits(2, 20_000),
+            &parameters,
+            &mut |_, _| true,
+        );
+        assert!(kept.value <= first.value);
+        let more = tabu_search_from(
+            &qubo,
+            Some(&first.x),
+            &limits(2, 20_000),
+            &parameters,
+            &mut |_, _| false,
+        );
+        assert!(more.value <= first.value);
+        assert_eq!(qubo.value(&more.x), more.value);
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct TermsQubo {
     pub vartype: Vartype,
     #[serde(default)]
     pub sense: Sense,
+    /// A sample to start from, in the model's vartype (a warm start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_sample: Option<Vec<i8>>,
 }
 
 /// A square matrix with `energy(v) = Σ_i Σ_j Q[i][j]·v_i·v_j + offset`, upper-triangular or
@@ -62,6 +65,9 @@ pub struct DenseQubo {
     pub vartype: Vartype,
     #[serde(default)]
     pub sense: Sense,
+    /// A sample to start from, in the model's vartype (a warm start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_sample: Option<Vec<i8>>,
 }
 
 /// What dimod's `BinaryQuadraticModel.to_serializable(use_bytes=False)` writes (its BQM
@@ -84,9 +90,23 @@ pub struct DimodBqm {
     pub quadratic_tail: Vec<u64>,
     #[serde(default)]
     pub sense: Sense,
+    /// A sample to start from, in the model's vartype (a warm start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_sample: Option<Vec<i8>>,
     /// dimod's other keys (`index_type`, `bias_type`, `info`): read, not used.
     #[serde(flatten)]
     pub other: serde_json::Map<String, Value>,
+}
+
+impl QuboInput {
+    /// The sample the search starts from, if the input gives one.
+    pub fn initial_sample(&self) -> Option<&[i8]> {
+        match self {
+            QuboInput::Dimod(bqm) => bqm.initial_sample.as_deref(),
+            QuboInput::Dense(dense) => dense.initial_sample.as_deref(),
+            QuboInput::Terms(terms) => terms.initial_sample.as_deref(),
+        }
+    }
 }
 
 /// The model an input stands for, with the variables' labels where it has them; or every
@@ -107,6 +127,24 @@ pub fn model(input: &QuboInput) -> Result<(Bqm, Option<Vec<Value>>), Vec<Violati
             "",
             "the biases are so large that energies overflow a 64-bit float; scale them down",
         );
+    }
+    if let (Some((model, _)), Some(sample)) = (&result, input.initial_sample()) {
+        let values = model.vartype.values();
+        if sample.len() != model.num_variables {
+            violations.push(
+                "/initial_sample",
+                format!(
+                    "has {} values for {} variables",
+                    sample.len(),
+                    model.num_variables
+                ),
+            );
+        } else if let Some(index) = sample.iter().position(|value| !values.contains(value)) {
+            violations.push(
+                &format!("/initial_sample/{index}"),
+                format!("must be {} or {}", values[0], values[1]),
+            );
+        }
     }
     match result {
         Some(result) if violations.is_empty() => Ok(result),

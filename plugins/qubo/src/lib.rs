@@ -81,6 +81,7 @@ impl UseCase for Qubo {
 
     fn run(input: QuboInput, context: &RunContext) -> Result<QuboOutput, RunError> {
         let (model, labels) = input::model(&input).map_err(RunError::InvalidInput)?;
+        let start = input.initial_sample().map(<[i8]>::to_vec);
         drop(input);
         context.log(
             LogLevel::Info,
@@ -94,7 +95,7 @@ impl UseCase for Qubo {
                 context.seed()
             ),
         );
-        let solved = solve::solve(&model, context);
+        let solved = solve::solve(&model, start.as_deref(), context);
         // The reported energy is recomputed from the sample, in the model's own terms.
         let energy = model.energy(&solved.sample);
         context.log(

@@ -54,6 +54,7 @@ pub fn parse(data: &[u8]) -> Result<TermsQubo, Vec<Violation>> {
         offset: 0.0,
         vartype: Vartype::Binary,
         sense: Sense::Minimize,
+        initial_sample: None,
     };
     let (mut nodes, mut couplers) = (0u64, 0u64);
     for (number, line) in lines {

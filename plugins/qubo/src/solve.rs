@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use caseload_quadratic::{
-    EXHAUSTIVE_MAX_VARIABLES, Limits, Qubo, TabuParameters, exhaustive, tabu_search,
+    EXHAUSTIVE_MAX_VARIABLES, Limits, Qubo, TabuParameters, exhaustive, tabu_search_from,
 };
 use caseload_sdk::RunContext;
 
@@ -41,8 +41,9 @@ pub fn minimised(model: &Bqm) -> Qubo {
     )
 }
 
-/// Solves the model within the context's deadline or iteration budget.
-pub fn solve(model: &Bqm, context: &RunContext) -> Solved {
+/// Solves the model within the context's deadline or iteration budget, from `start` (a
+/// sample in the model's vartype, a warm start) if given: the answer is never worse.
+pub fn solve(model: &Bqm, start: Option<&[i8]>, context: &RunContext) -> Solved {
     let qubo = minimised(model);
     let limits = Limits {
         deadline: context.deadline(),
@@ -65,7 +66,19 @@ pub fn solve(model: &Bqm, context: &RunContext) -> Solved {
             let (x, iterations) = exhaustive(&qubo);
             (x, true, "exhaustive", iterations, Duration::ZERO)
         } else {
-            let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut report);
+            let start: Option<Vec<bool>> = start.map(|sample| {
+                Bqm::convert_sample(sample, model.vartype, Vartype::Binary)
+                    .iter()
+                    .map(|&value| value == 1)
+                    .collect()
+            });
+            let found = tabu_search_from(
+                &qubo,
+                start.as_deref(),
+                &limits,
+                &TabuParameters::default(),
+                &mut report,
+            );
             (
                 found.x,
                 false,
@@ -88,7 +101,7 @@ pub fn solve(model: &Bqm, context: &RunContext) -> Solved {
 mod tests {
     use std::time::Instant;
 
-    use caseload_quadratic::SplitMix64;
+    use caseload_quadratic::{SplitMix64, tabu_search};
 
     use super::*;
 
