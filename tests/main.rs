@@ -33,3 +33,4 @@ mod telemetry;
 mod validation;
 mod waiting;
 mod webhooks;
+mod warm_start;

@@ -16,6 +16,7 @@ mod schema;
 mod snapshot;
 pub mod sync;
 mod version;
+pub mod warm_start;
 pub mod watch;
 
 pub use self::dataset::{DatasetError, is_json};
@@ -114,6 +115,9 @@ pub struct Plugin {
     /// Where its outputs hold their objective, from the output schema's
     /// [`objective::OBJECTIVE_KEYWORD`].
     pub objective: Option<objective::ObjectiveSpec>,
+    /// Where a warm start goes in its input, from the input schema's
+    /// [`warm_start::WARM_START_KEYWORD`].
+    pub warm_start: Option<warm_start::WarmStartSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -402,6 +406,13 @@ impl PluginRegistry {
         let dataset_parameters = dataset_parameters(&input_schema_value)?;
         let extensions = media_type_extensions(&input_schema_value, &info.media_types)?;
         let examples = examples(&input_schema_value);
+        let warm_start =
+            warm_start::WarmStartSpec::parse(&input_schema_value).map_err(|message| {
+                PluginError::Schema {
+                    which: "input",
+                    message,
+                }
+            })?;
         let output_schema_value = parse_schema("output", &info.output_schema)?;
         let output_schema = compile_schema("output", &output_schema_value)?;
         let objective =
@@ -423,6 +434,7 @@ impl PluginRegistry {
             extensions,
             examples,
             objective,
+            warm_start,
         })
     }
 

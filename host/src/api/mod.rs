@@ -32,6 +32,7 @@ mod webhook_secret;
 mod wire;
 
 use std::sync::Arc;
+mod warm_start;
 
 use sha2::Digest;
 use std::time::Duration;

@@ -24,6 +24,8 @@ pub struct OptionContext<'a> {
 pub struct LaunchOptions {
     pub job: JobOptions,
     pub callback_url: Option<String>,
+    /// The job whose output this one starts from (`options.warm_start`).
+    pub warm_start: Option<String>,
 }
 
 /// One option a launch may give.
@@ -115,6 +117,24 @@ pub const OPTIONS: &[JobOption] = &[
             Ok(())
         },
     },
+    JobOption {
+        name: "warm_start",
+        schema: || {
+            json!({
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 64,
+                "description": "A completed job of the same use case whose output this job starts from, where the use case's input schema says (x-caseload-warm-start).",
+            })
+        },
+        read: |value, _, options| match value.as_str() {
+            Some(job) if !job.is_empty() && job.len() <= 64 => {
+                options.warm_start = Some(job.to_owned());
+                Ok(())
+            }
+            _ => Err("must be a job id".into()),
+        },
+    },
 ];
 
 /// Reads the body's `options` object (absent means all defaults). Unknown keys are errors:
@@ -136,6 +156,7 @@ pub fn parse_options(
             priority: 0,
         },
         callback_url: None,
+        warm_start: None,
     };
     let error = |field: &str, message: String| Violation::new(format!("/options{field}"), message);
     let Some(options) = options else {
@@ -199,7 +220,7 @@ mod tests {
     fn an_unknown_option_is_answered_with_every_known_one() {
         assert_eq!(
             known_options(),
-            "time_limit_s, seed, max_iterations, memory_limit_mib, priority and callback_url"
+            "time_limit_s, seed, max_iterations, memory_limit_mib, priority, callback_url and warm_start"
         );
     }
 

@@ -15,6 +15,7 @@ use super::body_budget::BodyRoom;
 use super::labels::parse_labels;
 use super::options::{LaunchOptions, OptionContext, parse_options};
 use super::plugins::resolve_synced;
+use super::warm_start::warm_start_field;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
 use crate::auth::AuthUser;
@@ -189,6 +190,7 @@ pub(super) struct Prepared {
     options: JobOptions,
     labels: Option<String>,
     callback_url: Option<String>,
+    warm_start: Option<String>,
 }
 
 impl Prepared {
@@ -221,6 +223,7 @@ impl Prepared {
                 requested,
             },
             rerun_of: None,
+            warm_start: self.warm_start,
         })
     }
 }
@@ -260,12 +263,20 @@ pub(super) async fn prepare_with(
         .map_err(|label_errors| errors.extend(label_errors))
         .ok()
         .flatten();
+    let warm_start = match options
+        .as_ref()
+        .and_then(|options| options.warm_start.as_deref())
+    {
+        Some(job_id) => Some(warm_start_field(state, user, plugin, job_id).await?),
+        None => None,
+    };
 
     // The spec's rule: `data_file_identifier` selects the dataset form, which then goes
     // through the same checks as inline input.
     let (input, dataset) = match fields.remove("data_file_identifier") {
         Some(identifier) => {
-            let parameters = dataset_parameters(plugin, fields)?;
+            let mut parameters = dataset_parameters(plugin, fields)?;
+            set_warm_start(&mut parameters, warm_start)?;
             let file = match kept {
                 Some(kept) if identifier.as_str() == Some(kept.data_file_id.as_str()) => DataFile {
                     id: kept.data_file_id.clone(),
@@ -289,7 +300,10 @@ pub(super) async fn prepare_with(
             };
             (value, Some((dataset, parameters)))
         }
-        None => (Value::Object(fields), None),
+        None => {
+            set_warm_start(&mut fields, warm_start)?;
+            (Value::Object(fields), None)
+        }
     };
     // The parsed tree is dropped where it was checked: a large one takes milliseconds to
     // write out and to free, which the async runtime's threads must not spend.
@@ -309,6 +323,7 @@ pub(super) async fn prepare_with(
     let LaunchOptions {
         job: options,
         callback_url,
+        warm_start,
     } = match options {
         Some(options) if errors.is_empty() => options,
         _ => {
@@ -336,7 +351,30 @@ pub(super) async fn prepare_with(
         options,
         labels,
         callback_url,
+        warm_start,
     })
+}
+
+/// Sets a warm start's value in the launch's input (or beside its dataset). A launch that
+/// gives the field itself and a warm start too is refused: one of them would be ignored.
+fn set_warm_start(
+    fields: &mut Map<String, Value>,
+    warm_start: Option<(String, Value)>,
+) -> Result<(), ApiError> {
+    let Some((field, value)) = warm_start else {
+        return Ok(());
+    };
+    if fields.contains_key(&field) {
+        return Err(invalid(
+            "the input gives its own start and options.warm_start names another",
+            vec![Violation::new(
+                format!("/{field}"),
+                "give this field or options.warm_start, not both",
+            )],
+        ));
+    }
+    fields.insert(field, value);
+    Ok(())
 }
 
 /// Refuses `count` more jobs from a user at its pending-jobs or output-bytes quota, before

@@ -97,6 +97,8 @@ pub struct JobView {
     pub plugin: Option<BindingView>,
     /// The job this one reruns, if it is a rerun.
     pub rerun_of: Option<String>,
+    /// The job whose output this one started from (`options.warm_start`), if any.
+    pub warm_start: Option<String>,
     /// It completed with what it had when `POST /job/<id>/finish` asked it to stop.
     pub stopped_early: bool,
     /// Its output's objective, once it completed, where its use case declares one.
@@ -174,6 +176,7 @@ impl JobStatusResponse {
                 requested: binding.requested,
             }),
             rerun_of: job.rerun_of,
+            warm_start: job.warm_start,
             stopped_early: job.stopped_early,
             objective: job.objective.map(|objective| objective.value),
             objective_sense: job.objective.map(|objective| objective.sense.as_str()),

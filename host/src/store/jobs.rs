@@ -89,6 +89,8 @@ pub struct NewJob {
     pub binding: PluginBinding,
     /// The job it runs again, for a rerun.
     pub rerun_of: Option<String>,
+    /// The job whose output it started from (`options.warm_start`).
+    pub warm_start: Option<String>,
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
@@ -116,6 +118,8 @@ pub struct JobRecord {
     pub binding: Option<PluginBinding>,
     /// The job it runs again, for a rerun.
     pub rerun_of: Option<String>,
+    /// The job whose output it started from (`options.warm_start`).
+    pub warm_start: Option<String>,
     /// It completed with what it had when a finish asked it to stop.
     pub stopped_early: bool,
     pub executions: Vec<ExecutionRecord>,
@@ -321,6 +325,7 @@ where
             JobSummary::from_row(&row)?,
             Option::<PluginBinding>::from_row(&row)?,
             row.text_or_null("rerun_of")?,
+            row.text_or_null("warm_start")?,
             row.flag("stopped_early")?,
             executions,
         )))
@@ -575,6 +580,7 @@ where
         .bind(&job.binding.digest)
         .bind(job.binding.requested.as_deref())
         .bind(job.rerun_of.as_deref())
+        .bind(job.warm_start.as_deref())
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {
@@ -698,6 +704,7 @@ impl JobRecord {
         summary: JobSummary,
         binding: Option<PluginBinding>,
         rerun_of: Option<String>,
+        warm_start: Option<String>,
         stopped_early: bool,
         executions: Vec<ExecutionRecord>,
     ) -> JobRecord {
@@ -711,6 +718,7 @@ impl JobRecord {
             objective: summary.objective,
             binding,
             rerun_of,
+            warm_start,
             stopped_early,
             executions,
         }

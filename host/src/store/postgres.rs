@@ -91,6 +91,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         20,
         include_str!("../../migrations/postgres/0020_finish.sql"),
     ),
+    (
+        21,
+        include_str!("../../migrations/postgres/0021_warm_start.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

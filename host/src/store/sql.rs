@@ -91,8 +91,8 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19,
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20,
          COALESCE(
              CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
                   WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
@@ -130,7 +130,7 @@ pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
 
 pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of, stopped_early
+        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, stopped_early
          FROM jobs WHERE id = $1 AND owner_id = $2",
         *JOB_COLUMNS
     )

@@ -81,6 +81,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/sqlite/0019_objectives.sql"),
     ),
     (20, include_str!("../../migrations/sqlite/0020_finish.sql")),
+    (
+        21,
+        include_str!("../../migrations/sqlite/0021_warm_start.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

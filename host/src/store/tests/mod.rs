@@ -138,6 +138,7 @@ fn new_job(owner: &User) -> NewJob {
             requested: None,
         },
         rerun_of: None,
+        warm_start: None,
     }
 }
 
