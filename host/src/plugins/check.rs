@@ -297,11 +297,15 @@ impl Checker {
             megabytes(report.peak_memory_bytes),
             output.len()
         )];
-        if let Some(objective) = objective {
+        if let Some(scored) = objective {
+            let found_in = scored
+                .time_to_best_s
+                .map(|seconds| format!(", found after {seconds} s"))
+                .unwrap_or_default();
             lines.push(format!(
-                "objective: {} ({})",
-                objective.value,
-                objective.sense.as_str()
+                "objective: {} ({}{found_in})",
+                scored.objective.value,
+                scored.objective.sense.as_str()
             ));
         }
         lines.push(format!("output: {}", shortened(&output)));

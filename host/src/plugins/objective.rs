@@ -6,6 +6,9 @@
 //! "x-caseload-objective": {"pointer": "/energy", "sense": {"pointer": "/sense"}}
 //! ```
 //!
+//! Either may add `"time_to_best": "/solver/time_to_best_s"`: where an output says how many
+//! seconds its run took to find it, which experiments compare beside the objective.
+//!
 //! The second form reads the sense from each output (QUBO minimizes or maximizes as its
 //! input says). The platform reads the objective from every output and keeps it with the
 //! job; an output without it fails the output check, so `caseload plugin check` refuses a
@@ -23,6 +26,16 @@ pub const OBJECTIVE_KEYWORD: &str = "x-caseload-objective";
 pub struct ObjectiveSpec {
     pointer: String,
     sense: SenseSpec,
+    /// Where an output says how long its run took to find it, in seconds.
+    time_to_best: Option<String>,
+}
+
+/// What an output says of itself, by its use case's objective declaration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored {
+    pub objective: Objective,
+    /// Seconds its run took to find it, where the output says.
+    pub time_to_best_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,10 +79,38 @@ impl ObjectiveSpec {
                 ));
             }
         };
+        let time_to_best = match declared.get("time_to_best") {
+            None => None,
+            Some(Value::String(pointer)) if pointer.starts_with('/') => Some(pointer.clone()),
+            Some(_) => {
+                return Err(format!(
+                    "{OBJECTIVE_KEYWORD}.time_to_best must be a JSON pointer \
+                     (\"/solver/time_to_best_s\")"
+                ));
+            }
+        };
         Ok(Some(ObjectiveSpec {
             pointer: pointer.to_owned(),
             sense,
+            time_to_best,
         }))
+    }
+
+    /// The objective of an output and how soon it was found, or why it has no objective
+    /// where the schema says it is. A time to best that is absent or not a number is left
+    /// out: it is a measure, not part of the answer.
+    pub fn score(&self, output: &Value) -> Result<Scored, String> {
+        let objective = self.read(output)?;
+        let time_to_best_s = self.time_to_best.as_ref().and_then(|pointer| {
+            output
+                .pointer(pointer)
+                .and_then(Value::as_f64)
+                .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        });
+        Ok(Scored {
+            objective,
+            time_to_best_s,
+        })
     }
 
     /// The objective of an output, or why it has none where the schema says it is.
@@ -143,8 +184,27 @@ mod tests {
             json!({"pointer": "cut", "sense": "maximize"}),
             json!({"pointer": "/cut", "sense": "up"}),
             json!({"pointer": "/cut"}),
+            json!({"pointer": "/cut", "sense": "maximize", "time_to_best": "solver"}),
         ] {
             assert!(ObjectiveSpec::parse(&json!({ OBJECTIVE_KEYWORD: bad })).is_err());
         }
+    }
+
+    #[test]
+    fn a_time_to_best_is_read_where_declared_and_left_out_where_absent() {
+        let spec = ObjectiveSpec::parse(&json!({
+            OBJECTIVE_KEYWORD: {"pointer": "/cut", "sense": "maximize", "time_to_best": "/solver/t"}
+        }))
+        .expect("a declaration")
+        .expect("a declaration");
+        let scored = spec
+            .score(&json!({"cut": 3.0, "solver": {"t": 0.25}}))
+            .expect("an objective");
+        assert_eq!(scored.objective.value, 3.0);
+        assert_eq!(scored.time_to_best_s, Some(0.25));
+        // A run on an iteration budget leaves its times out: the objective still counts.
+        let untimed = spec.score(&json!({"cut": 3.0})).expect("an objective");
+        assert_eq!(untimed.time_to_best_s, None);
+        assert!(spec.score(&json!({"solver": {"t": 1.0}})).is_err());
     }
 }

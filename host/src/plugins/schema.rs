@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::objective::Objective;
+use super::objective::Scored;
 use super::{Plugin, PluginError};
 use crate::violation::Violation;
 
@@ -54,7 +54,7 @@ impl Plugin {
 
     /// The output must be JSON that the plugin's own output schema accepts, with its
     /// objective where the schema declares one. Returns that objective.
-    pub fn check_output(&self, output: &str) -> Result<Option<Objective>, String> {
+    pub fn check_output(&self, output: &str) -> Result<Option<Scored>, String> {
         let value: Value = serde_json::from_str(output)
             .map_err(|error| format!("the output is not JSON: {error}"))?;
         let problems: Vec<String> = self
@@ -66,7 +66,7 @@ impl Plugin {
         if problems.is_empty() {
             self.objective
                 .as_ref()
-                .map(|objective| objective.read(&value))
+                .map(|objective| objective.score(&value))
                 .transpose()
         } else {
             Err(format!(

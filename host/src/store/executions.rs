@@ -94,6 +94,8 @@ pub struct ExecutionEnd {
     pub output: Option<String>,
     /// The output's objective, where its use case declares one.
     pub objective: Option<Objective>,
+    /// Seconds the run took to find its output, where the output says.
+    pub time_to_best_s: Option<f64>,
     pub log_tail: String,
     pub log_truncated: bool,
     pub ended_at: Millis,
@@ -269,6 +271,7 @@ where
         .bind(finish)
         .bind(end.objective.map(|objective| objective.value))
         .bind(end.objective.map(|objective| objective.sense.as_str()))
+        .bind(end.time_to_best_s)
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&job) != 1 {

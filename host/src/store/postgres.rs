@@ -95,6 +95,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         21,
         include_str!("../../migrations/postgres/0021_warm_start.sql"),
     ),
+    (
+        22,
+        include_str!("../../migrations/postgres/0022_time_to_best.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

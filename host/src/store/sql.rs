@@ -171,7 +171,7 @@ pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
 pub(super) const FINISH_JOB: &str = "UPDATE jobs
      SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
          ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
-         lease_expires_at = NULL, objective = $7, objective_sense = $8,
+         lease_expires_at = NULL, objective = $7, objective_sense = $8, time_to_best = $9,
          stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
      WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
 

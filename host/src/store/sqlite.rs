@@ -85,6 +85,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         21,
         include_str!("../../migrations/sqlite/0021_warm_start.sql"),
     ),
+    (
+        22,
+        include_str!("../../migrations/sqlite/0022_time_to_best.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -28,6 +28,7 @@ pub(super) fn failed(execution_id: &str, code: ErrorCode, message: String) -> Ex
         error: Some(ExecutionError { code, message }),
         output: None,
         objective: None,
+        time_to_best_s: None,
         log_tail: String::new(),
         log_truncated: false,
         ended_at: now_millis(),
@@ -96,9 +97,9 @@ pub(super) fn execute(
             };
         }
     };
-    let (status, error, output, objective) = match report.result {
+    let (status, error, output, scored) = match report.result {
         Ok(output) => match plugin.check_output(&output) {
-            Ok(objective) => (ExecutionStatus::Completed, None, Some(output), objective),
+            Ok(scored) => (ExecutionStatus::Completed, None, Some(output), scored),
             Err(message) => (
                 ExecutionStatus::Failed,
                 Some(ExecutionError {
@@ -122,7 +123,8 @@ pub(super) fn execute(
         retry: Retry::Yes,
         error,
         output,
-        objective,
+        objective: scored.map(|scored| scored.objective),
+        time_to_best_s: scored.and_then(|scored| scored.time_to_best_s),
         log_tail: report.log.text,
         log_truncated: report.log.truncated,
         ended_at: now_millis(),

@@ -161,6 +161,7 @@ fn completed(execution_id: &str, output: &str) -> ExecutionEnd {
             value: 4.0,
             sense: crate::objective::Sense::Maximize,
         }),
+        time_to_best_s: Some(0.5),
         log_tail: "done\n".into(),
         log_truncated: false,
         ended_at: now_millis(),
