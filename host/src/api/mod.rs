@@ -10,6 +10,8 @@ mod cors;
 mod data_files;
 mod error;
 mod events;
+mod experiment_summary;
+mod experiments;
 mod finish;
 mod held;
 mod job_filter;
@@ -20,6 +22,7 @@ mod login;
 mod login_throttle;
 mod long_poll;
 mod openapi;
+mod openapi_experiments;
 mod options;
 mod owner_feed;
 mod plugins;
@@ -28,11 +31,11 @@ mod query;
 mod rerun;
 mod service;
 mod user_access;
+mod warm_start;
 mod webhook_secret;
 mod wire;
 
 use std::sync::Arc;
-mod warm_start;
 
 use sha2::Digest;
 use std::time::Duration;
@@ -231,6 +234,7 @@ pub fn app(state: AppState) -> Router {
         .merge(plugins::router())
         .merge(rerun::router())
         .merge(finish::router())
+        .merge(experiments::router())
         .merge(service::router())
         .merge(console::router())
         .route("/healthz", axum::routing::get(healthz))

@@ -49,7 +49,10 @@ pub fn document(registry: &PluginRegistry) -> Value {
             add_component(&mut schemas, name, schema);
         }
     }
-    for (name, schema) in own_schemas() {
+    for (name, schema) in own_schemas()
+        .into_iter()
+        .chain(super::openapi_experiments::schemas())
+    {
         schemas.insert(name.to_owned(), schema);
     }
     let mut paths = document["paths"].as_object().cloned().unwrap_or_default();

@@ -184,6 +184,7 @@ pub(super) async fn parse_object(
 }
 
 /// A launch body checked and ready to store: its input (or dataset), options and labels.
+#[derive(Clone)]
 pub(super) struct Prepared {
     input: String,
     dataset: Option<JobDataset>,
@@ -194,6 +195,15 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
+    /// The same launch with another seed and these labels (a JSON object of strings): one of
+    /// an experiment's runs of an input.
+    pub(super) fn run_of(&self, seed: u64, labels: String) -> Prepared {
+        let mut run = self.clone();
+        run.options.seed = seed;
+        run.labels = Some(labels);
+        run
+    }
+
     /// The job to store; `state_quotas` are the server's, checked where the owner has none.
     pub(super) fn into_job(
         self,
@@ -224,6 +234,7 @@ impl Prepared {
             },
             rerun_of: None,
             warm_start: self.warm_start,
+            experiment_id: None,
         })
     }
 }

@@ -32,6 +32,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/data_file", &Method::POST) => &["filename"],
         ("/plugin_events", &Method::GET) => &["after"],
         ("/plugins", &Method::POST) => &["current"],
+        ("/experiments", &Method::GET) => &["before", "limit"],
         _ => &[],
     }
 }

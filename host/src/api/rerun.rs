@@ -166,26 +166,7 @@ fn launch_fields(
     overrides: Option<Map<String, Value>>,
 ) -> Result<Map<String, Value>, ApiError> {
     let corrupt = |what: &str| ApiError::Internal(format!("the job's stored {what} do not parse"));
-    let mut fields = match &earlier.dataset {
-        None => match serde_json::from_str(&earlier.input) {
-            Ok(Value::Object(fields)) => fields,
-            _ => return Err(corrupt("input")),
-        },
-        Some(dataset) => {
-            let mut fields = match earlier.input.as_str() {
-                "" => Map::new(),
-                parameters => match serde_json::from_str(parameters) {
-                    Ok(Value::Object(fields)) => fields,
-                    _ => return Err(corrupt("parameters")),
-                },
-            };
-            fields.insert(
-                "data_file_identifier".into(),
-                Value::String(dataset.data_file_id.clone()),
-            );
-            fields
-        }
-    };
+    let mut fields = input_fields(earlier)?;
     let ran: JobOptions = serde_json::from_str(&earlier.options).map_err(|_| corrupt("options"))?;
     let mut options = Map::new();
     options.insert(
@@ -211,4 +192,30 @@ fn launch_fields(
         fields.insert("labels".into(), labels);
     }
     Ok(fields)
+}
+
+/// The launch body fields of an earlier job's input: its inline input, or its dataset and the
+/// parameters given beside it.
+pub(super) fn input_fields(earlier: &JobInput) -> Result<Map<String, Value>, ApiError> {
+    let corrupt = |what: &str| ApiError::Internal(format!("the job's stored {what} do not parse"));
+    Ok(match &earlier.dataset {
+        None => match serde_json::from_str(&earlier.input) {
+            Ok(Value::Object(fields)) => fields,
+            _ => return Err(corrupt("input")),
+        },
+        Some(dataset) => {
+            let mut fields = match earlier.input.as_str() {
+                "" => Map::new(),
+                parameters => match serde_json::from_str(parameters) {
+                    Ok(Value::Object(fields)) => fields,
+                    _ => return Err(corrupt("parameters")),
+                },
+            };
+            fields.insert(
+                "data_file_identifier".into(),
+                Value::String(dataset.data_file_id.clone()),
+            );
+            fields
+        }
+    })
 }

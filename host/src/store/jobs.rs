@@ -91,6 +91,8 @@ pub struct NewJob {
     pub rerun_of: Option<String>,
     /// The job whose output it started from (`options.warm_start`).
     pub warm_start: Option<String>,
+    /// The experiment it is a run of.
+    pub experiment_id: Option<String>,
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
@@ -581,6 +583,7 @@ where
         .bind(job.binding.requested.as_deref())
         .bind(job.rerun_of.as_deref())
         .bind(job.warm_start.as_deref())
+        .bind(job.experiment_id.as_deref())
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {

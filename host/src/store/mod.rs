@@ -13,6 +13,7 @@ mod backend;
 mod batch;
 mod datasets;
 mod executions;
+mod experiments;
 mod jobs;
 mod jobs_page;
 mod outcome;
@@ -34,6 +35,7 @@ pub use self::executions::{
     ClaimedJob, ExecutionEnd, ExecutionError, ExecutionRecord, Executions, LiveUpdate, PluginRef,
     Progress,
 };
+pub use self::experiments::{ExperimentRecord, ExperimentRun, Experiments};
 pub use self::jobs::{
     CancelOutcome, FinishOutcome, Idempotency, Inserted, JobDataset, JobFilter, JobInput,
     JobOutput, JobQueue, JobRecord, JobSummary, NewJob,
@@ -212,12 +214,12 @@ pub struct Lease {
 /// Everything the server stores: each capability is a trait of its own, in its own file,
 /// and every backend has them all.
 pub trait JobStore:
-    Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog
+    Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog + Experiments
 {
 }
 
 impl<S> JobStore for S where
-    S: Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog
+    S: Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog + Experiments
 {
 }
 

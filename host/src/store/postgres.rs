@@ -99,6 +99,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         22,
         include_str!("../../migrations/postgres/0022_time_to_best.sql"),
     ),
+    (
+        23,
+        include_str!("../../migrations/postgres/0023_experiments.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -91,8 +91,8 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20,
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, experiment_id, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20, $21,
          COALESCE(
              CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
                   WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
@@ -442,3 +442,30 @@ pub(super) const LAST_PLUGIN_EVENT: &str = "SELECT COALESCE(MAX(seq), 0) FROM pl
 pub(super) const JOBS_OF_DIGEST: &str = "SELECT COUNT(*) FROM jobs WHERE plugin_digest = $1";
 
 pub(super) const COMPONENT_BLOB: &str = "SELECT blob_id FROM plugin_versions WHERE sha256 = $1";
+
+pub(super) const INSERT_EXPERIMENT: &str =
+    "INSERT INTO experiments (id, owner_id, problem, definition, created_at)
+     VALUES ($1, $2, $3, $4, $5)";
+
+pub(super) const DELETE_EXPERIMENT: &str = "DELETE FROM experiments WHERE id = $1";
+
+pub(super) const EXPERIMENT: &str =
+    "SELECT id, owner_id, problem, definition, created_at, cancelled_at
+     FROM experiments WHERE id = $1 AND owner_id = $2";
+
+pub(super) const EXPERIMENTS: &str =
+    "SELECT id, owner_id, problem, definition, created_at, cancelled_at
+     FROM experiments WHERE owner_id = $1 AND ($2 IS NULL OR id < $2)
+     ORDER BY id DESC LIMIT $3";
+
+/// An experiment's jobs, with their status as clients see it, in launch order (job ids are
+/// time-ordered, and an experiment's are made in order).
+pub(super) static EXPERIMENT_RUNS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT id, {CLIENT_STATUS} AS status, labels, objective, objective_sense, time_to_best
+         FROM jobs WHERE experiment_id = $1 AND owner_id = $2 ORDER BY id"
+    )
+});
+
+pub(super) const CANCEL_EXPERIMENT: &str = "UPDATE experiments SET cancelled_at = $3
+     WHERE id = $1 AND owner_id = $2 AND cancelled_at IS NULL";

@@ -89,6 +89,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         22,
         include_str!("../../migrations/sqlite/0022_time_to_best.sql"),
     ),
+    (
+        23,
+        include_str!("../../migrations/sqlite/0023_experiments.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

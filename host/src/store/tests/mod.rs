@@ -139,6 +139,7 @@ fn new_job(owner: &User) -> NewJob {
         },
         rerun_of: None,
         warm_start: None,
+        experiment_id: None,
     }
 }
 

@@ -1,13 +1,14 @@
-//! A test guest for hot reload: the use case `versioned`, which sleeps `sleep_ms` (in WASI)
-//! and answers with its own version, so that a test can tell which build ran a job. Its
-//! `validate` sleeps `validate_sleep_ms`, which holds a submission open for as long;
-//! `sleep_ms` is a parameter that may stand beside a data file. Cargo
-//! features make the variants: `v2` and `v3` declare 2.0.0 and 3.0.0 instead of 1.0.0;
-//! `other-bytes` is 1.0.0 built differently; `bench-version` declares `9.0.0-r00`, a marker
-//! the registry bench rewrites to make as many versions as it wants; `bad-example` lists an example its schema
-//! refuses; `describe-panics`,
-//! `describe-loops` and `bad-schema` are plugins the host must refuse to load. Built by the host's build script
-//! for the end-to-end tests; never shipped.
+//! A test guest for hot reload and the registry: the use case `versioned`, which sleeps
+//! `sleep_ms` (in WASI) and answers with its own version, so that a test can tell which build
+//! ran a job, and a `score` (its objective, to maximize) made from the input's `value`, so
+//! that experiments have versions to compare. Its `validate` sleeps `validate_sleep_ms`, which
+//! holds a submission open for as long; `sleep_ms` is a parameter that may stand beside a
+//! data file. Cargo features make the variants: `v2` and `v3` declare 2.0.0 (scoring better)
+//! and 3.0.0 (scoring worse) instead of 1.0.0; `other-bytes` is 1.0.0 built differently, and
+//! declares no objective; `bench-version` declares `9.0.0-r00`, a marker the registry bench
+//! rewrites to make as many versions as it wants; `bad-example` lists an example its schema
+//! refuses; `describe-panics`, `describe-loops` and `bad-schema` are plugins the host must
+//! refuse to load. Built by the host's build script for the end-to-end tests; never shipped.
 
 use std::time::Duration;
 
@@ -23,6 +24,24 @@ const VERSION: &str = if cfg!(feature = "v2") {
     "9.0.0-r00"
 } else {
     "1.0.0"
+};
+
+/// How a build scores: 2.0.0 better than 1.0.0 on positive values, 3.0.0 worse.
+const SCORE_FACTOR: f64 = if cfg!(feature = "v2") {
+    2.0
+} else if cfg!(feature = "v3") {
+    0.5
+} else {
+    1.0
+};
+
+/// Every build declares its score as the objective to maximize, but `other-bytes`, which
+/// declares none.
+const OUTPUT_SCHEMA: &str = if cfg!(feature = "other-bytes") {
+    r#"{"type": "object", "required": ["version"]}"#
+} else {
+    r#"{"type": "object", "required": ["version", "score"],
+        "x-caseload-objective": {"pointer": "/score", "sense": "maximize"}}"#
 };
 
 const DESCRIPTION: &str = if cfg!(feature = "other-bytes") {
@@ -45,7 +64,8 @@ const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
         "type": "object",
         "properties": {
             "sleep_ms": {"type": "integer", "minimum": 0},
-            "validate_sleep_ms": {"type": "integer", "minimum": 0}
+            "validate_sleep_ms": {"type": "integer", "minimum": 0},
+            "value": {"type": "number"}
         },
         "additionalProperties": false,
         "x-caseload-dataset-parameters": ["sleep_ms"]
@@ -58,6 +78,9 @@ pub struct Input {
     pub sleep_ms: u64,
     #[serde(default)]
     pub validate_sleep_ms: u64,
+    /// What the score is made from.
+    #[serde(default)]
+    pub value: f64,
 }
 
 pub struct Versioned;
@@ -83,7 +106,7 @@ impl UseCase for Versioned {
             aliases: &["urn:caseload:test:versioned"],
             description: DESCRIPTION,
             input_schema: INPUT_SCHEMA,
-            output_schema: r#"{"type": "object", "required": ["version"]}"#,
+            output_schema: OUTPUT_SCHEMA,
             media_types: &["application/json"],
         }
     }
@@ -93,10 +116,12 @@ impl UseCase for Versioned {
         Ok(())
     }
 
-    fn run(input: Input, _context: &RunContext) -> Result<Value, RunError> {
+    fn run(input: Input, context: &RunContext) -> Result<Value, RunError> {
         println!("versioned {VERSION} sleeping {} ms", input.sleep_ms);
         std::thread::sleep(Duration::from_millis(input.sleep_ms));
-        Ok(json!({"version": VERSION}))
+        // The seed moves the score a little: seeds differ, their median is the value.
+        let noise = (context.seed() % 3) as f64 - 1.0;
+        Ok(json!({"version": VERSION, "score": input.value * SCORE_FACTOR + noise}))
     }
 }
 

@@ -1,0 +1,193 @@
+//! Experiments: a definition kept for its owner, and the jobs that carry its id. The jobs are
+//! ordinary jobs (stored by [`super::JobQueue::insert_jobs`], each with
+//! [`super::NewJob::experiment_id`]); this file stores the definition and reads the runs back.
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Executor};
+
+use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::jobs::objective_from;
+use super::rows::{self, Columns, FromRow};
+use super::{JobStatus, Millis, StoreError, sql};
+use crate::objective::Objective;
+
+/// An experiment as stored: its definition is the API's to read (JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExperimentRecord {
+    pub id: String,
+    pub owner_id: String,
+    /// The use case's name.
+    pub problem: String,
+    /// The request as resolved, JSON.
+    pub definition: String,
+    pub created_at: Millis,
+    /// When its owner cancelled what had not run.
+    pub cancelled_at: Option<Millis>,
+}
+
+/// One job of an experiment, as the summary reads it.
+#[derive(Debug, Clone)]
+pub struct ExperimentRun {
+    pub job_id: String,
+    /// As clients see it.
+    pub status: JobStatus,
+    /// Its labels, JSON: where it stands in the experiment.
+    pub labels: Option<String>,
+    pub objective: Option<Objective>,
+    pub time_to_best_s: Option<f64>,
+}
+
+#[async_trait]
+pub trait Experiments: Send + Sync + 'static {
+    /// Stores an experiment's definition. Its jobs are stored after it.
+    async fn insert_experiment(&self, experiment: &ExperimentRecord) -> Result<(), StoreError>;
+
+    /// Deletes an experiment none of whose jobs was stored (they were refused).
+    async fn delete_experiment(&self, id: &str) -> Result<(), StoreError>;
+
+    /// The owner's experiment, if it is the owner's.
+    async fn experiment(
+        &self,
+        owner_id: &str,
+        id: &str,
+    ) -> Result<Option<ExperimentRecord>, StoreError>;
+
+    /// The owner's experiments, newest first, below the id `before` if given.
+    async fn experiments(
+        &self,
+        owner_id: &str,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ExperimentRecord>, StoreError>;
+
+    /// The jobs of the owner's experiment, in the order they were launched.
+    async fn experiment_runs(
+        &self,
+        owner_id: &str,
+        id: &str,
+    ) -> Result<Vec<ExperimentRun>, StoreError>;
+
+    /// Marks the experiment cancelled (its pending jobs are cancelled one by one, as a cancel
+    /// does). False if the owner has no such experiment.
+    async fn mark_experiment_cancelled(
+        &self,
+        owner_id: &str,
+        id: &str,
+        at: Millis,
+    ) -> Result<bool, StoreError>;
+}
+
+#[async_trait]
+impl<B> Experiments for B
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+    for<'a> Option<&'a str>: Param<'a, B::Db>,
+{
+    async fn insert_experiment(&self, experiment: &ExperimentRecord) -> Result<(), StoreError> {
+        sqlx::query(sql::INSERT_EXPERIMENT)
+            .bind(experiment.id.as_str())
+            .bind(experiment.owner_id.as_str())
+            .bind(experiment.problem.as_str())
+            .bind(experiment.definition.as_str())
+            .bind(experiment.created_at)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    async fn delete_experiment(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query(sql::DELETE_EXPERIMENT)
+            .bind(id)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    async fn experiment(
+        &self,
+        owner_id: &str,
+        id: &str,
+    ) -> Result<Option<ExperimentRecord>, StoreError> {
+        let row = sqlx::query(sql::EXPERIMENT)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.map(|row| ExperimentRecord::from_row(&row)).transpose()
+    }
+
+    async fn experiments(
+        &self,
+        owner_id: &str,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let rows = sqlx::query(sql::EXPERIMENTS)
+            .bind(owner_id)
+            .bind(before)
+            .bind(i64::from(limit))
+            .fetch_all(self.readers())
+            .await?;
+        rows::all(&rows)
+    }
+
+    async fn experiment_runs(
+        &self,
+        owner_id: &str,
+        id: &str,
+    ) -> Result<Vec<ExperimentRun>, StoreError> {
+        let rows = sqlx::query(sql::EXPERIMENT_RUNS.as_str())
+            .bind(id)
+            .bind(owner_id)
+            .fetch_all(self.readers())
+            .await?;
+        rows::all(&rows)
+    }
+
+    async fn mark_experiment_cancelled(
+        &self,
+        owner_id: &str,
+        id: &str,
+        at: Millis,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(sql::CANCEL_EXPERIMENT)
+            .bind(id)
+            .bind(owner_id)
+            .bind(at)
+            .execute(self.writer())
+            .await?;
+        Ok(B::rows_affected(&done) == 1)
+    }
+}
+
+impl FromRow for ExperimentRecord {
+    fn from_row(row: &impl Columns) -> Result<ExperimentRecord, StoreError> {
+        Ok(ExperimentRecord {
+            id: row.text("id")?,
+            owner_id: row.text("owner_id")?,
+            problem: row.text("problem")?,
+            definition: row.text("definition")?,
+            created_at: row.integer("created_at")?,
+            cancelled_at: row.integer_or_null("cancelled_at")?,
+        })
+    }
+}
+
+impl FromRow for ExperimentRun {
+    fn from_row(row: &impl Columns) -> Result<ExperimentRun, StoreError> {
+        Ok(ExperimentRun {
+            job_id: row.text("id")?,
+            status: JobStatus::parse(&row.text("status")?)?,
+            labels: row.text_or_null("labels")?,
+            objective: objective_from(row)?,
+            time_to_best_s: row.real_or_null("time_to_best")?,
+        })
+    }
+}

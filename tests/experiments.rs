@@ -1,0 +1,304 @@
+//! Experiments: versions × inputs × seeds of a use case launched as ordinary jobs, interleaved,
+//! summed up per input and per version against the baseline; listed, cancelled; and refused
+//! whole, with nothing launched, when they cannot compare.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{PATIENCE, TestServer, expect_problem, guest_wasm};
+
+fn guest(variant: &str) -> Vec<u8> {
+    std::fs::read(guest_wasm(&format!("caseload_guest_versioned_{variant}"))).unwrap()
+}
+
+async fn publish(server: &TestServer, token: &str, query: &str, wasm: Vec<u8>) {
+    let response = server
+        .client
+        .post(server.url(&format!("/plugins{query}")))
+        .bearer_auth(token)
+        .header("content-type", "application/wasm")
+        .body(wasm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+}
+
+async fn experiment(server: &TestServer, token: &str, body: &Value) -> reqwest::Response {
+    server.post_json(token, "/experiments", body).await
+}
+
+async fn until_done(server: &TestServer, token: &str, id: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let view: Value = server
+            .get(token, &format!("/experiments/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if view["progress"]["done"] == true {
+            return view;
+        }
+        assert!(started.elapsed() < PATIENCE, "not done: {view}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn job_count(server: &TestServer, token: &str) -> usize {
+    let body: Value = server
+        .get(token, "/jobs?limit=500")
+        .await
+        .json()
+        .await
+        .unwrap();
+    body["jobs"].as_array().unwrap().len()
+}
+
+#[tokio::test]
+async fn an_experiment_compares_versions_on_every_kind_of_input() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    publish(&server, &token, "", guest("v1")).await;
+    publish(&server, &token, "?current=false", guest("v2")).await;
+    publish(&server, &token, "?current=false", guest("v3")).await;
+
+    // Inputs given three ways: inline, an earlier job's, a data file's.
+    let earlier = server
+        .launch(&token, "versioned", &json!({"value": 5}))
+        .await;
+    server.wait_until_ended(&token, &earlier).await;
+    let uploaded: Value = server
+        .client
+        .post(server.url("/data_file"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(r#"{"value": 7}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let file = uploaded["data_file_identifier"].as_str().unwrap();
+    let response = experiment(
+        &server,
+        &token,
+        &json!({
+            "problem": "versioned",
+            "versions": ["1.0.0", "2.0.0", "3.0.0"],
+            "inputs": [{"value": 10}, {"value": 20}, earlier, file],
+            "seeds": [1, 2, 3],
+            "options": {"time_limit_s": 5},
+        }),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    let created: Value = response.json().await.unwrap();
+    assert_eq!(created["jobs"], 36);
+    let id = created["experiment"].as_str().unwrap().to_owned();
+    assert_eq!(location, format!("/experiments/{id}"));
+
+    let view = until_done(&server, &token, &id).await;
+    assert_eq!(view["progress"]["completed"], 36, "{view}");
+    // Seeds 1, 2 and 3 move the score by 0, +1 and −1: the median is the version's own.
+    let medians: Vec<Vec<f64>> = view["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|input| {
+            input["versions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|cell| cell["objective"].as_f64().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        medians,
+        [
+            [10.0, 20.0, 5.0],
+            [20.0, 40.0, 10.0],
+            [5.0, 10.0, 2.5],
+            [7.0, 14.0, 3.5]
+        ]
+    );
+    for input in view["results"].as_array().unwrap() {
+        assert_eq!(input["best"], json!(["2.0.0"]), "{input}");
+        assert_eq!(input["sense"], "maximize");
+    }
+    let summary = &view["summary"];
+    assert_eq!(summary[0]["baseline"], true);
+    assert_eq!(summary[1]["wins"], 4, "{summary}");
+    assert_eq!(summary[1]["losses"], 0);
+    assert_eq!(summary[1]["mean_relative_difference"], 1.0);
+    assert_eq!(summary[2]["losses"], 4);
+    assert_eq!(summary[2]["mean_relative_difference"], -0.5);
+    assert_eq!(summary[2]["failures"], 0);
+
+    // Ordinary jobs, labelled with the experiment; the versions take turns.
+    let listed: Value = server
+        .get(&token, &format!("/jobs?label=experiment:{id}&limit=100"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut runs: Vec<(String, String)> = listed["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| {
+            (
+                job["id"].as_str().unwrap().to_owned(),
+                job["labels"]["experiment_version"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(runs.len(), 36);
+    runs.sort();
+    for turn in runs.chunks(3) {
+        let mut versions: Vec<&str> = turn.iter().map(|(_, version)| version.as_str()).collect();
+        versions.sort_unstable();
+        assert_eq!(versions, ["1.0.0", "2.0.0", "3.0.0"]);
+    }
+    let listed: Value = server
+        .get(&token, "/experiments")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["experiments"][0]["id"], json!(id));
+    assert_eq!(listed["experiments"][0]["jobs"], 36);
+
+    // Cancelling stops what has not run; what ran is kept.
+    let slow = experiment(
+        &server,
+        &token,
+        &json!({
+            "problem": "versioned",
+            "versions": ["1.0.0", "2.0.0"],
+            "inputs": [{"value": 1, "sleep_ms": 300}],
+            "seeds": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        }),
+    )
+    .await;
+    let slow: Value = slow.json().await.unwrap();
+    let slow = slow["experiment"].as_str().unwrap();
+    let cancelled = server.delete(&token, &format!("/experiments/{slow}")).await;
+    assert_eq!(cancelled.status(), StatusCode::OK);
+    let cancelled: Value = cancelled.json().await.unwrap();
+    assert!(cancelled["cancelled"].as_u64().unwrap() > 0, "{cancelled}");
+    let view = until_done(&server, &token, slow).await;
+    assert!(
+        view["progress"]["cancelled"].as_u64().unwrap() > 0,
+        "{view}"
+    );
+    assert!(view["cancelled_at"].is_string());
+}
+
+#[tokio::test]
+async fn an_experiment_that_cannot_compare_launches_nothing() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    server.add_user("bob", "bob-password-1");
+    let bob = server.token("bob", "bob-password-1").await;
+    publish(&server, &token, "", guest("v1")).await;
+    publish(&server, &token, "?current=false", guest("v2")).await;
+    let bobs = server.launch(&bob, "versioned", &json!({"value": 1})).await;
+    server.wait_until_ended(&bob, &bobs).await;
+    let retired = server
+        .delete(&token, "/problem/versioned/versions/2.0.0")
+        .await;
+    assert_eq!(retired.status(), StatusCode::OK);
+    let before = job_count(&server, &token).await;
+
+    let cases = [
+        (
+            json!({"problem": "versioned", "versions": ["1.0.0", "2.0.0"], "inputs": [{"value": 1}]}),
+            "/versions/1",
+        ),
+        (
+            json!({"problem": "versioned", "versions": ["1.0.0", "9.9.9"], "inputs": [{"value": 1}]}),
+            "/versions/1",
+        ),
+        (
+            json!({"problem": "versioned", "inputs": [bobs]}),
+            "/inputs/0",
+        ),
+        (
+            json!({"problem": "versioned", "inputs": [{"value": "high"}]}),
+            "/inputs/0/value",
+        ),
+        (
+            json!({"problem": "versioned", "inputs": [{"value": 1}], "seeds": (0..10_001).collect::<Vec<u32>>()}),
+            "",
+        ),
+        (
+            json!({"problem": "versioned", "inputs": [{"value": 1, "options": {}}]}),
+            "/inputs/0/options",
+        ),
+        (
+            json!({"problem": "versioned", "inputs": [{"value": 1}], "options": {"seed": 3}}),
+            "/options/seed",
+        ),
+        (json!({"problem": "versioned", "inputs": []}), "/inputs"),
+    ];
+    for (body, pointer) in cases {
+        let problem = expect_problem(
+            experiment(&server, &token, &body).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+        let pointers: Vec<&str> = problem["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|error| error["pointer"].as_str().unwrap())
+            .collect();
+        assert!(pointers.contains(&pointer), "{body}: {problem}");
+    }
+    // A use case without an objective cannot be compared.
+    let plain = TestServer::start();
+    let plain_token = plain.admin_token().await;
+    publish(&plain, &plain_token, "", guest("other_bytes")).await;
+    let problem = expect_problem(
+        experiment(
+            &plain,
+            &plain_token,
+            &json!({"problem": "versioned", "inputs": [{}]}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    assert!(problem.to_string().contains("no objective"), "{problem}");
+    // An unknown use case, someone else's experiment.
+    expect_problem(
+        experiment(&server, &token, &json!({"problem": "nope", "inputs": [{}]})).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let mine = experiment(
+        &server,
+        &token,
+        &json!({"problem": "versioned", "inputs": [{"value": 1}]}),
+    )
+    .await;
+    assert_eq!(mine.status(), StatusCode::CREATED);
+    let mine: Value = mine.json().await.unwrap();
+    let mine = mine["experiment"].as_str().unwrap();
+    for response in [
+        server.get(&bob, &format!("/experiments/{mine}")).await,
+        server.delete(&bob, &format!("/experiments/{mine}")).await,
+    ] {
+        expect_problem(response, StatusCode::NOT_FOUND).await;
+    }
+    assert_eq!(job_count(&server, &token).await, before + 1);
+}
