@@ -302,3 +302,112 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
     }
     assert_eq!(job_count(&server, &token).await, before + 1);
 }
+
+#[tokio::test]
+async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    publish(&server, &token, "", guest("v1")).await;
+    let template = json!({"inputs": [{"value": 10}, {"value": 3}], "seeds": [1, 2]});
+
+    // 2.0.0 scores twice 1.0.0's: promoted.
+    let gate = form_urlencoded::byte_serialize(template.to_string().as_bytes()).collect::<String>();
+    let response = server
+        .client
+        .post(server.url(&format!("/plugins?gate={gate}")))
+        .bearer_auth(&token)
+        .header("content-type", "application/wasm")
+        .body(guest("v2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let published: Value = response.json().await.unwrap();
+    assert_eq!(published["gate"]["passed"], true, "{published}");
+    assert_eq!(published["gate"]["against"], "1.0.0");
+    assert_eq!(published["gate"]["wins"], 2);
+    assert_eq!(published["current"], true, "{published}");
+    let experiment: Value = server
+        .get(
+            &token,
+            &format!(
+                "/experiments/{}",
+                published["gate"]["experiment"].as_str().unwrap()
+            ),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(experiment["progress"]["completed"], 8, "{experiment}");
+
+    // 3.0.0 scores half 2.0.0's: stored, not promoted, from the command line too.
+    let file = server.data_dir().join("gate.json");
+    std::fs::write(&file, template.to_string()).unwrap();
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .args(["plugin", "publish"])
+        .arg(guest_wasm("caseload_guest_versioned_v3"))
+        .args(["--url", &server.base_url, "--gate"])
+        .arg(&file)
+        .env("CASELOAD_TOKEN", &token)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&cli.stdout);
+    assert!(cli.status.success(), "{stdout}");
+    assert!(stdout.contains("versioned 3.0.0"), "{stdout}");
+    assert!(stdout.contains("not current"), "{stdout}");
+    assert!(
+        stdout.contains("gate against 2.0.0: refused: it lost on 2 of 2 inputs"),
+        "{stdout}"
+    );
+    let versions: Value = server
+        .get(&token, "/problem/versioned/versions")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let current: Vec<&str> = versions["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|version| version["current"] == true)
+        .map(|version| version["version"].as_str().unwrap())
+        .collect();
+    assert_eq!(current, ["2.0.0"], "{versions}");
+    assert!(
+        versions["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|version| version["version"] == "3.0.0"),
+        "{versions}"
+    );
+
+    // A gate that is not an experiment template.
+    for (query, status) in [
+        ("?gate=%7Bnot-json", StatusCode::BAD_REQUEST),
+        (
+            "?gate=%7B%22inputs%22%3A%5B%5D%7D",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "?gate=%7B%22inputs%22%3A%5B%7B%7D%5D%2C%22versions%22%3A%5B%221.0.0%22%5D%7D",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "?current=false&gate=%7B%22inputs%22%3A%5B%7B%7D%5D%7D",
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let response = server
+            .client
+            .post(server.url(&format!("/plugins{query}")))
+            .bearer_auth(&token)
+            .header("content-type", "application/wasm")
+            .body(guest("v3"))
+            .send()
+            .await
+            .unwrap();
+        expect_problem(response, status).await;
+    }
+}

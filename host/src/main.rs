@@ -72,11 +72,19 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
             url,
             token,
             no_current,
+            gate,
         } => {
+            let gate = match gate {
+                Some(path) => Some(std::fs::read_to_string(&path).map_err(|error| {
+                    anyhow::anyhow!("cannot read the gate {}: {error}", path.display())
+                })?),
+                None => None,
+            };
             let options = PublishOptions {
                 url,
                 token,
                 current: !no_current,
+                gate,
             };
             tokio::runtime::Handle::current().block_on(publish(&file, &options))
         }

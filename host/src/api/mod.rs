@@ -27,6 +27,7 @@ mod options;
 mod owner_feed;
 mod plugins;
 mod problems;
+mod publish_gate;
 mod query;
 mod rerun;
 mod service;

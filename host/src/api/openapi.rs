@@ -440,9 +440,8 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                 "additionalProperties": false,
             }),
         ),
-        (
-            "PublishedPlugin",
-            plugin_version_schema(
+        ("PublishedPlugin", {
+            let mut schema = plugin_version_schema(
                 "PublishedPlugin",
                 &[
                     (
@@ -454,8 +453,10 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                         json!({"type": "array", "items": {"type": "string"}, "description": "What `caseload plugin check` prints of it."}),
                     ),
                 ],
-            ),
-        ),
+            );
+            schema["properties"]["gate"] = json!({"$ref": "#/components/schemas/Gate"});
+            schema
+        }),
         (
             "Rerun",
             json!({

@@ -188,5 +188,22 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                 "additionalProperties": false,
             }),
         ),
+        (
+            "Gate",
+            json!({
+                "title": "Gate",
+                "description": "What a publish's gate decided: its experiment, and how the new version did against the current one.",
+                "type": "object",
+                "required": ["experiment", "passed", "against", "wins", "ties", "losses", "failures", "reason"],
+                "properties": {
+                    "experiment": {"type": "string"},
+                    "passed": {"type": "boolean"},
+                    "against": {"type": "string"},
+                    "wins": count, "ties": count, "losses": count, "failures": count,
+                    "reason": {"type": ["string", "null"]},
+                },
+                "additionalProperties": false,
+            }),
+        ),
     ]
 }

@@ -17,6 +17,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use super::publish_gate::{GateView, parse_gate, run_gate};
 use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
@@ -64,6 +65,9 @@ fn require_admin(user: &AuthUser, doing: &str) -> Result<(), ApiError> {
 struct PublishQuery {
     /// Whether the new version becomes current (default: yes).
     current: Option<bool>,
+    /// An experiment template (JSON) the new version must pass against the current one to
+    /// become current ([`super::publish_gate`]).
+    gate: Option<String>,
 }
 
 /// One version of a use case, as the API shows it.
@@ -104,6 +108,9 @@ struct PublishedView {
     created: bool,
     /// What `caseload plugin check` would print of it.
     report: Vec<String>,
+    /// What its gate decided, where the publish gave one and there was a current version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gate: Option<GateView>,
 }
 
 async fn publish(
@@ -114,10 +121,21 @@ async fn publish(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
     let headers = request.headers().clone();
-    if let Err(error) = require_admin(&user, "publishing a plugin") {
-        tokio::spawn(super::discard(request.into_body().into_data_stream()));
-        return Err(error);
-    }
+    let gate = match (require_admin(&user, "publishing a plugin"), &query.gate) {
+        (Err(error), _) => Err(error),
+        (Ok(()), Some(_)) if query.current == Some(false) => Err(ApiError::BadRequest(
+            "gate decides whether the version becomes current; drop current=false".into(),
+        )),
+        (Ok(()), Some(gate)) => parse_gate(gate).map(Some),
+        (Ok(()), None) => Ok(None),
+    };
+    let gate = match gate {
+        Ok(gate) => gate,
+        Err(error) => {
+            tokio::spawn(super::discard(request.into_body().into_data_stream()));
+            return Err(error);
+        }
+    };
     let limit = state.max_plugin_bytes;
     if super::declared_length(&headers).is_some_and(|length| length > limit + (64 << 10)) {
         tokio::spawn(super::discard(request.into_body().into_data_stream()));
@@ -203,7 +221,16 @@ async fn publish(
         .iter()
         .any(|(current, _)| *current == name)
         || state.registry.built_in(&name).is_some();
-    let make_current = query.current.unwrap_or(true) || !has_current;
+    // A gated version becomes current only once it passed; a first version has nothing to
+    // lose against.
+    let gated_against = match &gate {
+        Some(_) if has_current => Some(resolve_synced(&state, &name).await?),
+        _ => None,
+    };
+    let make_current = match &gated_against {
+        Some(_) => false,
+        None => query.current.unwrap_or(true) || !has_current,
+    };
     let stored = StoredVersion {
         name: name.clone(),
         version: version.clone(),
@@ -248,6 +275,22 @@ async fn publish(
         .ok_or_else(|| {
             ApiError::Internal(format!("{name} {version} is not listed after its publish"))
         })?;
+    let gate = match (gate, gated_against) {
+        (Some(template), Some(current)) if current.digest != plugin.digest => {
+            Some(run_gate(&state, &user, &template, &current, &plugin).await?)
+        }
+        _ => None,
+    };
+    let listed = match &gate {
+        Some(gate) if gate.passed => state
+            .registry
+            .versions(&name)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|entry| entry.source == "store" && entry.digest == plugin.digest)
+            .unwrap_or(listed),
+        _ => listed,
+    };
     let jobs = state.store.jobs_of_digest(&listed.digest).await?;
     let created = published == Published::Created;
     let status = if created {
@@ -263,6 +306,7 @@ async fn publish(
             version: VersionView::new(listed, jobs),
             created,
             report: checked.report,
+            gate,
         }),
     )
         .into_response())

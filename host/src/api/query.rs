@@ -31,7 +31,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/jobs", &Method::GET) => JOBS_PARAMETERS,
         ("/data_file", &Method::POST) => &["filename"],
         ("/plugin_events", &Method::GET) => &["after"],
-        ("/plugins", &Method::POST) => &["current"],
+        ("/plugins", &Method::POST) => &["current", "gate"],
         ("/experiments", &Method::GET) => &["before", "limit"],
         _ => &[],
     }

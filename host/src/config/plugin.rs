@@ -62,8 +62,13 @@ pub enum PluginCommand {
         #[arg(long, env = "CASELOAD_TOKEN", hide_env_values = true)]
         token: String,
         /// Keep the current version as it is; the new one serves pinned launches only.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "gate")]
         no_current: bool,
+        /// Promote the new version only if it loses on none of this experiment template's
+        /// inputs against the current one (`{"inputs": [...], "seeds": [...], "options": {}}`,
+        /// a JSON file); otherwise it is stored, not current.
+        #[arg(long, value_name = "FILE.json")]
+        gate: Option<PathBuf>,
     },
     /// Rebuild the project in DIR on every change to its sources, check it, and publish the
     /// component into a server's plugins directory (written aside, then renamed into place).

@@ -11,8 +11,9 @@ use url::Url;
 
 use crate::http_post::{Post, post};
 
-/// How long the server may take: it compiles the component and runs its examples.
-const ANSWER_WITHIN: Duration = Duration::from_secs(300);
+/// How long the server may take: it compiles the component and runs its examples, and a
+/// gate's experiment may take up to 600 s more.
+const ANSWER_WITHIN: Duration = Duration::from_secs(960);
 
 /// The most of the server's answer read.
 const MAX_ANSWER: usize = 1 << 20;
@@ -26,6 +27,8 @@ pub struct PublishOptions {
     pub token: String,
     /// Whether the new version becomes current.
     pub current: bool,
+    /// An experiment template (JSON) the new version must pass to become current.
+    pub gate: Option<String>,
 }
 
 /// Publishes the component in `file`; true if the server stored it (or had it already).
@@ -39,7 +42,17 @@ pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bo
         anyhow::bail!("--url {}: use an http:// or https:// address", options.url);
     }
     url.set_path(&format!("{}/plugins", url.path().trim_end_matches('/')));
-    url.set_query((!options.current).then_some("current=false"));
+    match &options.gate {
+        Some(gate) => {
+            // Compact, so that the query stays short; the server reads it as JSON.
+            let gate: Value = serde_json::from_str(gate)
+                .map_err(|error| anyhow::anyhow!("the gate is not JSON: {error}"))?;
+            url.query_pairs_mut()
+                .clear()
+                .append_pair("gate", &gate.to_string());
+        }
+        None => url.set_query((!options.current).then_some("current=false")),
+    }
     let host = url
         .host_str()
         .ok_or_else(|| anyhow::anyhow!("--url {} names no host", options.url))?
@@ -92,6 +105,24 @@ pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bo
             );
             for line in body["report"].as_array().into_iter().flatten() {
                 println!("{}", line.as_str().unwrap_or(""));
+            }
+            let gate = &body["gate"];
+            if gate.is_object() {
+                let verdict = if gate["passed"] == true {
+                    "passed: promoted".to_owned()
+                } else {
+                    format!("refused: {}", gate["reason"].as_str().unwrap_or(""))
+                };
+                println!(
+                    "gate against {}: {verdict} ({} wins, {} ties, {} losses, {} failures; \
+                     experiment {})",
+                    gate["against"].as_str().unwrap_or(""),
+                    gate["wins"],
+                    gate["ties"],
+                    gate["losses"],
+                    gate["failures"],
+                    gate["experiment"].as_str().unwrap_or("")
+                );
             }
             Ok(true)
         }

@@ -1,0 +1,148 @@
+//! `POST /plugins?gate=<template>`: a new version is stored, then promoted only if an
+//! experiment against the current version, on the template's inputs and seeds, finds it
+//! losing on none (ties allowed) and failing on none. Otherwise it stays stored, not current,
+//! and the answer names the experiment that refused it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::experiments::{ExperimentRequest, launch, parse_fields, view};
+use super::problems::invalid;
+use super::{ApiError, AppState};
+use crate::auth::AuthUser;
+use crate::plugins::Plugin;
+use crate::store::Actor;
+use crate::violation::Violation;
+
+/// How long a publish waits for its gate's experiment. A gate that has not finished by then
+/// leaves the version stored, not current: its experiment can be read, and the version
+/// promoted by hand (`PUT /problem/<id>/current`).
+pub const GATE_WAIT: Duration = Duration::from_secs(600);
+
+/// How often the gate looks at its experiment.
+const POLL: Duration = Duration::from_millis(50);
+
+/// What a gate decided, as the publish answers it.
+#[derive(Debug, Serialize)]
+pub struct GateView {
+    pub experiment: String,
+    /// Promoted: it lost on no input and failed on none.
+    pub passed: bool,
+    /// The version it was compared against.
+    pub against: String,
+    pub wins: usize,
+    pub ties: usize,
+    pub losses: usize,
+    pub failures: usize,
+    /// Why it was not promoted, if it was not.
+    pub reason: Option<String>,
+}
+
+/// Reads the `gate` parameter: the JSON of an experiment without its problem and versions
+/// (`{"inputs": [...], "seeds": [...], "options": {...}}`).
+pub fn parse_gate(gate: &str) -> Result<ExperimentRequest, ApiError> {
+    let value: Value = serde_json::from_str(gate).map_err(|error| {
+        ApiError::BadRequest(format!(
+            "gate must be an experiment template in JSON ({{\"inputs\": [...], \"seeds\": \
+             [...]}}): {error}"
+        ))
+    })?;
+    let Value::Object(fields) = value else {
+        return Err(invalid(
+            "gate must be a JSON object",
+            vec![Violation::new("/gate", "must be an object")],
+        ));
+    };
+    if let Some(key) = ["problem", "versions"]
+        .iter()
+        .find(|key| fields.contains_key(**key))
+    {
+        return Err(invalid(
+            "a gate compares the published version with the current one",
+            vec![Violation::new(
+                format!("/gate/{key}"),
+                "a gate names no use case or versions: they are the plugin's",
+            )],
+        ));
+    }
+    parse_fields(fields, false)
+}
+
+/// Runs the gate: an experiment of `current` against `candidate`, waited for; promotes the
+/// candidate if it passed.
+pub async fn run_gate(
+    state: &AppState,
+    user: &AuthUser,
+    template: &ExperimentRequest,
+    current: &Arc<Plugin>,
+    candidate: &Arc<Plugin>,
+) -> Result<GateView, ApiError> {
+    let request = ExperimentRequest {
+        problem: current.info.name.clone(),
+        versions: vec![current.digest.clone()],
+        ..template.clone()
+    };
+    let record = launch(state, user, &request, Some(candidate.clone())).await?;
+    let started = Instant::now();
+    let experiment = loop {
+        let experiment = view(state, user, &record.id).await?;
+        if experiment.progress.done || started.elapsed() >= GATE_WAIT {
+            break experiment;
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let challenger = experiment.summary.last().ok_or_else(|| {
+        ApiError::Internal(format!("gate experiment {} has no versions", record.id))
+    })?;
+    let inputs = experiment.results.len();
+    let reason = if !experiment.progress.done {
+        Some(format!(
+            "its experiment did not finish within {} s",
+            GATE_WAIT.as_secs()
+        ))
+    } else if challenger.losses > 0 {
+        Some(format!(
+            "it lost on {} of {inputs} inputs",
+            challenger.losses
+        ))
+    } else if challenger.failures > 0 {
+        Some(format!("{} of its runs failed", challenger.failures))
+    } else if challenger.compared_inputs < inputs {
+        Some(format!(
+            "only {} of {inputs} inputs could be compared (runs of the current version failed \
+             or were cancelled)",
+            challenger.compared_inputs
+        ))
+    } else {
+        None
+    };
+    let passed = reason.is_none();
+    if passed {
+        let actor = Actor {
+            user: Some(user.username.clone()),
+            replica: state.plugins.replica().to_owned(),
+        };
+        state
+            .store
+            .set_current_version(&candidate.info.name, &candidate.info.version, &actor)
+            .await?;
+        state.plugins.sync().await?;
+    }
+    tracing::info!(
+        name = %candidate.info.name, version = %candidate.info.version,
+        experiment = %record.id, passed, reason = reason.as_deref(), "publish gate"
+    );
+    Ok(GateView {
+        experiment: record.id,
+        passed,
+        against: current.info.version.clone(),
+        wins: challenger.wins,
+        ties: challenger.ties,
+        losses: challenger.losses,
+        failures: challenger.failures,
+        reason,
+    })
+}
