@@ -12,6 +12,7 @@ use crate::store::scratch::ScratchDatabase;
 
 mod datasets;
 mod executions;
+mod experiments;
 mod jobs;
 mod service;
 mod users;
@@ -19,6 +20,7 @@ mod webhooks;
 
 use datasets::*;
 use executions::*;
+use experiments::*;
 use jobs::*;
 use service::*;
 use users::*;
@@ -106,6 +108,7 @@ for_each_backend!(
     a_job_s_end_queues_its_callback_once,
     webhook_claims_take_owners_in_turn_within_a_bound_per_destination,
     the_service_view_counts_replicas_queues_and_minutes,
+    an_experiment_s_runs_are_read_back_with_their_results,
 );
 
 /// Pending jobs in the whole store, as /metrics counts them.

@@ -1,0 +1,122 @@
+//! Experiments: a definition kept for its owner, its jobs read back with their results.
+
+use super::*;
+
+/// An experiment's jobs are read back in launch order with status, labels, objective and
+/// time to best, for its owner only; it lists, cancels once and deletes.
+pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let experiment = |id: &str, created_at: Millis| ExperimentRecord {
+        id: id.into(),
+        owner_id: alice.id.clone(),
+        problem: "maxcut".into(),
+        definition: r#"{"versions": []}"#.into(),
+        created_at,
+        cancelled_at: None,
+    };
+    store
+        .insert_experiment(&experiment("e1", 1))
+        .await
+        .expect("insert");
+    store
+        .insert_experiment(&experiment("e2", 2))
+        .await
+        .expect("insert");
+    let run = |seed: &str| NewJob {
+        experiment_id: Some("e1".into()),
+        labels: Some(format!(
+            r#"{{"experiment":"e1","experiment_seed":"{seed}"}}"#
+        )),
+        ..new_job(&alice)
+    };
+    let runs = [run("1"), run("2")];
+    let inserted = store.insert_jobs(&runs).await.expect("insert");
+    assert!(
+        inserted
+            .iter()
+            .all(|inserted| *inserted == Inserted::Created)
+    );
+    store.insert_job(&new_job(&alice)).await.expect("insert");
+
+    // The first run completes with an objective and a time to best.
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert_eq!(claim.lease.job_id, runs[0].id);
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, "{}"))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    let read = store.experiment_runs(&alice.id, "e1").await.expect("runs");
+    assert_eq!(read.len(), 2);
+    assert_eq!(read[0].job_id, runs[0].id);
+    assert_eq!(read[0].status, JobStatus::Completed);
+    assert_eq!(
+        read[0].objective.map(|objective| objective.value),
+        Some(4.0)
+    );
+    assert_eq!(read[0].time_to_best_s, Some(0.5));
+    assert!(
+        read[0]
+            .labels
+            .as_deref()
+            .is_some_and(|labels| labels.contains("\"1\""))
+    );
+    assert_eq!(read[1].status, JobStatus::Pending);
+    assert_eq!(read[1].objective, None);
+
+    // Bob sees none of it.
+    assert!(
+        store
+            .experiment_runs(&bob.id, "e1")
+            .await
+            .expect("runs")
+            .is_empty()
+    );
+    assert_eq!(store.experiment(&bob.id, "e1").await.expect("read"), None);
+    assert!(
+        store
+            .experiments(&bob.id, None, 10)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+
+    // Newest first, paged by id.
+    let listed = store.experiments(&alice.id, None, 10).await.expect("list");
+    let ids: Vec<&str> = listed.iter().map(|record| record.id.as_str()).collect();
+    assert_eq!(ids, ["e2", "e1"]);
+    let older = store
+        .experiments(&alice.id, Some("e2"), 10)
+        .await
+        .expect("list");
+    assert_eq!(older.len(), 1);
+    assert_eq!(older[0], experiment("e1", 1));
+
+    // Cancelled once; deleted when none of its jobs was stored.
+    assert!(
+        store
+            .mark_experiment_cancelled(&alice.id, "e1", 5)
+            .await
+            .expect("cancel")
+    );
+    assert!(
+        !store
+            .mark_experiment_cancelled(&alice.id, "e1", 6)
+            .await
+            .expect("cancel")
+    );
+    assert!(
+        !store
+            .mark_experiment_cancelled(&bob.id, "e2", 6)
+            .await
+            .expect("cancel")
+    );
+    let cancelled = store.experiment(&alice.id, "e1").await.expect("read");
+    assert_eq!(cancelled.and_then(|record| record.cancelled_at), Some(5));
+    store.delete_experiment("e2").await.expect("delete");
+    assert_eq!(store.experiment(&alice.id, "e2").await.expect("read"), None);
+}
