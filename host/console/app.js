@@ -1,8 +1,10 @@
 // The console's entry: sign-in, then one page per route of the location's hash
-// (#/jobs, #/job/<id>, #/usecases, #/usecase/<name>, #/service).
+// (#/jobs, #/job/<id>, #/usecases, #/usecase/<name>, #/experiments, #/experiment/<id>,
+// #/service).
 
 import { ApiError, currentUser, login, onSignOut, signOut, signedIn } from './api.js';
 import { fill, h, page } from './dom.js';
+import { experimentPage, experimentsPage } from './experiments.js';
 import { jobPage } from './job.js';
 import { jobsPage } from './jobs.js';
 import { servicePage } from './service.js';
@@ -24,13 +26,15 @@ function route() {
   const [, section = 'jobs', ...rest] = location.hash.replace(/^#/, '').split('/');
   const argument = decoded(rest.join('/'));
   for (const link of document.querySelectorAll('#nav a')) {
-    const current = link.getAttribute('href') === `#/${section.replace(/^(job|usecase)$/, '$1s')}`;
+    const current = link.getAttribute('href') === `#/${section.replace(/^(job|usecase|experiment)$/, '$1s')}`;
     if (current) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   if (section === 'job' && argument) leave = jobPage(argument);
   else if (section === 'usecases') leave = useCasesPage();
   else if (section === 'usecase' && argument) leave = useCasePage(argument);
+  else if (section === 'experiments') leave = experimentsPage();
+  else if (section === 'experiment' && argument) leave = experimentPage(argument);
   else if (section === 'service') leave = servicePage();
   else leave = jobsPage();
 }

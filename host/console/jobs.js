@@ -1,11 +1,14 @@
 // The jobs page: counts per state, filters, a list that follows the event stream, cancel
-// one or a selection, and charts of jobs ended per minute and of the queue.
+// one or a selection, start an experiment on a selection's inputs, and charts of jobs ended
+// per minute and of the queue.
 
 import { ApiError, follow, get, request } from './api.js';
 import { barChart, legend, lineChart } from './chart.js';
 import { fill, h, localToUtc, notice, page, statusBadge, when } from './dom.js';
+import { startExperimentWith } from './experiments.js';
 
 const STATES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'];
+const ENDED = ['COMPLETED', 'FAILED', 'CANCELLED'];
 const PAGE = 50;
 
 export function jobsPage() {
@@ -25,7 +28,6 @@ export function jobsPage() {
   const selectAll = h('input', { type: 'checkbox', 'aria-label': 'Select every job shown', onchange: (event) => {
     for (const [id, row] of rows) {
       const box = row.querySelector('input');
-      if (box.disabled) continue;
       box.checked = event.target.checked;
       if (box.checked) selected.add(id);
       else selected.delete(id);
@@ -33,6 +35,11 @@ export function jobsPage() {
     updateSelection();
   } });
   const cancelSelected = h('button', { type: 'button', disabled: true, onclick: cancelSelection }, 'Cancel selected');
+  const experimentSelected = h('button', { type: 'button', disabled: true, onclick: () => {
+    const ids = [...selected];
+    const problems = new Set(ids.map((id) => rows.get(id)?.dataset.problem));
+    startExperimentWith({ problem: problems.size === 1 ? [...problems][0] : '', inputs: ids });
+  } }, 'Experiment on selected');
   const problemSelect = h('select', { id: 'filter-problem', onchange: (event) => setFilter('problem', event.target.value) },
     h('option', { value: '' }, 'any'));
   const endedChart = h('canvas', { class: 'chart', role: 'img', 'aria-label': 'Jobs accepted and ended per minute' });
@@ -58,7 +65,7 @@ export function jobsPage() {
       h('figure', {}, endedChart, h('figcaption', {}, 'Per minute, last hour', legend(['accepted', 'ended']))),
       h('figure', {}, queueChart, h('figcaption', {}, 'Pending, while this page is open'))),
     counts, search, filterForm,
-    h('div', { class: 'actions' }, cancelSelected),
+    h('div', { class: 'actions' }, cancelSelected, experimentSelected),
     h('div', { class: 'table-wrap' },
       h('table', { class: 'jobs' },
         h('caption', { class: 'visually-hidden' }, 'Your jobs, newest first'),
@@ -139,14 +146,13 @@ export function jobsPage() {
   }
 
   function renderRow(job) {
-    const ended = ['COMPLETED', 'FAILED', 'CANCELLED'].includes(job.status);
-    const box = h('input', { type: 'checkbox', 'aria-label': `Select job ${job.id}`, disabled: ended, checked: selected.has(job.id), onchange: (event) => {
+    const box = h('input', { type: 'checkbox', 'aria-label': `Select job ${job.id}`, checked: selected.has(job.id), onchange: (event) => {
       if (event.target.checked) selected.add(job.id);
       else selected.delete(job.id);
       updateSelection();
     } });
     const labels = Object.entries(job.labels ?? {}).map(([key, value]) => h('span', { class: 'label' }, `${key}:${value}`));
-    return h('tr', { 'data-job': job.id, 'data-status': job.status },
+    return h('tr', { 'data-job': job.id, 'data-status': job.status, 'data-problem': job.problem },
       h('td', {}, box),
       h('td', {}, h('a', { href: `#/job/${encodeURIComponent(job.id)}`, class: 'mono' }, job.id)),
       h('td', {}, job.problem),
@@ -156,14 +162,22 @@ export function jobsPage() {
       h('td', {}, labels));
   }
 
+  // Selected jobs that have not ended, which a cancel applies to.
+  function cancellable() {
+    return [...selected].filter((id) => !ENDED.includes(rows.get(id)?.dataset.status));
+  }
+
   function updateSelection() {
     for (const id of selected) if (!rows.has(id)) selected.delete(id);
-    cancelSelected.disabled = selected.size === 0;
-    cancelSelected.textContent = selected.size ? `Cancel selected (${selected.size})` : 'Cancel selected';
+    const cancelling = cancellable().length;
+    cancelSelected.disabled = cancelling === 0;
+    cancelSelected.textContent = cancelling ? `Cancel selected (${cancelling})` : 'Cancel selected';
+    experimentSelected.disabled = selected.size === 0;
+    experimentSelected.textContent = selected.size ? `Experiment on selected (${selected.size})` : 'Experiment on selected';
   }
 
   async function cancelSelection() {
-    const ids = [...selected];
+    const ids = cancellable();
     const results = await Promise.allSettled(ids.map((id) => request('DELETE', `/job/${encodeURIComponent(id)}`)));
     const failed = results.filter((result) => result.status === 'rejected');
     notice(failed.length ? `${ids.length - failed.length} cancelled; ${failed.length} could not be: ${failed[0].reason.message}` : `${ids.length} cancelled`, failed.length ? 'error' : 'info');
@@ -207,7 +221,6 @@ export function jobsPage() {
       const row = renderRow(job);
       existing.replaceWith(row);
       rows.set(job.id, row);
-      if (job.status === 'COMPLETED' || job.status === 'FAILED' || job.status === 'CANCELLED') selected.delete(job.id);
     } else if (matches(job) && (rows.size === 0 || job.id > [...rows.keys()][0])) {
       body.querySelector('td[colspan]')?.parentElement.remove();
       const row = renderRow(job);

@@ -6,6 +6,7 @@
 
 import { get, request, upload } from './api.js';
 import { fill, h, notice, page, when } from './dom.js';
+import { startExperimentWith } from './experiments.js';
 
 // How often the page asks for plugin events.
 const EVENTS_EVERY_MS = 2000;
@@ -205,7 +206,13 @@ function versionsSection(name, changed) {
   const tell = (...children) => fill(outcome, h('p', {}, ...children));
   const refused = (error) => fill(outcome, h('p', { class: 'error' }, error.message));
 
+  // The versions in service, the current one first: what an experiment compares.
+  let serving = [];
+
   function show(listing) {
+    const inService = listing.versions.filter((entry) => !entry.retired && entry.source !== 'directory');
+    serving = [...inService.filter((entry) => entry.current), ...inService.filter((entry) => !entry.current)]
+      .map((entry) => entry.version);
     fill(rows, listing.versions.map((entry) => {
       const label = entry.source === 'directory' ? `${entry.version} (${entry.file})` : entry.version;
       const actions = [];
@@ -280,5 +287,6 @@ function versionsSection(name, changed) {
       h('thead', {}, h('tr', {}, ['Version', 'Source', 'State', 'Jobs', 'Published', 'Digest', 'Actions'].map((heading) => h('th', { scope: 'col' }, heading)))),
       rows)),
     outcome,
+    h('button', { type: 'button', onclick: () => startExperimentWith({ problem: name, versions: serving }) }, 'Compare versions in an experiment'),
     h('h3', {}, 'Publish a version'), publishForm);
 }

@@ -436,6 +436,35 @@ def run(c):
         "return [...document.querySelectorAll('tr[data-job]')].map((row) => row.dataset.job)")
     assert len(listed) == total and len(set(listed)) == total, f"{len(listed)} rows, {len(set(listed))} jobs of {total}"
 
+    # An experiment on a job picked in the list: its input, two seeds, the current version;
+    # its page fills in as the runs end.
+    c.go("#/jobs", "Jobs")
+    c.wait(lambda: c.all(f'tr[data-job="{small}"] input'), "the small job's row")
+    c.find(f'tr[data-job="{small}"] input').click()
+    c.button("Experiment on selected (1)").click()
+    c.wait(lambda: c.text("h1") == "Experiments", "the experiments page")
+    c.wait(lambda: c.find("#experiment-inputs").get_attribute("value") == small, "the selected job as the input")
+    c.wait(lambda: c.find("#experiment-versions").get_attribute("value"), "the versions in service")
+    seeds = c.find("#experiment-seeds")
+    seeds.clear()
+    seeds.send_keys("1, 2")
+    c.button("Launch experiment").click()
+    c.wait(lambda: "#/experiment/" in driver.current_url, "the experiment's page")
+    c.wait(lambda: "Done." in c.text("#experiment-progress-text"), "the experiment to end")
+    assert "2 of 2 jobs ended: 2 completed" in c.text("#experiment-progress-text"), c.text("#experiment-progress-text")
+    cell = c.text('.experiment-results tr[data-input="0"] td')
+    assert "COMPLETED" in cell and api.send("GET", f"/job/{small}/output")["cut_value"] <= float(cell.split()[0]), cell
+    assert "(baseline)" in c.text(".experiment-summary"), c.text(".experiment-summary")
+    c.check_accessibility("experiment")
+    c.go("#/experiments", "Experiments")
+    c.wait(lambda: len(c.all("tr[data-experiment]")) == 1, "the experiment in the list")
+    # From a use case's versions, the form starts on them, current first.
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.button("Compare versions in an experiment").click()
+    c.wait(lambda: c.text("h1") == "Experiments", "the experiments page from the use case")
+    c.wait(lambda: c.find("#experiment-versions").get_attribute("value") == "0.1.0", "maxcut's versions")
+    c.check_accessibility("experiments")
+
     # The service: this replica, live, with its workers.
     c.go("#/service", "Service")
     c.wait(lambda: "live" in c.text("tbody"), "this replica's report", timeout=30)
