@@ -25,6 +25,7 @@ mod plugin_check;
 mod plugin_kit;
 mod python_client;
 mod qubo;
+mod races;
 mod registry;
 mod reload;
 mod sandbox;

@@ -1,7 +1,7 @@
 //! What every replica does in the background besides running jobs: reaping expired leases, so
 //! no job is lost with the process that held it, and deleting what outlived its retention or
 //! its references (dataset bytes no data file and no job refers to, uploads cut off by a
-//! crash).
+//! crash), and ending races their workers left unsettled.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +22,14 @@ const STALE_UPLOAD: Duration = Duration::from_secs(3600);
 /// Blobs deleted per statement by the sweep.
 const SWEEP_BATCH: u32 = 100;
 
+/// How often each replica ends races whose entrants all ended without the race being
+/// settled by the worker that ended the last one (it stopped first, or the entrant never
+/// started: cancelled while claimed).
+const RACE_SETTLE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Races settled per look.
+const RACE_SETTLE_BATCH: u32 = 100;
+
 /// Starts the reaper and retention on the current tokio runtime.
 pub fn start(store: Arc<dyn JobStore>, events: Arc<dyn JobEvents>, args: &ServeArgs) {
     tokio::spawn(reap(
@@ -30,7 +38,29 @@ pub fn start(store: Arc<dyn JobStore>, events: Arc<dyn JobEvents>, args: &ServeA
         args.reaper_interval,
         args.max_attempts,
     ));
+    tokio::spawn(settle_races(store.clone()));
     tokio::spawn(purge(store, args.retention));
+}
+
+/// Ends the races whose entrants all ended (see [`RACE_SETTLE_INTERVAL`]).
+async fn settle_races(store: Arc<dyn JobStore>) {
+    let mut ticks = tokio::time::interval(RACE_SETTLE_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let races = match store.unsettled_races(RACE_SETTLE_BATCH).await {
+            Ok(races) => races,
+            Err(error) => {
+                tracing::warn!(%error, "cannot look for races to settle");
+                continue;
+            }
+        };
+        for race in races {
+            if let Err(error) = store.settle_race(&race).await {
+                tracing::warn!(%race, %error, "cannot settle a race");
+            }
+        }
+    }
 }
 
 /// Returns jobs whose lease expired to the queue (or fails them after their last attempt).

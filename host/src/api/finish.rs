@@ -1,7 +1,8 @@
 //! `POST /job/<id>/finish`: stop now and keep the best. A running job's plugin hears
 //! `cancelled()` and has the job's grace period to return what it has; the job then ends
 //! `COMPLETED` with that output and `stopped_early: true`. A plugin that does not return in
-//! time ends as a cancelled run does; a pending job is cancelled; an ended one is a 409.
+//! time ends as a cancelled run does; a pending job is cancelled; an ended one is a 409. A
+//! race's entrants each return what they have, and the race keeps the best.
 
 use axum::Router;
 use axum::extract::State;
@@ -11,6 +12,7 @@ use axum::routing::post;
 
 use super::jobs::not_found;
 use super::long_poll::{Until, wait_for_job};
+use super::races::{Stop, stop_entrants};
 use super::wire::CancelResponse;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
@@ -28,11 +30,19 @@ async fn finish(
     user: AuthUser,
     Path(job_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let outcome = state
-        .store
-        .finish_job(&user.id, &job_id)
-        .await?
-        .ok_or_else(|| not_found(&job_id))?;
+    let outcome = match race_status(&state, &user, &job_id).await? {
+        // A race: each entrant returns what it has, and the race keeps the best.
+        Some(JobStatus::Pending | JobStatus::Running) => {
+            stop_entrants(&state, &user, &job_id, Stop::Finish).await?;
+            FinishOutcome::Requested
+        }
+        Some(ended) => FinishOutcome::Ended(ended),
+        None => state
+            .store
+            .finish_job(&user.id, &job_id)
+            .await?
+            .ok_or_else(|| not_found(&job_id))?,
+    };
     let status = match outcome {
         FinishOutcome::Cancelled | FinishOutcome::Ended(JobStatus::Cancelled) => {
             JobStatus::Cancelled
@@ -45,6 +55,7 @@ async fn finish(
         }
         FinishOutcome::Requested | FinishOutcome::CancelRequested => {
             if outcome == FinishOutcome::Requested {
+                // Nothing runs under a race's own id: its entrants were told.
                 state.local_jobs.finish(&job_id);
             } else {
                 state.local_jobs.cancel(&job_id);
@@ -74,4 +85,18 @@ async fn finish(
         status: status.as_str(),
     };
     Ok((code, Json(body)).into_response())
+}
+
+/// The status of the caller's job if it is a race (`None` for any other job, or none).
+async fn race_status(
+    state: &AppState,
+    user: &AuthUser,
+    job_id: &str,
+) -> Result<Option<JobStatus>, ApiError> {
+    Ok(state
+        .store
+        .job(&user.id, job_id)
+        .await?
+        .filter(|job| job.race.is_some())
+        .map(|job| job.status))
 }

@@ -11,6 +11,7 @@ use axum::routing::get;
 use super::held::{Connection, Hold};
 use super::job_filter::JobListRequest;
 use super::long_poll::{Until, WaitQuery, wait_for_job};
+use super::races::{Stop, stop_entrants};
 use super::wire::{CancelResponse, JobList, JobListEntry, JobStatusResponse};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
@@ -112,6 +113,8 @@ async fn cancel(
                 .status
         }
     };
+    // A race's entrants go with it.
+    stop_entrants(&state, &user, &job_id, Stop::Cancel).await?;
     tracing::info!(job = %job_id, user = %user.username, status = status.as_str(), "cancel");
     let (code, detail) = match status {
         JobStatus::Running | JobStatus::Pending => (

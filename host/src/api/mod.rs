@@ -29,6 +29,7 @@ mod plugins;
 mod problems;
 mod publish_gate;
 mod query;
+mod races;
 mod rerun;
 mod service;
 mod user_access;

@@ -118,6 +118,29 @@ pub const OPTIONS: &[JobOption] = &[
         },
     },
     JobOption {
+        name: "race",
+        schema: || {
+            json!({
+                "type": "object",
+                "description": "Several entrants at once, each under the job's time limit: seeds (the launch's seed, then the next ones) and/or versions of the use case; the best by its objective is kept, and the others stop when one proves optimality. A single launch only (not a batch or a rerun).",
+                "properties": {
+                    "seeds": {"type": "integer", "minimum": 1, "maximum": super::races::MAX_ENTRANTS},
+                    "versions": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                },
+                "additionalProperties": false,
+            })
+        },
+        // A single launch takes `race` out before the options are read (`races::take_race`);
+        // anywhere else it would be ignored, so it is refused.
+        read: |_, _, _| {
+            Err(
+                "a race is launched by POST /problem/<id> alone, not in a batch, a rerun or \
+                 an experiment"
+                    .into(),
+            )
+        },
+    },
+    JobOption {
         name: "warm_start",
         schema: || {
             json!({
@@ -220,7 +243,7 @@ mod tests {
     fn an_unknown_option_is_answered_with_every_known_one() {
         assert_eq!(
             known_options(),
-            "time_limit_s, seed, max_iterations, memory_limit_mib, priority, callback_url and warm_start"
+            "time_limit_s, seed, max_iterations, memory_limit_mib, priority, callback_url, race and warm_start"
         );
     }
 

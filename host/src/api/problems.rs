@@ -82,7 +82,20 @@ async fn run_job(
     {
         return replay(&user, &plugin, idempotency, job_id, &request_hash);
     }
-    let (fields, large) = parse_object(&state, body).await?;
+    let (mut fields, large) = parse_object(&state, body).await?;
+    if let Some(race) = super::races::take_race(&mut fields)? {
+        return super::races::launch(
+            &state,
+            &user,
+            &plugin,
+            requested,
+            idempotency,
+            fields,
+            large,
+            race,
+        )
+        .await;
+    }
     let prepared = prepare(&state, &user, &plugin, fields, large).await?;
 
     check_quotas(&state, &user, 1).await?;
@@ -204,6 +217,30 @@ impl Prepared {
         run
     }
 
+    /// One of a race's entrants: [`Prepared::run_of`], without the race's callback (the race
+    /// posts its own end).
+    pub(super) fn race_entrant(&self, seed: u64, labels: String) -> Prepared {
+        let mut entrant = self.run_of(seed, labels);
+        entrant.callback_url = None;
+        entrant
+    }
+
+    /// The seed it runs with.
+    pub(super) fn seed(&self) -> u64 {
+        self.options.seed
+    }
+
+    /// Its labels with one more (replacing one of the same key), as stored: a JSON object.
+    pub(super) fn labels_with(&self, key: &str, value: &str) -> Result<String, ApiError> {
+        let mut labels: Map<String, Value> = match &self.labels {
+            Some(labels) => serde_json::from_str(labels)
+                .map_err(|error| ApiError::Internal(format!("labels: {error}")))?,
+            None => Map::new(),
+        };
+        labels.insert(key.to_owned(), Value::String(value.to_owned()));
+        Ok(Value::Object(labels).to_string())
+    }
+
     /// The job to store; `state_quotas` are the server's, checked where the owner has none.
     pub(super) fn into_job(
         self,
@@ -235,6 +272,8 @@ impl Prepared {
             rerun_of: None,
             warm_start: self.warm_start,
             experiment_id: None,
+            race: None,
+            race_of: None,
         })
     }
 }

@@ -105,8 +105,29 @@ pub struct JobView {
     pub objective: Option<f64>,
     /// `minimize` or `maximize`, beside `objective`.
     pub objective_sense: Option<&'static str>,
-    /// One entry per attempt, keyed by execution id (time-ordered ids, so in attempt order).
+    /// One entry per attempt, keyed by execution id (time-ordered ids, so in attempt order);
+    /// a race's are its entrants'.
     pub executions: BTreeMap<String, ExecutionView>,
+    /// For a race (`options.race`), its entrants; absent for any other job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub race: Option<RaceView>,
+}
+
+/// A race's entrants, each an ordinary job.
+#[derive(Debug, Serialize)]
+pub struct RaceView {
+    pub entrants: Vec<EntrantView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EntrantView {
+    pub job: String,
+    pub status: &'static str,
+    pub version: Option<String>,
+    pub seed: Option<u64>,
+    pub objective: Option<f64>,
+    /// Its latest execution, once it started.
+    pub execution: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -185,6 +206,19 @@ impl JobStatusResponse {
                 .into_iter()
                 .map(|execution| (execution.id.clone(), ExecutionView::new(execution, now)))
                 .collect(),
+            race: job.race.map(|entrants| RaceView {
+                entrants: entrants
+                    .into_iter()
+                    .map(|entrant| EntrantView {
+                        job: entrant.job_id,
+                        status: entrant.status.as_str(),
+                        version: entrant.version,
+                        seed: entrant.seed,
+                        objective: entrant.objective.map(|objective| objective.value),
+                        execution: entrant.execution_id,
+                    })
+                    .collect(),
+            }),
         };
         JobStatusResponse {
             job: BTreeMap::from([(job.id, view)]),

@@ -79,6 +79,8 @@ pub struct ClaimedJob {
     pub dataset: Option<JobDataset>,
     /// The component it was bound to at acceptance.
     pub binding: Option<PluginBinding>,
+    /// The race it is an entrant of, if it is one.
+    pub race_of: Option<String>,
 }
 
 /// How an execution ended, written in one transaction with the job's new status, which
@@ -356,6 +358,7 @@ impl FromRow for ClaimedJob {
             attempt: attempt_from(row.integer("attempts")?)?,
             dataset: Option::<JobDataset>::from_row(row)?,
             binding: Option::<PluginBinding>::from_row(row)?,
+            race_of: row.text_or_null("race_of")?,
         })
     }
 }

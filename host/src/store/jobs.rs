@@ -9,6 +9,7 @@ use super::backend::{Backend, Column, Connection, DbRow, FINISH_PREFIX, Param};
 use super::executions::ExecutionRecord;
 use super::jobs_page::{Argument, JobsPage};
 use super::plugins::PluginBinding;
+use super::races::RaceEntrant;
 use super::rows::{self, Columns, FromRow};
 use super::users::quota_state;
 use super::{
@@ -93,6 +94,10 @@ pub struct NewJob {
     pub warm_start: Option<String>,
     /// The experiment it is a run of.
     pub experiment_id: Option<String>,
+    /// For a race: its entrants as launched (JSON); a race is never claimed.
+    pub race: Option<String>,
+    /// For a race's entrant: the race.
+    pub race_of: Option<String>,
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
@@ -125,6 +130,8 @@ pub struct JobRecord {
     /// It completed with what it had when a finish asked it to stop.
     pub stopped_early: bool,
     pub executions: Vec<ExecutionRecord>,
+    /// For a race, its entrants.
+    pub race: Option<Vec<RaceEntrant>>,
 }
 
 /// A job as `GET /jobs` lists it.
@@ -322,15 +329,28 @@ where
             .fetch_all(&mut *transaction)
             .await?;
         let executions = rows::all(&executions)?;
+        let race = match row.text_or_null("race")? {
+            Some(_) => {
+                let entrants = sqlx::query(sql::RACE_ENTRANTS.as_str())
+                    .bind(job_id)
+                    .bind(owner_id)
+                    .fetch_all(&mut *transaction)
+                    .await?;
+                Some(rows::all(&entrants)?)
+            }
+            None => None,
+        };
         transaction.commit().await?;
-        Ok(Some(JobRecord::new(
+        let mut record = JobRecord::new(
             JobSummary::from_row(&row)?,
             Option::<PluginBinding>::from_row(&row)?,
             row.text_or_null("rerun_of")?,
             row.text_or_null("warm_start")?,
             row.flag("stopped_early")?,
             executions,
-        )))
+        );
+        record.race = race;
+        Ok(Some(record))
     }
 
     async fn jobs(
@@ -584,6 +604,8 @@ where
         .bind(job.rerun_of.as_deref())
         .bind(job.warm_start.as_deref())
         .bind(job.experiment_id.as_deref())
+        .bind(job.race.as_deref())
+        .bind(job.race_of.as_deref())
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {
@@ -724,6 +746,7 @@ impl JobRecord {
             warm_start,
             stopped_early,
             executions,
+            race: None,
         }
     }
 }

@@ -19,6 +19,7 @@ mod jobs_page;
 mod outcome;
 mod plugins;
 mod postgres;
+mod races;
 mod rows;
 pub mod scratch;
 mod service;
@@ -45,6 +46,7 @@ pub use self::plugins::{
     Actor, Catalog, PluginBinding, PluginCatalog, PluginEvent, Published, StoredVersion,
 };
 pub use self::postgres::PostgresStore;
+pub use self::races::{RaceEntrant, Races};
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite::SqliteStore;
 pub use self::users::{Usage, User, UserAccess, UserChange, UserQuotas, Users};
@@ -214,12 +216,20 @@ pub struct Lease {
 /// Everything the server stores: each capability is a trait of its own, in its own file,
 /// and every backend has them all.
 pub trait JobStore:
-    Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog + Experiments
+    Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog + Experiments + Races
 {
 }
 
 impl<S> JobStore for S where
-    S: Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog + Experiments
+    S: Users
+        + JobQueue
+        + Executions
+        + DataSets
+        + Webhooks
+        + Service
+        + PluginCatalog
+        + Experiments
+        + Races
 {
 }
 

@@ -103,6 +103,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         23,
         include_str!("../../migrations/postgres/0023_experiments.sql"),
     ),
+    (24, include_str!("../../migrations/postgres/0024_races.sql")),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -136,13 +137,13 @@ const CHANGES_PAYLOAD: usize = 7_000;
 /// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
 /// It returns the columns of a [`super::ClaimedJob`].
 const CLAIM: &str = "WITH picked AS (
-         SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id
+         SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' AND race IS NULL ORDER BY fair_key, id
          LIMIT $2 FOR UPDATE SKIP LOCKED)
      UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
      FROM picked WHERE jobs.id = picked.picked_id
-     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested";
+     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of";
 
 /// Serialises webhook claims across replicas, so that each counts the deliveries in flight
 /// that the others claimed ("webhooks" in ASCII).

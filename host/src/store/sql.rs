@@ -91,8 +91,8 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, experiment_id, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, experiment_id, race, race_of, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
          COALESCE(
              CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
                   WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
@@ -119,7 +119,11 @@ pub(super) const JOB_BY_IDEMPOTENCY_KEY: &str =
 pub(super) const CLIENT_STATUS: &str = "CASE WHEN jobs.status = 'RUNNING' AND NOT EXISTS (
          SELECT 1 FROM executions
          WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')
-     THEN 'PENDING' ELSE jobs.status END";
+     THEN 'PENDING'
+     WHEN jobs.race IS NOT NULL AND jobs.status = 'PENDING' AND EXISTS (
+         SELECT 1 FROM executions JOIN jobs AS entrant ON executions.job_id = entrant.id
+         WHERE entrant.race_of = jobs.id)
+     THEN 'RUNNING' ELSE jobs.status END";
 
 /// The columns a job is read with for clients ([`super::JobSummary`]'s).
 pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
@@ -130,13 +134,16 @@ pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
 
 pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, stopped_early
+        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, stopped_early, race
          FROM jobs WHERE id = $1 AND owner_id = $2",
         *JOB_COLUMNS
     )
 });
 
-pub(super) const EXECUTIONS: &str = "SELECT * FROM executions WHERE job_id = $1 ORDER BY attempt";
+/// A job's executions; a race's are its entrants'.
+pub(super) const EXECUTIONS: &str = "SELECT * FROM executions
+     WHERE job_id = $1 OR job_id IN (SELECT id FROM jobs WHERE race_of = $1)
+     ORDER BY attempt, id";
 
 pub(super) static JOB_OUTPUT: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -469,3 +476,37 @@ pub(super) static EXPERIMENT_RUNS: LazyLock<String> = LazyLock::new(|| {
 
 pub(super) const CANCEL_EXPERIMENT: &str = "UPDATE experiments SET cancelled_at = $3
      WHERE id = $1 AND owner_id = $2 AND cancelled_at IS NULL";
+
+/// A race's entrants as clients see them, in launch order, with each one's latest execution.
+pub(super) static RACE_ENTRANTS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT id, {CLIENT_STATUS} AS status, plugin_version, options, objective,
+             objective_sense, time_to_best,
+             (SELECT executions.id FROM executions WHERE executions.job_id = jobs.id
+              ORDER BY attempt DESC LIMIT 1) AS execution_id
+         FROM jobs WHERE race_of = $1 AND owner_id = $2 ORDER BY id"
+    )
+});
+
+pub(super) const RACE: &str =
+    "SELECT owner_id, status FROM jobs WHERE id = $1 AND race IS NOT NULL";
+
+/// A race's entrants as they stand in the table (a claimed one is `RUNNING`), with the
+/// execution that completed each, if one did.
+pub(super) const RACE_ENTRANT_ENDS: &str = "SELECT id, status, plugin_version, options, objective,
+         objective_sense, time_to_best,
+         (SELECT executions.id FROM executions WHERE executions.job_id = jobs.id
+          ORDER BY attempt DESC LIMIT 1) AS execution_id
+     FROM jobs WHERE race_of = $1 ORDER BY id";
+
+pub(super) const JOB_OUTPUT_TEXT: &str = "SELECT output FROM job_outputs WHERE job_id = $1";
+
+pub(super) const END_RACE: &str = "UPDATE jobs
+     SET status = $2, ended_at = $3, objective = $4, objective_sense = $5, time_to_best = $6
+     WHERE id = $1 AND status = 'PENDING' AND race IS NOT NULL";
+
+pub(super) const UNSETTLED_RACES: &str = "SELECT id FROM jobs
+     WHERE race IS NOT NULL AND status = 'PENDING' AND NOT EXISTS (
+         SELECT 1 FROM jobs AS entrant
+         WHERE entrant.race_of = jobs.id AND entrant.status IN ('PENDING', 'RUNNING'))
+     LIMIT $1";

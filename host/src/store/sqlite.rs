@@ -93,6 +93,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         23,
         include_str!("../../migrations/sqlite/0023_experiments.sql"),
     ),
+    (24, include_str!("../../migrations/sqlite/0024_races.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
@@ -100,8 +101,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
 const CLAIM: &str = "UPDATE jobs
      SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
          lease_expires_at = $1
-     WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' ORDER BY fair_key, id LIMIT $2)
-     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested";
+     WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' AND race IS NULL ORDER BY fair_key, id LIMIT $2)
+     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of";
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2

@@ -175,6 +175,7 @@ mod tests {
             created_at: 0,
             dataset: None,
             binding: None,
+            race_of: None,
         };
         local.queue_claimed(vec![claim]);
         let queue = local.claimed.lock().expect("the queue");

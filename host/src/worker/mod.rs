@@ -8,6 +8,7 @@ mod leases;
 mod local_jobs;
 mod pool;
 mod progress;
+mod race;
 mod wakeup;
 
 pub use self::local_jobs::LocalJobs;

@@ -14,6 +14,7 @@ use super::context::{MAX_CLAIM, WorkerContext};
 use super::execute::{execute, failed};
 use super::leases::HeldLeases;
 use super::local_jobs::LocalJobs;
+use super::race;
 use crate::config::JobLimits;
 use crate::metrics::{ExecutionOutcome, Metrics};
 use crate::plugins::sync::Fetched;
@@ -244,6 +245,8 @@ struct Ending {
     /// None if the host failed before it queued the start.
     started: Option<QueuedWrite>,
     finished: QueuedWrite,
+    /// The race its job is an entrant of, if it is one.
+    race_of: Option<String>,
 }
 
 /// Runs a claimed job; a panic in the host fails the job instead of leaving it `RUNNING`.
@@ -254,6 +257,7 @@ fn run_guarded(
     interrupt: Arc<AtomicBool>,
 ) -> Option<Ending> {
     let lease = claim.lease.clone();
+    let race_of = claim.race_of.clone();
     if interrupt.load(Ordering::SeqCst) {
         // The server stops, the job was cancelled, or its lease was lost: it goes back with
         // its attempt uncounted, which ends a cancelled job `CANCELLED`; a lease lost to
@@ -289,6 +293,7 @@ fn run_guarded(
             finished: context.store.finish_execution(&lease, &end),
             lease,
             end,
+            race_of,
         }
     }))
 }
@@ -402,6 +407,7 @@ fn run_claimed(
         end,
         started: Some(started),
         finished,
+        race_of: claim.race_of,
     }
 }
 
@@ -422,6 +428,7 @@ fn confirm(context: &WorkerContext, ending: Ending) {
         end,
         started,
         finished,
+        race_of,
     } = ending;
     let job = &lease.job_id;
     // Renewed until the end is written: a retried end must still hold the lease.
@@ -435,7 +442,18 @@ fn confirm(context: &WorkerContext, ending: Ending) {
     let mut backoff = Duration::from_millis(100);
     for attempt in 1.. {
         match outcome {
-            Ok(true) => return,
+            Ok(true) => {
+                if let Some(race_id) = race_of {
+                    context.runtime.spawn(race::entrant_ended(
+                        context.store.clone(),
+                        context.local.clone(),
+                        lease.owner_id.clone(),
+                        race_id,
+                        race::proven_optimal(end.output.as_deref()),
+                    ));
+                }
+                return;
+            }
             Ok(false) => {
                 tracing::warn!(%job, "lease lost: the result of this execution was discarded");
                 return;

@@ -14,6 +14,7 @@ mod datasets;
 mod executions;
 mod experiments;
 mod jobs;
+mod races;
 mod service;
 mod users;
 mod webhooks;
@@ -22,6 +23,7 @@ use datasets::*;
 use executions::*;
 use experiments::*;
 use jobs::*;
+use races::*;
 use service::*;
 use users::*;
 use webhooks::*;
@@ -109,6 +111,7 @@ for_each_backend!(
     webhook_claims_take_owners_in_turn_within_a_bound_per_destination,
     the_service_view_counts_replicas_queues_and_minutes,
     an_experiment_s_runs_are_read_back_with_their_results,
+    a_race_ends_with_its_best_entrant_once_every_entrant_ended,
 );
 
 /// Pending jobs in the whole store, as /metrics counts them.
@@ -143,6 +146,8 @@ fn new_job(owner: &User) -> NewJob {
         rerun_of: None,
         warm_start: None,
         experiment_id: None,
+        race: None,
+        race_of: None,
     }
 }
 

@@ -4,13 +4,14 @@
 //! that experiments have versions to compare. Its `validate` sleeps `validate_sleep_ms`, which
 //! holds a submission open for as long; `sleep_ms` is a parameter that may stand beside a
 //! data file. Cargo features make the variants: `v2` and `v3` declare 2.0.0 (scoring better)
-//! and 3.0.0 (scoring worse) instead of 1.0.0; `other-bytes` is 1.0.0 built differently, and
+//! and 3.0.0 (scoring worse, but at once, without sleeping, and calling it optimal: a race's
+//! quick finisher) instead of 1.0.0; `other-bytes` is 1.0.0 built differently, and
 //! declares no objective; `bench-version` declares `9.0.0-r00`, a marker the registry bench
 //! rewrites to make as many versions as it wants; `bad-example` lists an example its schema
 //! refuses; `describe-panics`, `describe-loops` and `bad-schema` are plugins the host must
 //! refuse to load. Built by the host's build script for the end-to-end tests; never shipped.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use caseload_sdk::{Describe, RunContext, RunError, UseCase, Violation};
 use serde::{Deserialize, Serialize};
@@ -117,11 +118,29 @@ impl UseCase for Versioned {
     }
 
     fn run(input: Input, context: &RunContext) -> Result<Value, RunError> {
-        println!("versioned {VERSION} sleeping {} ms", input.sleep_ms);
-        std::thread::sleep(Duration::from_millis(input.sleep_ms));
+        // 3.0.0 answers at once and calls its answer optimal: a race's quick finisher.
+        let sleep_ms = if cfg!(feature = "v3") {
+            0
+        } else {
+            input.sleep_ms
+        };
+        println!("versioned {VERSION} sleeping {sleep_ms} ms");
+        // In slices, hearing a cancel or a finish between them, as a solver would.
+        let deadline = Instant::now() + Duration::from_millis(sleep_ms);
+        while !context.cancelled() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+        }
         // The seed moves the score a little: seeds differ, their median is the value.
         let noise = (context.seed() % 3) as f64 - 1.0;
-        Ok(json!({"version": VERSION, "score": input.value * SCORE_FACTOR + noise}))
+        Ok(json!({
+            "version": VERSION,
+            "score": input.value * SCORE_FACTOR + noise,
+            "optimal": cfg!(feature = "v3"),
+        }))
     }
 }
 

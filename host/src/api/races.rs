@@ -1,0 +1,293 @@
+//! `options.race`: one launch, several entrants run at once (`{"seeds": k}` seeds from the
+//! launch's own, and/or `{"versions": [...]}` of its use case), each an ordinary job under
+//! the job's time limit, taken by workers as they free up. The race keeps the best entrant by
+//! the use case's objective, stops the others as soon as one proves optimality, and ends with
+//! the winner's output ([`crate::store::Races`]). Cancel and finish reach every entrant.
+
+use std::sync::Arc;
+
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use super::problems::{Prepared, accepted, check_quotas, invalid, prepare_with};
+use super::{ApiError, AppState};
+use crate::auth::AuthUser;
+use crate::plugins::Plugin;
+use crate::plugins::objective::OBJECTIVE_KEYWORD;
+use crate::store::{
+    CancelOutcome, FinishOutcome, Idempotency, Inserted, JobStatus, NewJob, RaceEntrant,
+};
+use crate::violation::Violation;
+
+/// The most entrants one race runs.
+pub const MAX_ENTRANTS: usize = 16;
+
+/// The label each entrant carries: its race.
+pub const RACE_LABEL: &str = "race";
+
+/// A race as asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaceRequest {
+    /// Seeds per version: the launch's own seed, then the next ones.
+    pub seeds: u64,
+    /// Versions (or digests) to race; the launch's own if none.
+    pub versions: Vec<String>,
+}
+
+/// Reads `options.race` (and takes it out of the options), if the body has one.
+pub fn take_race(fields: &mut Map<String, Value>) -> Result<Option<RaceRequest>, ApiError> {
+    let Some(Value::Object(options)) = fields.get_mut("options") else {
+        return Ok(None);
+    };
+    let Some(race) = options.remove("race") else {
+        return Ok(None);
+    };
+    parse_race(&race)
+        .map(Some)
+        .map_err(|violations| invalid("the race is not valid", violations))
+}
+
+/// `{"seeds": k}` and/or `{"versions": [...]}`.
+pub fn parse_race(race: &Value) -> Result<RaceRequest, Vec<Violation>> {
+    let problem = |pointer: &str, message: &str| {
+        vec![Violation::new(format!("/options/race{pointer}"), message)]
+    };
+    let Some(race) = race.as_object() else {
+        return Err(problem(
+            "",
+            "must be {\"seeds\": k} and/or {\"versions\": [...]}",
+        ));
+    };
+    let mut request = RaceRequest {
+        seeds: 1,
+        versions: Vec::new(),
+    };
+    for (key, value) in race {
+        match key.as_str() {
+            "seeds" => match value.as_u64() {
+                Some(seeds) if (1..=MAX_ENTRANTS as u64).contains(&seeds) => request.seeds = seeds,
+                _ => {
+                    return Err(problem(
+                        "/seeds",
+                        &format!("must be a whole number from 1 to {MAX_ENTRANTS}"),
+                    ));
+                }
+            },
+            "versions" => {
+                let versions = value.as_array().ok_or_else(|| {
+                    problem("/versions", "must be an array of versions or digests")
+                })?;
+                for (index, version) in versions.iter().enumerate() {
+                    match version.as_str() {
+                        Some(version) if !version.is_empty() => {
+                            request.versions.push(version.to_owned());
+                        }
+                        _ => {
+                            return Err(problem(
+                                &format!("/versions/{index}"),
+                                "must be a version or sha256:<hex>",
+                            ));
+                        }
+                    }
+                }
+            }
+            _ => {
+                return Err(problem(
+                    &format!("/{key}"),
+                    "unknown; a race takes seeds and versions",
+                ));
+            }
+        }
+    }
+    Ok(request)
+}
+
+/// Checks and stores a race: the race itself (never claimed) and its entrants, all or none;
+/// `202` with the race's id, as a launch answers.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn launch(
+    state: &AppState,
+    user: &AuthUser,
+    plugin: &Arc<Plugin>,
+    requested: Option<String>,
+    idempotency: Option<Idempotency>,
+    fields: Map<String, Value>,
+    large: bool,
+    race: RaceRequest,
+) -> Result<Response, ApiError> {
+    let plugins = versions(state, plugin, &race).await?;
+    let entrants = plugins.len() * race.seeds as usize;
+    if !(2..=MAX_ENTRANTS).contains(&entrants) {
+        return Err(invalid(
+            "the race is not valid",
+            vec![Violation::new(
+                "/options/race",
+                format!(
+                    "{} versions × {} seeds make {entrants} entrants; a race runs 2 to \
+                     {MAX_ENTRANTS}",
+                    plugins.len(),
+                    race.seeds
+                ),
+            )],
+        ));
+    }
+    // The input is checked against each version raced, as a launch of it would be.
+    let mut prepared: Vec<Prepared> = Vec::with_capacity(plugins.len());
+    for entrant in &plugins {
+        prepared.push(prepare_with(state, user, entrant, fields.clone(), large, None).await?);
+    }
+    let first_seed = prepared[0].seed();
+    let mut race_job =
+        prepared[0]
+            .clone()
+            .into_job(user, plugin, requested, idempotency.clone(), state.quotas)?;
+    let mut jobs: Vec<NewJob> = Vec::with_capacity(entrants + 1);
+    let mut described = Vec::with_capacity(entrants);
+    for (entrant, ready) in plugins.iter().zip(&prepared) {
+        for offset in 0..race.seeds {
+            let seed = first_seed.wrapping_add(offset);
+            let labels = ready.labels_with(RACE_LABEL, &race_job.id)?;
+            let mut job = ready.race_entrant(seed, labels).into_job(
+                user,
+                entrant,
+                Some(entrant.digest.clone()),
+                None,
+                state.quotas,
+            )?;
+            job.race_of = Some(race_job.id.clone());
+            described.push(json!({
+                "job": job.id,
+                "version": entrant.info.version,
+                "digest": entrant.digest,
+                "seed": seed,
+            }));
+            jobs.push(job);
+        }
+    }
+    race_job.race = Some(json!({"entrants": described}).to_string());
+    let race_id = race_job.id.clone();
+    jobs.insert(0, race_job);
+    check_quotas(state, user, jobs.len() as u64).await?;
+    let inserted = state.store.insert_jobs(&jobs).await?;
+    match inserted.first() {
+        Some(Inserted::Created) => {}
+        Some(Inserted::Refused(refusal)) => return Err((*refusal).into()),
+        Some(Inserted::Existing { job_id, .. }) => {
+            // The same key, sent twice at once: the other request stored its race first.
+            return Ok(accepted(user, plugin, job_id.clone()).into_response());
+        }
+        None => return Err(ApiError::Internal("a race stored nothing".into())),
+    }
+    if let Some(Inserted::Refused(refusal)) = inserted
+        .iter()
+        .find(|inserted| matches!(inserted, Inserted::Refused(_)))
+    {
+        return Err((*refusal).into());
+    }
+    state.local_jobs.job_added();
+    state.metrics.job_accepted(&plugin.info.name);
+    tracing::info!(
+        job = %race_id, problem = %plugin.info.name, entrants, user = %user.username,
+        "race accepted"
+    );
+    Ok(accepted(user, plugin, race_id).into_response())
+}
+
+/// The plugins raced: each version named (422 for one not in service), else the launch's
+/// own; each must declare an objective, or the race cannot pick its best (422).
+async fn versions(
+    state: &AppState,
+    plugin: &Arc<Plugin>,
+    race: &RaceRequest,
+) -> Result<Vec<Arc<Plugin>>, ApiError> {
+    let mut plugins = Vec::new();
+    let mut errors = Vec::new();
+    if race.versions.is_empty() {
+        plugins.push(plugin.clone());
+    }
+    for (index, version) in race.versions.iter().enumerate() {
+        let problem_id = format!("{}@{version}", plugin.info.name);
+        match super::plugins::resolve_synced(state, &problem_id).await {
+            Ok(plugin) => plugins.push(plugin),
+            Err(ApiError::NotFound(why)) => errors.push(Violation::new(
+                format!("/options/race/versions/{index}"),
+                why,
+            )),
+            Err(error) => return Err(error),
+        }
+    }
+    for (index, entrant) in plugins.iter().enumerate() {
+        if plugins[..index]
+            .iter()
+            .any(|other| other.digest == entrant.digest)
+        {
+            errors.push(Violation::new(
+                "/options/race/versions",
+                format!("version {} is listed twice", entrant.info.version),
+            ));
+        }
+    }
+    if let Some(plain) = plugins.iter().find(|plugin| plugin.objective.is_none()) {
+        errors.push(Violation::new(
+            "/options/race",
+            format!(
+                "{} {} declares no objective ({OBJECTIVE_KEYWORD} in its output schema), so a \
+                 race cannot tell its best entrant",
+                plain.info.name, plain.info.version
+            ),
+        ));
+    }
+    if errors.is_empty() {
+        Ok(plugins)
+    } else {
+        Err(invalid("the race is not valid", errors))
+    }
+}
+
+/// How a race's entrants are stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    Cancel,
+    /// Each returns what it has; the race keeps the best.
+    Finish,
+}
+
+/// Stops the entrants of the caller's job that have not ended; none for a job that is not a
+/// race. True if it is a race.
+pub(super) async fn stop_entrants(
+    state: &AppState,
+    user: &AuthUser,
+    job_id: &str,
+    stop: Stop,
+) -> Result<bool, ApiError> {
+    let entrants: Vec<RaceEntrant> = state.store.race_entrants(&user.id, job_id).await?;
+    if entrants.is_empty() {
+        return Ok(false);
+    }
+    for entrant in entrants
+        .iter()
+        .filter(|entrant| matches!(entrant.status, JobStatus::Pending | JobStatus::Running))
+    {
+        let id = &entrant.job_id;
+        match stop {
+            Stop::Cancel => {
+                if let Some(CancelOutcome::Requested) = state.store.cancel_job(&user.id, id).await?
+                {
+                    state.local_jobs.cancel(id);
+                }
+            }
+            Stop::Finish => match state.store.finish_job(&user.id, id).await? {
+                Some(FinishOutcome::Requested) => {
+                    state.local_jobs.finish(id);
+                }
+                Some(FinishOutcome::CancelRequested) => {
+                    state.local_jobs.cancel(id);
+                }
+                _ => {}
+            },
+        }
+    }
+    // Entrants that never started end at once; the race with them.
+    state.store.settle_race(job_id).await?;
+    Ok(true)
+}
