@@ -385,7 +385,7 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
 
     // A gate that is not an experiment template.
     for (query, status) in [
-        ("?gate=%7Bnot-json", StatusCode::BAD_REQUEST),
+        ("?gate=%7Bnot-json", StatusCode::UNPROCESSABLE_ENTITY),
         (
             "?gate=%7B%22inputs%22%3A%5B%5D%7D",
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -396,7 +396,7 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
         ),
         (
             "?current=false&gate=%7B%22inputs%22%3A%5B%7B%7D%5D%7D",
-            StatusCode::BAD_REQUEST,
+            StatusCode::UNPROCESSABLE_ENTITY,
         ),
     ] {
         let response = server

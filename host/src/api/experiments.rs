@@ -34,6 +34,9 @@ use crate::violation::Violation;
 /// The most jobs one experiment launches.
 pub const MAX_EXPERIMENT_JOBS: usize = 10_000;
 
+/// The most experiments `GET /experiments` lists at once.
+const MAX_PAGE: u32 = 200;
+
 /// The label every run of an experiment carries: the experiment's id.
 pub const EXPERIMENT_LABEL: &str = "experiment";
 
@@ -612,7 +615,15 @@ async fn list(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
-    let limit = query.limit.unwrap_or(50).clamp(1, 200);
+    let limit = match query.limit {
+        None => 50,
+        Some(limit) if (1..=MAX_PAGE).contains(&limit) => limit,
+        Some(_) => {
+            return Err(ApiError::BadRequest(format!(
+                "limit must be a whole number from 1 to {MAX_PAGE}"
+            )));
+        }
+    };
     let records = state
         .store
         .experiments(&user.id, query.before.as_deref(), limit)

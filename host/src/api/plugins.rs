@@ -17,6 +17,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use super::problems::invalid;
 use super::publish_gate::{GateView, parse_gate, run_gate};
 use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json, Path};
@@ -26,6 +27,7 @@ use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSource, Unresolved, VersionEntry, VersionRequest};
 use crate::runtime::PLUGIN_WORLD;
 use crate::store::{Actor, JobStore, Published, StoredVersion};
+use crate::violation::Violation;
 
 /// A component is written to the database in pieces of this size, as a dataset is.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -123,8 +125,9 @@ async fn publish(
     let headers = request.headers().clone();
     let gate = match (require_admin(&user, "publishing a plugin"), &query.gate) {
         (Err(error), _) => Err(error),
-        (Ok(()), Some(_)) if query.current == Some(false) => Err(ApiError::BadRequest(
-            "gate decides whether the version becomes current; drop current=false".into(),
+        (Ok(()), Some(_)) if query.current == Some(false) => Err(invalid(
+            "a gate decides whether the version becomes current",
+            vec![Violation::new("/current", "drop current=false beside gate")],
         )),
         (Ok(()), Some(gate)) => parse_gate(gate).map(Some),
         (Ok(()), None) => Ok(None),

@@ -45,10 +45,13 @@ pub struct GateView {
 /// (`{"inputs": [...], "seeds": [...], "options": {...}}`).
 pub fn parse_gate(gate: &str) -> Result<ExperimentRequest, ApiError> {
     let value: Value = serde_json::from_str(gate).map_err(|error| {
-        ApiError::BadRequest(format!(
-            "gate must be an experiment template in JSON ({{\"inputs\": [...], \"seeds\": \
-             [...]}}): {error}"
-        ))
+        invalid(
+            "gate must be an experiment template in JSON",
+            vec![Violation::new(
+                "/gate",
+                format!("{{\"inputs\": [...], \"seeds\": [...]}} expected: {error}"),
+            )],
+        )
     })?;
     let Value::Object(fields) = value else {
         return Err(invalid(
