@@ -6,7 +6,7 @@
 import { ApiError, follow, get, request } from './api.js';
 import { lineChart } from './chart.js';
 import { fill, h, notice, page, seconds, statusBadge, when } from './dom.js';
-import { maxCutPicture, parseGraph, quboPicture } from './picture.js';
+import { drawView } from './views.js';
 
 // Outputs larger than this are downloadable but not shown in full.
 const SHOWN_OUTPUT_CHARS = 200000;
@@ -105,16 +105,20 @@ export function jobPage(id) {
       fill(output, download,
         h('details', {}, h('summary', {}, 'Output JSON'),
           h('pre', { class: 'json', tabindex: '0' }, pretty.length > SHOWN_OUTPUT_CHARS ? `${pretty.slice(0, SHOWN_OUTPUT_CHARS)}\n… (download for the rest)` : pretty)));
-      const problem = Object.values(view.executions ?? {}).at(-1)?.plugin.name;
-      if (problem === 'maxcut' && Array.isArray(result.partition)) {
+      // The view the bound version's output schema declares, if any.
+      const ran = Object.values(view.executions ?? {}).at(-1)?.plugin;
+      if (!ran) return;
+      const problem = await get(`/problem/${encodeURIComponent(`${ran.name}@${ran.digest}`)}`, { signal: leaving.signal });
+      const declared = problem.output_schema?.['x-caseload-view'];
+      if (!declared || left) return;
+      const readInput = async () => {
         const input = await get(`${path}/input`, { raw: true, signal: leaving.signal });
-        const graph = parseGraph(await input.text(), input.headers.get('content-type') ?? '');
-        if (left) return;
-        drawn = maxCutPicture(graph, result);
-        fill(picture, drawn);
-      } else if (Array.isArray(result.sample)) {
-        fill(picture, quboPicture(result));
-      }
+        return { text: await input.text(), mediaType: input.headers.get('content-type') ?? '' };
+      };
+      const drawing = await drawView(declared, result, readInput);
+      if (left || !drawing) return;
+      drawn = drawing;
+      fill(picture, drawn);
     } catch (error) {
       if (!left) notice(`Cannot show the answer: ${error.message}`, 'error');
     }

@@ -16,6 +16,7 @@ mod schema;
 mod snapshot;
 pub mod sync;
 mod version;
+pub mod view;
 pub mod warm_start;
 pub mod watch;
 
@@ -118,6 +119,8 @@ pub struct Plugin {
     /// Where a warm start goes in its input, from the input schema's
     /// [`warm_start::WARM_START_KEYWORD`].
     pub warm_start: Option<warm_start::WarmStartSpec>,
+    /// How its answer is drawn, from the output schema's [`view::VIEW_KEYWORD`].
+    pub view: Option<view::ViewSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -422,6 +425,11 @@ impl PluginRegistry {
                     message,
                 }
             })?;
+        let view =
+            view::ViewSpec::parse(&output_schema_value).map_err(|message| PluginError::Schema {
+                which: "output",
+                message,
+            })?;
         Ok(Plugin {
             digest: digest(wasm),
             info,
@@ -435,6 +443,7 @@ impl PluginRegistry {
             examples,
             objective,
             warm_start,
+            view,
         })
     }
 

@@ -52,6 +52,12 @@ OUTPUT = {
     "title": "0/1 knapsack output",
     "type": "object",
     "x-caseload-objective": {"pointer": "/value", "sense": "maximize"},
+    "x-caseload-view": {
+        "kind": "table",
+        "rows": {"input": "/items"},
+        "marked": "/chosen",
+        "value": "/value",
+    },
     "required": ["value", "weight", "chosen", "optimal", "upper_bound", "nodes"],
     "properties": {
         "value": {"type": "number", "description": "Total value of the chosen items."},

@@ -331,6 +331,13 @@ def run(c):
     assert api.send("GET", f"/job/{rerun}/output")["cut_value"] == api.send("GET", f"/job/{small}/output")["cut_value"]
     c.wait(lambda: c.all("a[download]"), "the rerun's download link")
 
+    # QUBO's answer is drawn as its output schema's view says: a grid of its sample.
+    qubo = api.send("POST", "/problem/qubo", {"num_variables": 5, "linear": [[0, -1], [3, -2]]})["job"]
+    c.go(f"#/job/{qubo}", f"Job {qubo}")
+    c.wait(lambda: c.job_state() == "COMPLETED", "the QUBO job to complete")
+    c.wait(lambda: c.all("canvas.sample"), "the grid of the QUBO sample")
+    assert "Energy" in c.text("table.summary"), c.text("table.summary")
+
     # Upload G1 with a progress bar, launch it, watch its progress chart and its picture.
     c.go("#/usecase/maxcut", "Use case maxcut")
     assert c.record("test.objectUrls.size") == 0, "the download link outlived its page"

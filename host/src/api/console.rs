@@ -60,6 +60,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../console/usecases.js"),
     ),
     (
+        "views.js",
+        JAVASCRIPT,
+        include_bytes!("../../console/views.js"),
+    ),
+    (
         "experiments.js",
         JAVASCRIPT,
         include_bytes!("../../console/experiments.js"),

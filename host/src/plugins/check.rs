@@ -289,6 +289,13 @@ impl Checker {
         let objective = plugin
             .check_output(&output)
             .map_err(|why| format!("{why}; the output: {}", shortened(&output)))?;
+        // A declared view must find its data in what the example gave and got.
+        if let Some(view) = &plugin.view
+            && let Ok(answer) = serde_json::from_str::<Value>(&output)
+            && let Some(missing) = view.missing(input, &answer)
+        {
+            return Err(format!("{missing}; the output: {}", shortened(&output)));
+        }
         let mut lines = vec![format!(
             "validate {} ms, run {} ms, peak memory {}, output of {} bytes matches the \
              output schema",

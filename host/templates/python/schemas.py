@@ -16,6 +16,12 @@ OUTPUT = {
     "title": "{{name}} output",
     "type": "object",
     "x-caseload-objective": {"pointer": "/difference", "sense": "minimize"},
+    "x-caseload-view": {
+        "kind": "bars",
+        "values": {"input": "/numbers"},
+        "groups": "/sides",
+        "value": "/difference",
+    },
     "required": ["sides", "difference"],
     "properties": {
         "sides": {"type": "array", "items": {"enum": [0, 1]}},
