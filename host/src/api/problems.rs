@@ -521,7 +521,7 @@ pub(super) fn request_hash(problem: &str, body: &[u8]) -> String {
 
 /// The answer to a request whose key was used before: the same job for the same request,
 /// 422 for a different one.
-fn replay(
+pub(super) fn replay(
     user: &AuthUser,
     plugin: &Plugin,
     idempotency: &Idempotency,

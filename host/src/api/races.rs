@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use super::problems::{Prepared, accepted, check_quotas, invalid, prepare_with};
+use super::problems::{Prepared, accepted, check_quotas, invalid, prepare_with, replay};
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
@@ -172,9 +172,16 @@ pub(super) async fn launch(
     match inserted.first() {
         Some(Inserted::Created) => {}
         Some(Inserted::Refused(refusal)) => return Err((*refusal).into()),
-        Some(Inserted::Existing { job_id, .. }) => {
-            // The same key, sent twice at once: the other request stored its race first.
-            return Ok(accepted(user, plugin, job_id.clone()).into_response());
+        Some(Inserted::Existing {
+            job_id,
+            request_hash,
+        }) => {
+            // The same key, sent twice at once: the other request stored its race first,
+            // and none of this one's entrants was stored.
+            let idempotency = idempotency.as_ref().ok_or_else(|| {
+                ApiError::Internal("an existing race reported for a request without a key".into())
+            })?;
+            return replay(user, plugin, idempotency, job_id.clone(), request_hash);
         }
         None => return Err(ApiError::Internal("a race stored nothing".into())),
     }

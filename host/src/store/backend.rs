@@ -121,9 +121,16 @@ where
                     jobs.len()
                 ]));
             }
+            // A group that meets a job stored before (its key used already: the same request
+            // sent twice at once) stores no more of itself: the first request stored it all.
             let mut inserted = Vec::with_capacity(jobs.len());
             for job in jobs {
-                inserted.push(insert_job::<B>(connection, job).await?);
+                let outcome = insert_job::<B>(connection, job).await?;
+                let stored_before = outcome != Inserted::Created;
+                inserted.push(outcome);
+                if stored_before {
+                    break;
+                }
             }
             Outcome::InsertedAll(inserted)
         }

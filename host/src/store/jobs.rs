@@ -202,7 +202,8 @@ pub trait JobQueue: Send + Sync + 'static {
     async fn insert_job(&self, job: &NewJob) -> Result<Inserted, StoreError>;
 
     /// Stores new `PENDING` jobs in one transaction, all or none, as [`JobQueue::insert_job`]
-    /// stores one; what became of each, in order.
+    /// stores one; what became of each, in order. The first job found stored before (an
+    /// idempotency key used already) ends the list: none after it is stored.
     async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError>;
 
     /// The job an idempotency key of this owner created, with its request digest.

@@ -111,6 +111,38 @@ pub(super) async fn a_race_ends_with_its_best_entrant_once_every_entrant_ended(b
         store.settle_race(&other.id).await.expect("settle"),
         Some(JobStatus::Cancelled)
     );
+    // A group that meets a job stored before (its key used already) stores no more of
+    // itself.
+    let key = Idempotency {
+        key: "k".into(),
+        request_hash: "h".into(),
+    };
+    let keyed = NewJob {
+        idempotency: Some(key.clone()),
+        ..new_job(&alice)
+    };
+    store.insert_job(&keyed).await.expect("insert");
+    let again = NewJob {
+        idempotency: Some(key),
+        ..new_job(&alice)
+    };
+    let follower = new_job(&alice);
+    let inserted = store
+        .insert_jobs(&[again, follower.clone()])
+        .await
+        .expect("insert");
+    assert!(
+        matches!(inserted.as_slice(), [Inserted::Existing { .. }]),
+        "{inserted:?}"
+    );
+    assert!(
+        store
+            .job(&alice.id, &follower.id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+
     // An ordinary job is no race.
     assert_eq!(store.settle_race(&lone.id).await.expect("settle"), None);
     assert!(
