@@ -237,7 +237,7 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
             "/inputs/0/value",
         ),
         (
-            json!({"problem": "versioned", "inputs": [{"value": 1}], "seeds": (0..10_001).collect::<Vec<u32>>()}),
+            json!({"problem": "versioned", "inputs": vec![json!({"value": 1}); 101], "seeds": (0..100).collect::<Vec<u32>>()}),
             "",
         ),
         (
@@ -256,6 +256,10 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
             StatusCode::UNPROCESSABLE_ENTITY,
         )
         .await;
+        (
+            json!({"problem": "versioned", "inputs": [{"value": 1}], "seeds": (0..10_001).collect::<Vec<u32>>()}),
+            "/seeds",
+        ),
         let pointers: Vec<&str> = problem["errors"]
             .as_array()
             .unwrap()

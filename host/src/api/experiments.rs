@@ -34,6 +34,9 @@ use crate::violation::Violation;
 /// The most jobs one experiment launches.
 pub const MAX_EXPERIMENT_JOBS: usize = 10_000;
 
+/// The most versions one experiment compares.
+const MAX_VERSIONS: usize = 100;
+
 /// The most experiments `GET /experiments` lists at once.
 const MAX_PAGE: u32 = 200;
 
@@ -169,6 +172,13 @@ pub fn parse_fields(
     };
     let versions = match fields.remove("versions") {
         None => Vec::new(),
+        Some(Value::Array(versions)) if versions.len() > MAX_VERSIONS => {
+            errors.push(Violation::new(
+                "/versions",
+                format!("an experiment compares at most {MAX_VERSIONS} versions"),
+            ));
+            Vec::new()
+        }
         Some(Value::Array(versions)) => versions
             .iter()
             .enumerate()
@@ -188,8 +198,9 @@ pub fn parse_fields(
             Vec::new()
         }
     };
+    let mut listed = std::collections::HashSet::new();
     for (index, version) in versions.iter().enumerate() {
-        if versions[..index].contains(version) {
+        if !listed.insert(version) {
             errors.push(Violation::new(
                 format!("/versions/{index}"),
                 "is listed twice",
@@ -197,6 +208,13 @@ pub fn parse_fields(
         }
     }
     let inputs = match fields.remove("inputs") {
+        Some(Value::Array(inputs)) if inputs.len() > MAX_EXPERIMENT_JOBS => {
+            errors.push(Violation::new(
+                "/inputs",
+                format!("an experiment runs at most {MAX_EXPERIMENT_JOBS} jobs"),
+            ));
+            Vec::new()
+        }
         Some(Value::Array(inputs)) if !inputs.is_empty() => inputs,
         _ => {
             errors.push(Violation::new(
@@ -208,6 +226,13 @@ pub fn parse_fields(
     };
     let seeds = match fields.remove("seeds") {
         None => vec![1],
+        Some(Value::Array(seeds)) if seeds.len() > MAX_EXPERIMENT_JOBS => {
+            errors.push(Violation::new(
+                "/seeds",
+                format!("an experiment runs at most {MAX_EXPERIMENT_JOBS} jobs"),
+            ));
+            Vec::new()
+        }
         Some(Value::Array(seeds)) if !seeds.is_empty() => seeds
             .iter()
             .enumerate()

@@ -77,6 +77,12 @@ pub fn parse_race(race: &Value) -> Result<RaceRequest, Vec<Violation>> {
                 let versions = value.as_array().ok_or_else(|| {
                     problem("/versions", "must be an array of versions or digests")
                 })?;
+                if versions.len() > MAX_ENTRANTS {
+                    return Err(problem(
+                        "/versions",
+                        &format!("a race runs at most {MAX_ENTRANTS} entrants"),
+                    ));
+                }
                 for (index, version) in versions.iter().enumerate() {
                     match version.as_str() {
                         Some(version) if !version.is_empty() => {
