@@ -403,6 +403,31 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
     ] {
+    // A gate whose template cannot run leaves the version stored, not current, and says why.
+    let bad =
+        form_urlencoded::byte_serialize(br#"{"inputs": [{"value": "high"}]}"#).collect::<String>();
+    let response = server
+        .client
+        .post(server.url(&format!("/plugins?gate={bad}")))
+        .bearer_auth(&token)
+        .header("content-type", "application/wasm")
+        .body(guest("v3"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    let published: Value = response.json().await.unwrap();
+    assert_eq!(published["gate"]["passed"], false, "{published}");
+    assert_eq!(published["gate"]["experiment"], Value::Null);
+    assert!(
+        published["gate"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not run"),
+        "{published}"
+    );
+    assert_eq!(published["current"], false);
+
         let response = server
             .client
             .post(server.url(&format!("/plugins{query}")))

@@ -196,7 +196,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                 "type": "object",
                 "required": ["experiment", "passed", "against", "wins", "ties", "losses", "failures", "reason"],
                 "properties": {
-                    "experiment": {"type": "string"},
+                    "experiment": {"type": ["string", "null"]},
                     "passed": {"type": "boolean"},
                     "against": {"type": "string"},
                     "wins": count, "ties": count, "losses": count, "failures": count,

@@ -28,7 +28,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// What a gate decided, as the publish answers it.
 #[derive(Debug, Serialize)]
 pub struct GateView {
-    pub experiment: String,
+    /// Its experiment; null if the experiment could not be launched (`reason` says why).
+    pub experiment: Option<String>,
     /// Promoted: it lost on no input and failed on none.
     pub passed: bool,
     /// The version it was compared against.
@@ -88,7 +89,16 @@ pub async fn run_gate(
         versions: vec![current.digest.clone()],
         ..template.clone()
     };
-    let record = launch(state, user, &request, Some(candidate.clone())).await?;
+    let record = match launch(state, user, &request, Some(candidate.clone())).await {
+        Ok(record) => record,
+        // The version is stored; what kept its experiment from running is the answer.
+        Err(
+            error @ (ApiError::Validation { .. }
+            | ApiError::NotFound(_)
+            | ApiError::PendingJobsQuota(_)),
+        ) => return Ok(refused_before_running(current, &error)),
+        Err(error) => return Err(error),
+    };
     let started = Instant::now();
     let experiment = loop {
         let experiment = view(state, user, &record.id).await?;
@@ -122,6 +132,21 @@ pub async fn run_gate(
     } else {
         None
     };
+    // Promoted only over the version it was compared with: another promoted meanwhile was
+    // not tested against.
+    let reason = match reason {
+        None => {
+            state.plugins.sync().await?;
+            match state.registry.resolve(&candidate.info.name) {
+                Some(now) if now.digest != current.digest => Some(format!(
+                    "the current version changed to {} while the gate ran",
+                    now.info.version
+                )),
+                _ => None,
+            }
+        }
+        reason => reason,
+    };
     let passed = reason.is_none();
     if passed {
         let actor = Actor {
@@ -139,7 +164,7 @@ pub async fn run_gate(
         experiment = %record.id, passed, reason = reason.as_deref(), "publish gate"
     );
     Ok(GateView {
-        experiment: record.id,
+        experiment: Some(record.id),
         passed,
         against: current.info.version.clone(),
         wins: challenger.wins,
@@ -148,4 +173,29 @@ pub async fn run_gate(
         failures: challenger.failures,
         reason,
     })
+}
+
+/// The answer of a gate whose experiment could not be launched (its template's inputs are
+/// refused, say): not passed, and why.
+fn refused_before_running(current: &Plugin, error: &ApiError) -> GateView {
+    let why = match error {
+        ApiError::Validation { detail, errors } => {
+            let listed: Vec<String> = errors
+                .iter()
+                .map(|violation| format!("{}: {}", violation.pointer, violation.message))
+                .collect();
+            format!("{detail}: {}", listed.join("; "))
+        }
+        other => other.to_string(),
+    };
+    GateView {
+        experiment: None,
+        passed: false,
+        against: current.info.version.clone(),
+        wins: 0,
+        ties: 0,
+        losses: 0,
+        failures: 0,
+        reason: Some(format!("its experiment could not run: {why}")),
+    }
 }
