@@ -326,6 +326,22 @@ pub(super) async fn prepare_with(
     let (input, dataset) = match fields.remove("data_file_identifier") {
         Some(identifier) => {
             let mut parameters = dataset_parameters(plugin, fields)?;
+            if let Some((field, _)) = &warm_start
+                && !plugin.dataset_parameters.contains(field)
+            {
+                return Err(invalid(
+                    "this use case takes no warm start beside a dataset",
+                    vec![Violation::new(
+                        "/options/warm_start",
+                        format!(
+                            "{field} is not one of {}'s dataset parameters \
+                             (x-caseload-dataset-parameters), so it cannot stand beside a \
+                             data file; launch the input inline",
+                            plugin.info.name
+                        ),
+                    )],
+                ));
+            }
             set_warm_start(&mut parameters, warm_start)?;
             let file = match kept {
                 Some(kept) if identifier.as_str() == Some(kept.data_file_id.as_str()) => DataFile {
