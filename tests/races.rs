@@ -201,6 +201,7 @@ async fn cancel_and_finish_reach_every_entrant() {
     assert!(finished.status().is_success());
     let view = server.wait_until_ended(&token, &race).await;
     assert_eq!(view["status"], "COMPLETED", "{view}");
+    assert_eq!(view["stopped_early"], true, "{view}");
     assert!(server.output(&token, &race).await["winner"].is_object());
     // An ended race cannot be finished again.
     expect_problem(

@@ -59,6 +59,7 @@ where
     String: Column<B::Db>,
     for<'a> Option<f64>: Param<'a, B::Db>,
     for<'a> Option<&'a str>: Param<'a, B::Db>,
+    for<'a> bool: Param<'a, B::Db>,
 {
     async fn race_entrants(
         &self,
@@ -100,6 +101,13 @@ where
         let now = now_millis();
         let status = match winner(&entrants) {
             Some(best) => {
+                // A race finished early is as early as its winner.
+                let stopped_early = rows
+                    .iter()
+                    .find(|row| row.text("id").ok().as_deref() == Some(best.job_id.as_str()))
+                    .map(|row| row.flag("stopped_early"))
+                    .transpose()?
+                    .unwrap_or(false);
                 let output: Option<String> = sqlx::query_scalar(sql::JOB_OUTPUT_TEXT)
                     .bind(best.job_id.as_str())
                     .fetch_optional(&mut *transaction)
@@ -112,6 +120,7 @@ where
                     .bind(best.objective.map(|objective| objective.value))
                     .bind(best.objective.map(|objective| objective.sense.as_str()))
                     .bind(best.time_to_best_s)
+                    .bind(stopped_early)
                     .execute(&mut *transaction)
                     .await?;
                 if B::rows_affected(&ended) != 1 {
@@ -141,6 +150,7 @@ where
                     .bind(None::<f64>)
                     .bind(None::<&str>)
                     .bind(None::<f64>)
+                    .bind(false)
                     .execute(&mut *transaction)
                     .await?;
                 if B::rows_affected(&ended) != 1 {

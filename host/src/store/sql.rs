@@ -494,7 +494,7 @@ pub(super) const RACE: &str =
 /// A race's entrants as they stand in the table (a claimed one is `RUNNING`), with the
 /// execution that completed each, if one did.
 pub(super) const RACE_ENTRANT_ENDS: &str = "SELECT id, status, plugin_version, options, objective,
-         objective_sense, time_to_best,
+         objective_sense, time_to_best, stopped_early,
          (SELECT executions.id FROM executions WHERE executions.job_id = jobs.id
           ORDER BY attempt DESC LIMIT 1) AS execution_id
      FROM jobs WHERE race_of = $1 ORDER BY id";
@@ -502,7 +502,8 @@ pub(super) const RACE_ENTRANT_ENDS: &str = "SELECT id, status, plugin_version, o
 pub(super) const JOB_OUTPUT_TEXT: &str = "SELECT output FROM job_outputs WHERE job_id = $1";
 
 pub(super) const END_RACE: &str = "UPDATE jobs
-     SET status = $2, ended_at = $3, objective = $4, objective_sense = $5, time_to_best = $6
+     SET status = $2, ended_at = $3, objective = $4, objective_sense = $5, time_to_best = $6,
+         stopped_early = $7
      WHERE id = $1 AND status = 'PENDING' AND race IS NOT NULL";
 
 pub(super) const UNSETTLED_RACES: &str = "SELECT id FROM jobs
