@@ -168,6 +168,22 @@ async fn an_experiment_compares_versions_on_every_kind_of_input() {
         versions.sort_unstable();
         assert_eq!(versions, ["1.0.0", "2.0.0", "3.0.0"]);
     }
+    // A rerun of a run is an ordinary job, in no experiment.
+    let rerun: Value = server
+        .post_json(&token, &format!("/job/{}/rerun", runs[0].0), &json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rerun = rerun["job"].as_str().unwrap();
+    let rerun: Value = server
+        .get(&token, &format!("/jobs?ids={rerun}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rerun["jobs"][0]["labels"], json!({}), "{rerun}");
+
     let listed: Value = server
         .get(&token, "/experiments")
         .await
@@ -241,6 +257,10 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
             "",
         ),
         (
+            json!({"problem": "versioned", "inputs": [{"value": 1}], "seeds": (0..10_001).collect::<Vec<u32>>()}),
+            "/seeds",
+        ),
+        (
             json!({"problem": "versioned", "inputs": [{"value": 1, "options": {}}]}),
             "/inputs/0/options",
         ),
@@ -256,10 +276,6 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
             StatusCode::UNPROCESSABLE_ENTITY,
         )
         .await;
-        (
-            json!({"problem": "versioned", "inputs": [{"value": 1}], "seeds": (0..10_001).collect::<Vec<u32>>()}),
-            "/seeds",
-        ),
         let pointers: Vec<&str> = problem["errors"]
             .as_array()
             .unwrap()
@@ -387,22 +403,6 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
         "{versions}"
     );
 
-    // A gate that is not an experiment template.
-    for (query, status) in [
-        ("?gate=%7Bnot-json", StatusCode::UNPROCESSABLE_ENTITY),
-        (
-            "?gate=%7B%22inputs%22%3A%5B%5D%7D",
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "?gate=%7B%22inputs%22%3A%5B%7B%7D%5D%2C%22versions%22%3A%5B%221.0.0%22%5D%7D",
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "?current=false&gate=%7B%22inputs%22%3A%5B%7B%7D%5D%7D",
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-    ] {
     // A gate whose template cannot run leaves the version stored, not current, and says why.
     let bad =
         form_urlencoded::byte_serialize(br#"{"inputs": [{"value": "high"}]}"#).collect::<String>();
@@ -428,6 +428,22 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
     );
     assert_eq!(published["current"], false);
 
+    // A gate that is not an experiment template.
+    for (query, status) in [
+        ("?gate=%7Bnot-json", StatusCode::UNPROCESSABLE_ENTITY),
+        (
+            "?gate=%7B%22inputs%22%3A%5B%5D%7D",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "?gate=%7B%22inputs%22%3A%5B%7B%7D%5D%2C%22versions%22%3A%5B%221.0.0%22%5D%7D",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "?current=false&gate=%7B%22inputs%22%3A%5B%7B%7D%5D%7D",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+    ] {
         let response = server
             .client
             .post(server.url(&format!("/plugins{query}")))

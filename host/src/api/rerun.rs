@@ -25,6 +25,15 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/job/{job_id}/rerun", post(rerun))
 }
 
+/// The labels an experiment's or a race's jobs carry, which their reruns do not.
+const RUN_LABELS: &[&str] = &[
+    "experiment",
+    "experiment_version",
+    "experiment_input",
+    "experiment_seed",
+    "race",
+];
+
 /// The most a rerun's body may hold: a version and options.
 const MAX_BODY: usize = 64 << 10;
 
@@ -188,8 +197,12 @@ fn launch_fields(
     }
     fields.insert("options".into(), Value::Object(options));
     if let Some(labels) = &earlier.labels {
-        let labels: Value = serde_json::from_str(labels).map_err(|_| corrupt("labels"))?;
-        fields.insert("labels".into(), labels);
+        let mut labels: Map<String, Value> =
+            serde_json::from_str(labels).map_err(|_| corrupt("labels"))?;
+        // Where the job stood in an experiment or a race is not the rerun's: it is in
+        // neither.
+        labels.retain(|key, _| !RUN_LABELS.contains(&key.as_str()));
+        fields.insert("labels".into(), Value::Object(labels));
     }
     Ok(fields)
 }
