@@ -84,17 +84,15 @@ async fn run_job(
     }
     let (mut fields, large) = parse_object(&state, body).await?;
     if let Some(race) = super::races::take_race(&mut fields)? {
-        return super::races::launch(
-            &state,
-            &user,
-            &plugin,
+        let launch = super::races::RaceLaunch {
+            plugin,
             requested,
             idempotency,
             fields,
             large,
             race,
-        )
-        .await;
+        };
+        return super::races::launch(&state, &user, launch).await;
     }
     let prepared = prepare(&state, &user, &plugin, fields, large).await?;
 

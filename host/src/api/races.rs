@@ -108,19 +108,36 @@ pub fn parse_race(race: &Value) -> Result<RaceRequest, Vec<Violation>> {
     Ok(request)
 }
 
+/// A launch body that asked for a race, parsed, with what its request said beside it.
+pub(super) struct RaceLaunch {
+    /// The use case the launch named (its version, if it pinned one).
+    pub plugin: Arc<Plugin>,
+    /// The version asked for after `@`, if one was.
+    pub requested: Option<String>,
+    pub idempotency: Option<Idempotency>,
+    /// The body's fields, `options.race` taken out.
+    pub fields: Map<String, Value>,
+    /// Large enough that its checks belong on a blocking thread.
+    pub large: bool,
+    pub race: RaceRequest,
+}
+
 /// Checks and stores a race: the race itself (never claimed) and its entrants, all or none;
 /// `202` with the race's id, as a launch answers.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn launch(
     state: &AppState,
     user: &AuthUser,
-    plugin: &Arc<Plugin>,
-    requested: Option<String>,
-    idempotency: Option<Idempotency>,
-    fields: Map<String, Value>,
-    large: bool,
-    race: RaceRequest,
+    launch: RaceLaunch,
 ) -> Result<Response, ApiError> {
+    let RaceLaunch {
+        plugin,
+        requested,
+        idempotency,
+        fields,
+        large,
+        race,
+    } = launch;
+    let plugin = &plugin;
     let plugins = versions(state, plugin, &race).await?;
     let entrants = plugins.len() * race.seeds as usize;
     if !(2..=MAX_ENTRANTS).contains(&entrants) {
