@@ -167,3 +167,29 @@ def test_a_component_that_is_not_one_is_refused_with_the_check_s_message(client)
     assert raised.value.status == 422
     assert raised.value.type == "urn:caseload:problem:plugin-refused"
     assert raised.value.detail
+
+
+def test_experiments_races_and_warm_starts(client):
+    # A race of two seeds keeps the better and names it.
+    race = client.submit("maxcut", complete_graph(30), options={"seed": 3, "race": {"seeds": 2},
+                                                                "max_iterations": 2000})
+    status = client.wait(race, timeout=60)
+    assert status.status == "COMPLETED" and len(status.race["entrants"]) == 2
+    output = client.output(race)
+    assert output["winner"]["seed"] in (3, 4)
+    assert output["cut_value"] == max(e["objective"] for e in status.race["entrants"])
+
+    # A warm start from it never ends below it.
+    warm = client.submit("maxcut", complete_graph(30), options={"warm_start": race, "max_iterations": 1})
+    assert client.wait(warm, timeout=60).warm_start == race
+    assert client.output(warm)["cut_value"] >= output["cut_value"]
+
+    # An experiment of the current version on two inputs, two seeds each.
+    experiment = client.experiment("maxcut", [TRIANGLE, race], seeds=[1, 2])
+    done = client.wait_experiment(experiment, timeout=60)
+    assert done["progress"]["completed"] == 4
+    assert [cell["objective"] for row in done["results"] for cell in row["versions"]] == \
+        [2, output["cut_value"]]
+    assert experiment in [entry["id"] for entry in client.experiments()]
+    assert client.cancel_experiment(experiment)["cancelled"] == 0
+

@@ -8,6 +8,7 @@ one's job instead of starting another. Uploads, reruns and retirements are not r
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -293,20 +294,27 @@ class Client:
         wasm: bytes | str | os.PathLike[str] | BinaryIO,
         *,
         current: bool = True,
+        gate: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Publishes a component (its bytes, a path to a `.wasm` file, or an open binary file)
         to the server's store; an administrator's call. The server checks it as
         `caseload plugin check` does and answers the stored version with `created` (False when
         the same bytes were published before) and the check's `report`. It becomes current
-        unless `current=False`. A refused component is an `ApiError` (422) with the check's
-        message in `detail`."""
+        unless `current=False`; with a `gate` (an experiment template: `{"inputs": [...],
+        "seeds": [...], "options": {...}}`), only if it loses on none of those inputs against
+        the current version, and the answer's `gate` says what its experiment found. A refused
+        component is an `ApiError` (422) with the check's message in `detail`."""
         if isinstance(wasm, (str, os.PathLike)):
             wasm = Path(wasm).read_bytes()
         elif not isinstance(wasm, (bytes, bytearray, memoryview)):
             wasm = wasm.read()
-        response = self._send("POST", "/plugins", content=bytes(wasm),
-                              params={"current": "true" if current else "false"},
-                              headers={"Content-Type": "application/wasm"}, retry=True)
+        params = ({"gate": json.dumps(gate, separators=(",", ":"))} if gate is not None
+                  else {"current": "true" if current else "false"})
+        # A gate's experiment runs before the answer: up to 600 s.
+        timeout = httpx.Timeout(None) if gate is not None else httpx.USE_CLIENT_DEFAULT
+        response = self._send("POST", "/plugins", content=bytes(wasm), params=params,
+                              headers={"Content-Type": "application/wasm"}, retry=True,
+                              timeout=timeout)
         return response.json()
 
     def versions(self, problem: str) -> list[PluginVersion]:
@@ -327,6 +335,63 @@ class Client:
         version, a retired one or a built-in."""
         path = f"/problem/{_segment(problem)}/versions/{_segment(version)}"
         return _versions(self._send("DELETE", path, retry=False))
+
+    # Experiments
+
+    def experiment(
+        self,
+        problem: str,
+        inputs: list[str | dict[str, Any]],
+        *,
+        versions: list[str] | None = None,
+        seeds: list[int] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> str:
+        """Launches an experiment: each of `versions` (the first the baseline; the current
+        version if none) on each input (a job id, a data file id, or an inline input) with
+        each seed, as ordinary jobs. Returns its id; `experiment_status` reads it."""
+        body: dict[str, Any] = {"problem": problem, "inputs": inputs}
+        if versions is not None:
+            body["versions"] = versions
+        if seeds is not None:
+            body["seeds"] = seeds
+        if options:
+            body["options"] = options
+        return self._send("POST", "/experiments", json=body, retry=False).json()["experiment"]
+
+    def experiment_status(self, experiment_id: str) -> dict[str, Any]:
+        """`GET /experiments/<id>`: `progress`, the `summary` per version against the baseline
+        (wins, ties, losses, mean relative difference, failures) and the `results` per input."""
+        return self._send("GET", f"/experiments/{_segment(experiment_id)}", retry=True).json()
+
+    def wait_experiment(self, experiment_id: str, *, timeout: float | None = None,
+                        poll: float = 0.5) -> dict[str, Any]:
+        """The experiment once every run ended (`TimeoutError` after `timeout` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            experiment = self.experiment_status(experiment_id)
+            if experiment["progress"]["done"]:
+                return experiment
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"experiment {experiment_id} is not done")
+            time.sleep(poll)
+
+    def experiments(self) -> list[dict[str, Any]]:
+        """The caller's experiments, newest first."""
+        listed: list[dict[str, Any]] = []
+        before = None
+        while True:
+            params = {"limit": 200, **({"before": before} if before else {})}
+            page = self._send("GET", "/experiments", params=params, retry=True).json()
+            listed.extend(page["experiments"])
+            before = page["next_before"]
+            if before is None:
+                return listed
+
+    def cancel_experiment(self, experiment_id: str) -> dict[str, Any]:
+        """Cancels the experiment's runs that have not started: `{detail, experiment,
+        cancelled}`."""
+        return self._send("DELETE", f"/experiments/{_segment(experiment_id)}", retry=True).json()
 
     # The one place requests go out
 

@@ -31,7 +31,9 @@ class JobStatus:
     (`requested` is the version it pinned, None for the current one); `rerun_of` names the
     job it reran, if any. `objective` is its output's objective where the use case declares
     one (`objective_sense` says whether lower or higher is better); `stopped_early` is true
-    for a job that `finish` stopped with the best it had."""
+    for a job that `finish` stopped with the best it had. `warm_start` names the job it
+    started from (`options={"warm_start": id}`); `race` lists a race's entrants
+    (`options={"race": {"seeds": k}}`), None for any other job."""
 
     id: str
     status: str
@@ -45,6 +47,8 @@ class JobStatus:
     objective: float | None = None
     objective_sense: str | None = None
     stopped_early: bool = False
+    warm_start: str | None = None
+    race: dict[str, Any] | None = None
 
     @property
     def ended(self) -> bool:
@@ -66,6 +70,8 @@ class JobStatus:
             objective=job.get("objective"),
             objective_sense=job.get("objective_sense"),
             stopped_early=job.get("stopped_early", False),
+            warm_start=job.get("warm_start"),
+            race=job.get("race"),
         )
 
 
