@@ -407,19 +407,12 @@ pub async fn launch(
         created_at: now_millis(),
         cancelled_at: None,
     };
-    state.store.insert_experiment(&record).await?;
-    let inserted = match state.store.insert_jobs(&jobs).await {
-        Ok(inserted) => inserted,
-        Err(error) => {
-            state.store.delete_experiment(&id).await?;
-            return Err(error.into());
-        }
-    };
+    // The experiment and its jobs are stored together, or neither is.
+    let inserted = state.store.insert_experiment(&record, &jobs).await?;
     if let Some(refused) = inserted
         .iter()
         .find(|inserted| **inserted != Inserted::Created)
     {
-        state.store.delete_experiment(&id).await?;
         return Err(match refused {
             Inserted::Refused(refusal) => (*refusal).into(),
             _ => ApiError::Internal("an experiment met jobs it did not store".into()),

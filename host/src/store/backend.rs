@@ -114,12 +114,24 @@ where
                 None => insert_job::<B>(connection, job).await?,
             })
         }
-        Write::InsertJobs(jobs) => {
+        Write::InsertJobs { jobs, experiment } => {
             if let Some(refusal) = check_job_quotas::<B>(connection, jobs).await? {
                 return Ok(Outcome::InsertedAll(vec![
                     Inserted::Refused(refusal);
                     jobs.len()
                 ]));
+            }
+            // An experiment is stored with its runs, in their transaction: never one without
+            // the other.
+            if let Some(experiment) = experiment {
+                sqlx::query(sql::INSERT_EXPERIMENT)
+                    .bind(experiment.id.as_str())
+                    .bind(experiment.owner_id.as_str())
+                    .bind(experiment.problem.as_str())
+                    .bind(experiment.definition.as_str())
+                    .bind(experiment.created_at)
+                    .execute(&mut *connection)
+                    .await?;
             }
             // A group that meets a job stored before (its key used already: the same request
             // sent twice at once) stores no more of itself: the first request stored it all.

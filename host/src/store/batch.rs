@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use super::PluginRef;
+use super::experiments::ExperimentRecord;
 use super::{ClaimedJob, ExecutionEnd, Inserted, JobChange, Lease, LiveUpdate, Millis, NewJob};
 use super::{JobStatus, StoreError};
 
@@ -23,8 +24,12 @@ const MAX_BATCH: usize = 256;
 #[derive(Debug)]
 pub(crate) enum Write {
     InsertJob(Box<NewJob>),
-    /// Jobs stored together or not at all.
-    InsertJobs(Vec<NewJob>),
+    /// Jobs stored together or not at all, with the experiment they are the runs of, if
+    /// they are.
+    InsertJobs {
+        jobs: Vec<NewJob>,
+        experiment: Option<Box<ExperimentRecord>>,
+    },
     Claim {
         lease_expires_at: Millis,
         limit: u32,
@@ -58,7 +63,7 @@ impl Write {
     /// Whether this write can make a job pending, so that idle workers elsewhere should wake.
     pub(crate) fn may_enqueue(&self) -> bool {
         match self {
-            Write::InsertJob(_) | Write::InsertJobs(_) => true,
+            Write::InsertJob(_) | Write::InsertJobs { .. } => true,
             Write::Finish { end, .. } => end.job_ends().otherwise.status == JobStatus::Pending,
             Write::Release { .. } => true,
             _ => false,
@@ -95,7 +100,7 @@ impl Write {
 pub(crate) fn changes(writes: &[Write], outcomes: &[Outcome]) -> Vec<JobChange> {
     let mut changes: Vec<JobChange> = Vec::new();
     for (write, outcome) in writes.iter().zip(outcomes) {
-        if let (Write::InsertJobs(jobs), Outcome::InsertedAll(inserted)) = (write, outcome) {
+        if let (Write::InsertJobs { jobs, .. }, Outcome::InsertedAll(inserted)) = (write, outcome) {
             changes.extend(
                 jobs.iter()
                     .zip(inserted)
@@ -176,7 +181,7 @@ impl Batcher {
             Write::Heartbeat { leases, .. } => leases
                 .first()
                 .map_or(0, |lease| self.lane_of(&lease.job_id)),
-            Write::InsertJob(_) | Write::InsertJobs(_) | Write::Claim { .. } => {
+            Write::InsertJob(_) | Write::InsertJobs { .. } | Write::Claim { .. } => {
                 self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len()
             }
         }
@@ -204,8 +209,16 @@ impl Batcher {
         }
     }
 
-    pub(crate) async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError> {
-        match self.submit(Write::InsertJobs(jobs.to_vec())).await? {
+    pub(crate) async fn insert_jobs(
+        &self,
+        jobs: &[NewJob],
+        experiment: Option<&ExperimentRecord>,
+    ) -> Result<Vec<Inserted>, StoreError> {
+        let write = Write::InsertJobs {
+            jobs: jobs.to_vec(),
+            experiment: experiment.map(|experiment| Box::new(experiment.clone())),
+        };
+        match self.submit(write).await? {
             Outcome::InsertedAll(inserted) => Ok(inserted),
             other => Err(unexpected(&other)),
         }

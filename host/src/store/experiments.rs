@@ -1,6 +1,6 @@
 //! Experiments: a definition kept for its owner, and the jobs that carry its id. The jobs are
-//! ordinary jobs (stored by [`super::JobQueue::insert_jobs`], each with
-//! [`super::NewJob::experiment_id`]); this file stores the definition and reads the runs back.
+//! ordinary jobs, each with [`super::NewJob::experiment_id`], stored with the definition in
+//! one transaction (the group commit's `InsertJobs`); this file reads the runs back.
 
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Executor};
@@ -8,7 +8,7 @@ use sqlx::{ColumnIndex, Executor};
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::jobs::objective_from;
 use super::rows::{self, Columns, FromRow};
-use super::{JobStatus, Millis, StoreError, sql};
+use super::{Inserted, JobStatus, Millis, NewJob, StoreError, sql};
 use crate::objective::Objective;
 
 /// An experiment as stored: its definition is the API's to read (JSON).
@@ -39,11 +39,13 @@ pub struct ExperimentRun {
 
 #[async_trait]
 pub trait Experiments: Send + Sync + 'static {
-    /// Stores an experiment's definition. Its jobs are stored after it.
-    async fn insert_experiment(&self, experiment: &ExperimentRecord) -> Result<(), StoreError>;
-
-    /// Deletes an experiment none of whose jobs was stored (they were refused).
-    async fn delete_experiment(&self, id: &str) -> Result<(), StoreError>;
+    /// Stores an experiment and its jobs in one transaction, all or none, as
+    /// [`super::JobQueue::insert_jobs`] stores jobs; what became of each job.
+    async fn insert_experiment(
+        &self,
+        experiment: &ExperimentRecord,
+        jobs: &[NewJob],
+    ) -> Result<Vec<Inserted>, StoreError>;
 
     /// The owner's experiment, if it is the owner's.
     async fn experiment(
@@ -90,24 +92,12 @@ where
     for<'a> Option<i64>: Param<'a, B::Db>,
     for<'a> Option<&'a str>: Param<'a, B::Db>,
 {
-    async fn insert_experiment(&self, experiment: &ExperimentRecord) -> Result<(), StoreError> {
-        sqlx::query(sql::INSERT_EXPERIMENT)
-            .bind(experiment.id.as_str())
-            .bind(experiment.owner_id.as_str())
-            .bind(experiment.problem.as_str())
-            .bind(experiment.definition.as_str())
-            .bind(experiment.created_at)
-            .execute(self.writer())
-            .await?;
-        Ok(())
-    }
-
-    async fn delete_experiment(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query(sql::DELETE_EXPERIMENT)
-            .bind(id)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+    async fn insert_experiment(
+        &self,
+        experiment: &ExperimentRecord,
+        jobs: &[NewJob],
+    ) -> Result<Vec<Inserted>, StoreError> {
+        self.batcher().insert_jobs(jobs, Some(experiment)).await
     }
 
     async fn experiment(

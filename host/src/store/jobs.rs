@@ -295,7 +295,7 @@ where
     }
 
     async fn insert_jobs(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>, StoreError> {
-        self.batcher().insert_jobs(jobs).await
+        self.batcher().insert_jobs(jobs, None).await
     }
 
     async fn job_by_idempotency_key(

@@ -454,8 +454,6 @@ pub(super) const INSERT_EXPERIMENT: &str =
     "INSERT INTO experiments (id, owner_id, problem, definition, created_at)
      VALUES ($1, $2, $3, $4, $5)";
 
-pub(super) const DELETE_EXPERIMENT: &str = "DELETE FROM experiments WHERE id = $1";
-
 pub(super) const EXPERIMENT: &str =
     "SELECT id, owner_id, problem, definition, created_at, cancelled_at
      FROM experiments WHERE id = $1 AND owner_id = $2";

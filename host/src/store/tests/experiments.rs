@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// An experiment's jobs are read back in launch order with status, labels, objective and
-/// time to best, for its owner only; it lists, cancels once and deletes.
+/// An experiment is stored with its jobs or not at all; its jobs are read back in launch
+/// order with status, labels, objective and time to best, for its owner only; it lists and
+/// cancels once.
 pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backend: Backend) {
     let store = backend.store.as_ref();
     let alice = user(store, "alice").await;
@@ -16,14 +17,6 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
         created_at,
         cancelled_at: None,
     };
-    store
-        .insert_experiment(&experiment("e1", 1))
-        .await
-        .expect("insert");
-    store
-        .insert_experiment(&experiment("e2", 2))
-        .await
-        .expect("insert");
     let run = |seed: &str| NewJob {
         experiment_id: Some("e1".into()),
         labels: Some(format!(
@@ -32,11 +25,43 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
         ..new_job(&alice)
     };
     let runs = [run("1"), run("2")];
-    let inserted = store.insert_jobs(&runs).await.expect("insert");
+    let inserted = store
+        .insert_experiment(&experiment("e1", 1), &runs)
+        .await
+        .expect("insert");
     assert!(
         inserted
             .iter()
             .all(|inserted| *inserted == Inserted::Created)
+    );
+    store
+        .insert_experiment(&experiment("e2", 2), &[])
+        .await
+        .expect("insert");
+    // Refused at a quota, an experiment leaves neither itself nor a job behind.
+    let over = NewJob {
+        experiment_id: Some("e3".into()),
+        quotas: Quotas {
+            pending_jobs: 0,
+            ..Quotas::default()
+        },
+        ..new_job(&alice)
+    };
+    let refused = store
+        .insert_experiment(&experiment("e3", 3), std::slice::from_ref(&over))
+        .await
+        .expect("insert");
+    assert!(
+        matches!(refused.as_slice(), [Inserted::Refused(_)]),
+        "{refused:?}"
+    );
+    assert_eq!(store.experiment(&alice.id, "e3").await.expect("read"), None);
+    assert!(
+        store
+            .job(&alice.id, &over.id)
+            .await
+            .expect("read")
+            .is_none()
     );
     store.insert_job(&new_job(&alice)).await.expect("insert");
 
@@ -117,6 +142,4 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
     );
     let cancelled = store.experiment(&alice.id, "e1").await.expect("read");
     assert_eq!(cancelled.and_then(|record| record.cancelled_at), Some(5));
-    store.delete_experiment("e2").await.expect("delete");
-    assert_eq!(store.experiment(&alice.id, "e2").await.expect("read"), None);
 }
