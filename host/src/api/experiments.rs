@@ -26,9 +26,7 @@ use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
 use crate::plugins::objective::OBJECTIVE_KEYWORD;
-use crate::store::{
-    CancelOutcome, ExperimentRecord, Inserted, JobDataset, JobStatus, NewJob, now_millis,
-};
+use crate::store::{ExperimentRecord, Inserted, JobDataset, NewJob, now_millis};
 use crate::violation::Violation;
 
 /// The most jobs one experiment launches.
@@ -678,34 +676,16 @@ async fn cancel(
     user: AuthUser,
     Path(experiment_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    if state
-        .store
-        .experiment(&user.id, &experiment_id)
-        .await?
-        .is_none()
-    {
-        return Err(not_found(&experiment_id));
-    }
-    state
-        .store
-        .mark_experiment_cancelled(&user.id, &experiment_id, now_millis())
-        .await?;
     let runs = state
         .store
-        .experiment_runs(&user.id, &experiment_id)
-        .await?;
-    let mut cancelled = 0;
-    for run in runs.iter().filter(|run| run.status == JobStatus::Pending) {
-        match state.store.cancel_job(&user.id, &run.job_id).await? {
-            Some(CancelOutcome::Cancelled) => cancelled += 1,
-            // Claimed, waiting in a worker's queue: stopped there before it starts.
-            Some(CancelOutcome::Requested) => {
-                state.local_jobs.cancel(&run.job_id);
-                cancelled += 1;
-            }
-            _ => {}
-        }
+        .cancel_experiment(&user.id, &experiment_id, now_millis())
+        .await?
+        .ok_or_else(|| not_found(&experiment_id))?;
+    // Claimed here and not started: stopped before they start (other replicas were told).
+    for job_id in &runs.claimed {
+        state.local_jobs.cancel(job_id);
     }
+    let cancelled = runs.cancelled.len() + runs.claimed.len();
     tracing::info!(experiment = %experiment_id, cancelled, user = %user.username, "experiment cancelled");
     Ok(Json(json!({
         "detail": format!("{cancelled} jobs that had not run are cancelled; running jobs finish"),

@@ -8,7 +8,7 @@ use sqlx::{ColumnIndex, Executor};
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::jobs::objective_from;
 use super::rows::{self, Columns, FromRow};
-use super::{Inserted, JobStatus, Millis, NewJob, StoreError, sql};
+use super::{Inserted, JobChange, JobStatus, Millis, NewJob, StoreError, sql};
 use crate::objective::Objective;
 
 /// An experiment as stored: its definition is the API's to read (JSON).
@@ -23,6 +23,16 @@ pub struct ExperimentRecord {
     pub created_at: Millis,
     /// When its owner cancelled what had not run.
     pub cancelled_at: Option<Millis>,
+}
+
+/// What cancelling an experiment did to its jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CancelledRuns {
+    /// Jobs that were in the queue: cancelled.
+    pub cancelled: Vec<String>,
+    /// Jobs claimed by a worker, not started: asked to stop before they run (this process's
+    /// worker is told by the caller; other replicas hear of it from the store).
+    pub claimed: Vec<String>,
 }
 
 /// One job of an experiment, as the summary reads it.
@@ -69,14 +79,15 @@ pub trait Experiments: Send + Sync + 'static {
         id: &str,
     ) -> Result<Vec<ExperimentRun>, StoreError>;
 
-    /// Marks the experiment cancelled (its pending jobs are cancelled one by one, as a cancel
-    /// does). False if the owner has no such experiment.
-    async fn mark_experiment_cancelled(
+    /// Cancels the owner's experiment: marks it, cancels its jobs still in the queue at once,
+    /// and asks those claimed but not started to stop before they run; running ones finish.
+    /// `None` if the owner has no such experiment.
+    async fn cancel_experiment(
         &self,
         owner_id: &str,
         id: &str,
         at: Millis,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<Option<CancelledRuns>, StoreError>;
 }
 
 #[async_trait]
@@ -85,6 +96,7 @@ where
     B: Backend,
     for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
     for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
     i64: Column<B::Db>,
     f64: Column<B::Db>,
     bool: Column<B::Db>,
@@ -141,19 +153,52 @@ where
         rows::all(&rows)
     }
 
-    async fn mark_experiment_cancelled(
+    async fn cancel_experiment(
         &self,
         owner_id: &str,
         id: &str,
         at: Millis,
-    ) -> Result<bool, StoreError> {
-        let done = sqlx::query(sql::CANCEL_EXPERIMENT)
+    ) -> Result<Option<CancelledRuns>, StoreError> {
+        let mut transaction = self.writer().begin().await?;
+        let known: Option<String> = sqlx::query_scalar(sql::EXPERIMENT_OWNER)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(&mut *transaction)
+            .await?;
+        if known.is_none() {
+            return Ok(None);
+        }
+        sqlx::query(sql::CANCEL_EXPERIMENT)
             .bind(id)
             .bind(owner_id)
             .bind(at)
-            .execute(self.writer())
+            .execute(&mut *transaction)
             .await?;
-        Ok(B::rows_affected(&done) == 1)
+        let cancelled: Vec<String> = sqlx::query_scalar(sql::CANCEL_EXPERIMENT_PENDING)
+            .bind(id)
+            .bind(owner_id)
+            .bind(at)
+            .fetch_all(&mut *transaction)
+            .await?;
+        let claimed: Vec<String> = sqlx::query_scalar(sql::CANCEL_EXPERIMENT_CLAIMED)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_all(&mut *transaction)
+            .await?;
+        for job_id in &claimed {
+            Self::announce_cancel(&mut transaction, job_id).await?;
+        }
+        let changes: Vec<JobChange> = cancelled
+            .iter()
+            .map(|job_id| JobChange {
+                owner_id: owner_id.to_owned(),
+                job_id: job_id.clone(),
+            })
+            .collect();
+        Self::announce_changes(&mut transaction, &changes).await?;
+        transaction.commit().await?;
+        self.changes_committed(&changes);
+        Ok(Some(CancelledRuns { cancelled, claimed }))
     }
 }
 

@@ -36,7 +36,7 @@ pub use self::executions::{
     ClaimedJob, ExecutionEnd, ExecutionError, ExecutionRecord, Executions, LiveUpdate, PluginRef,
     Progress,
 };
-pub use self::experiments::{ExperimentRecord, ExperimentRun, Experiments};
+pub use self::experiments::{CancelledRuns, ExperimentRecord, ExperimentRun, Experiments};
 pub use self::jobs::{
     CancelOutcome, FinishOutcome, Idempotency, Inserted, JobDataset, JobFilter, JobInput,
     JobOutput, JobQueue, JobRecord, JobSummary, NewJob,

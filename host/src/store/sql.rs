@@ -458,6 +458,9 @@ pub(super) const EXPERIMENT: &str =
     "SELECT id, owner_id, problem, definition, created_at, cancelled_at
      FROM experiments WHERE id = $1 AND owner_id = $2";
 
+pub(super) const EXPERIMENT_OWNER: &str =
+    "SELECT owner_id FROM experiments WHERE id = $1 AND owner_id = $2";
+
 pub(super) const EXPERIMENTS: &str =
     "SELECT id, owner_id, problem, definition, created_at, cancelled_at
      FROM experiments WHERE owner_id = $1 AND ($2 IS NULL OR id < $2)
@@ -474,6 +477,19 @@ pub(super) static EXPERIMENT_RUNS: LazyLock<String> = LazyLock::new(|| {
 
 pub(super) const CANCEL_EXPERIMENT: &str = "UPDATE experiments SET cancelled_at = $3
      WHERE id = $1 AND owner_id = $2 AND cancelled_at IS NULL";
+
+/// An experiment's jobs still in the queue, cancelled at once (as `CANCEL_PENDING` does one).
+pub(super) const CANCEL_EXPERIMENT_PENDING: &str = "UPDATE jobs
+     SET status = 'CANCELLED', ended_at = $3, cancel_requested = TRUE
+     WHERE experiment_id = $1 AND owner_id = $2 AND status = 'PENDING'
+     RETURNING id";
+
+/// An experiment's jobs claimed by a worker but not started (no execution yet): their
+/// cancellation asked for, so that they end `CANCELLED` before they run.
+pub(super) const CANCEL_EXPERIMENT_CLAIMED: &str = "UPDATE jobs SET cancel_requested = TRUE
+     WHERE experiment_id = $1 AND owner_id = $2 AND status = 'RUNNING' AND NOT cancel_requested
+         AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.job_id = jobs.id)
+     RETURNING id";
 
 /// A race's entrants as clients see them, in launch order, with each one's latest execution.
 pub(super) static RACE_ENTRANTS: LazyLock<String> = LazyLock::new(|| {

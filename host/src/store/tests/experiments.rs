@@ -121,25 +121,33 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
     assert_eq!(older.len(), 1);
     assert_eq!(older[0], experiment("e1", 1));
 
-    // Cancelled once; deleted when none of its jobs was stored.
-    assert!(
+    // Cancelled: its run still in the queue at once, the experiment marked once; the job
+    // outside it stays.
+    let first = store
+        .cancel_experiment(&alice.id, "e1", 5)
+        .await
+        .expect("cancel")
+        .expect("alice's experiment");
+    assert_eq!(first.cancelled, [runs[1].id.clone()]);
+    assert!(first.claimed.is_empty());
+    assert_eq!(
+        job(store, &alice, &runs[1].id).await.status,
+        JobStatus::Cancelled
+    );
+    let again = store
+        .cancel_experiment(&alice.id, "e1", 6)
+        .await
+        .expect("cancel")
+        .expect("alice's experiment");
+    assert_eq!(again, CancelledRuns::default());
+    assert_eq!(
         store
-            .mark_experiment_cancelled(&alice.id, "e1", 5)
+            .cancel_experiment(&bob.id, "e2", 6)
             .await
-            .expect("cancel")
+            .expect("cancel"),
+        None
     );
-    assert!(
-        !store
-            .mark_experiment_cancelled(&alice.id, "e1", 6)
-            .await
-            .expect("cancel")
-    );
-    assert!(
-        !store
-            .mark_experiment_cancelled(&bob.id, "e2", 6)
-            .await
-            .expect("cancel")
-    );
+    assert_eq!(pending(store).await, 1);
     let cancelled = store.experiment(&alice.id, "e1").await.expect("read");
     assert_eq!(cancelled.and_then(|record| record.cancelled_at), Some(5));
 }
