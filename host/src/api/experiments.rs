@@ -16,12 +16,11 @@ use axum::routing::get;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::experiment_summary::{
-    INPUT_LABEL, InputResult, Progress, SEED_LABEL, VERSION_LABEL, VersionSummary, summarize,
-};
+use super::experiment_summary::{INPUT_LABEL, SEED_LABEL, VERSION_LABEL, summarize};
 use super::plugins::resolve_synced;
 use super::problems::{Prepared, check_quotas, invalid, prepare_with};
 use super::rerun::input_fields;
+use super::wire::{ExperimentItem, ExperimentView, VersionRefView};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
@@ -75,37 +74,6 @@ pub struct Definition {
 pub struct ResolvedVersion {
     pub version: String,
     pub digest: String,
-}
-
-/// `GET /experiments/<id>`.
-#[derive(Debug, Serialize)]
-pub struct ExperimentView {
-    pub id: String,
-    pub problem: String,
-    pub created_at: String,
-    pub cancelled_at: Option<String>,
-    pub versions: Vec<ResolvedVersion>,
-    pub inputs: Vec<Value>,
-    pub seeds: Vec<u64>,
-    pub options: Map<String, Value>,
-    pub progress: Progress,
-    /// Per version, against the first.
-    pub summary: Vec<VersionSummary>,
-    /// Per input, each version's cell.
-    pub results: Vec<InputResult>,
-}
-
-/// One experiment as `GET /experiments` lists it.
-#[derive(Debug, Serialize)]
-struct ExperimentItem {
-    id: String,
-    problem: String,
-    created_at: String,
-    cancelled_at: Option<String>,
-    versions: Vec<String>,
-    inputs: usize,
-    seeds: usize,
-    jobs: usize,
 }
 
 async fn create(
@@ -599,7 +567,14 @@ pub async fn view(
         problem: record.problem,
         created_at: super::wire::format_rfc3339(record.created_at),
         cancelled_at: record.cancelled_at.map(super::wire::format_rfc3339),
-        versions: definition.versions,
+        versions: definition
+            .versions
+            .into_iter()
+            .map(|version| VersionRefView {
+                version: version.version,
+                digest: version.digest,
+            })
+            .collect(),
         inputs: definition.inputs,
         seeds: definition.seeds,
         options: definition.options,

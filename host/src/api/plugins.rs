@@ -18,8 +18,8 @@ use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::problems::invalid;
-use super::publish_gate::{GateView, parse_gate, run_gate};
-use super::wire::format_rfc3339;
+use super::publish_gate::{parse_gate, run_gate};
+use super::wire::{GateView, format_rfc3339};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 use crate::plugins::check::{CheckOptions, Checker, Failure};

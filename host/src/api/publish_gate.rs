@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::experiments::{ExperimentRequest, launch, parse_fields, view};
 use super::problems::invalid;
+use super::wire::GateView;
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
@@ -24,23 +24,6 @@ pub const GATE_WAIT: Duration = Duration::from_secs(600);
 
 /// How often the gate looks at its experiment.
 const POLL: Duration = Duration::from_millis(50);
-
-/// What a gate decided, as the publish answers it.
-#[derive(Debug, Serialize)]
-pub struct GateView {
-    /// Its experiment; null if the experiment could not be launched (`reason` says why).
-    pub experiment: Option<String>,
-    /// Promoted: it lost on no input and failed on none.
-    pub passed: bool,
-    /// The version it was compared against.
-    pub against: String,
-    pub wins: usize,
-    pub ties: usize,
-    pub losses: usize,
-    pub failures: usize,
-    /// Why it was not promoted, if it was not.
-    pub reason: Option<String>,
-}
 
 /// Reads the `gate` parameter: the JSON of an experiment without its problem and versions
 /// (`{"inputs": [...], "seeds": [...], "options": {...}}`).

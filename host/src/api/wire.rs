@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::experiment_summary::{InputResult, Progress, VersionSummary};
 use crate::config::UseCaseLimits;
 use crate::plugins::Plugin;
 use crate::store::{DataFile, ExecutionRecord, JobRecord, JobSummary, Millis};
@@ -446,4 +447,61 @@ mod tests {
             "2024-08-15T10:52:45.000Z"
         );
     }
+}
+
+/// `GET /experiments/<id>`: the experiment as launched, and its runs summed up
+/// (`experiment_summary`'s shapes, made for the wire).
+#[derive(Debug, Serialize)]
+pub struct ExperimentView {
+    pub id: String,
+    pub problem: String,
+    pub created_at: String,
+    pub cancelled_at: Option<String>,
+    pub versions: Vec<VersionRefView>,
+    /// How each input was given: `{"job": id}`, `{"data_file": id}` or `{"inline": n}`.
+    pub inputs: Vec<Value>,
+    pub seeds: Vec<u64>,
+    pub options: serde_json::Map<String, Value>,
+    pub progress: Progress,
+    /// Per version, against the first.
+    pub summary: Vec<VersionSummary>,
+    /// Per input, each version's cell.
+    pub results: Vec<InputResult>,
+}
+
+/// A version a request resolved, by its digest.
+#[derive(Debug, Serialize)]
+pub struct VersionRefView {
+    pub version: String,
+    pub digest: String,
+}
+
+/// One experiment as `GET /experiments` lists it.
+#[derive(Debug, Serialize)]
+pub struct ExperimentItem {
+    pub id: String,
+    pub problem: String,
+    pub created_at: String,
+    pub cancelled_at: Option<String>,
+    pub versions: Vec<String>,
+    pub inputs: usize,
+    pub seeds: usize,
+    pub jobs: usize,
+}
+
+/// What a publish's gate decided.
+#[derive(Debug, Serialize)]
+pub struct GateView {
+    /// Its experiment; null if the experiment could not be launched (`reason` says why).
+    pub experiment: Option<String>,
+    /// Promoted: it lost on no input and failed on none.
+    pub passed: bool,
+    /// The version it was compared against.
+    pub against: String,
+    pub wins: usize,
+    pub ties: usize,
+    pub losses: usize,
+    pub failures: usize,
+    /// Why it was not promoted, if it was not.
+    pub reason: Option<String>,
 }
