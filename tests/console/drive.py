@@ -467,6 +467,7 @@ def run(c):
     c.wait(lambda: len(c.all("tr[data-experiment]")) == 1, "the experiment in the list")
     # From a use case's versions, the form starts on them, current first.
     c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.all('.versions tr[data-source="built-in"]'), "maxcut's versions")
     c.button("Compare versions in an experiment").click()
     c.wait(lambda: c.text("h1") == "Experiments", "the experiments page from the use case")
     c.wait(lambda: c.find("#experiment-versions").get_attribute("value") == "0.1.0", "maxcut's versions")
