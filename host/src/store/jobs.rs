@@ -261,7 +261,8 @@ pub trait JobQueue: Send + Sync + 'static {
     -> Result<Option<JobInput>, StoreError>;
 
     /// Deletes at most `batch` finished jobs (with their executions and outputs) that ended
-    /// before `ended_before`. Returns how many were deleted.
+    /// before `ended_before`, and the experiments none of whose runs is left. Returns how
+    /// many jobs were deleted.
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError>;
 
     /// Tells `events` whenever a process makes a job pending or asks to cancel one (other
@@ -429,6 +430,10 @@ where
             .execute(&mut *transaction)
             .await?;
         let deleted = sqlx::query(sql::PURGE_FINISHED)
+            .bind(up_to)
+            .execute(&mut *transaction)
+            .await?;
+        sqlx::query(sql::PURGE_EXPERIMENTS)
             .bind(up_to)
             .execute(&mut *transaction)
             .await?;

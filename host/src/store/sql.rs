@@ -246,6 +246,11 @@ pub(super) const PURGE_WEBHOOKS: &str = "DELETE FROM webhook_deliveries WHERE jo
 pub(super) const PURGE_FINISHED: &str =
     "DELETE FROM jobs WHERE ended_at IS NOT NULL AND ended_at <= $1";
 
+/// Experiments whose runs retention took, every one: what is left of them says nothing.
+pub(super) const PURGE_EXPERIMENTS: &str = "DELETE FROM experiments
+     WHERE created_at <= $1
+         AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.experiment_id = experiments.id)";
+
 /// The message of an execution whose worker stopped renewing its lease.
 pub(super) const WORKER_LOST: &str =
     "its worker stopped renewing its lease (the process died, stalled or was cut off)";

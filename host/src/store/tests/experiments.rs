@@ -150,4 +150,30 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
     assert_eq!(pending(store).await, 1);
     let cancelled = store.experiment(&alice.id, "e1").await.expect("read");
     assert_eq!(cancelled.and_then(|record| record.cancelled_at), Some(5));
+
+    // Retention takes an experiment with the last of its runs; one with a run left stays.
+    store
+        .cancel_job(&alice.id, &runs[1].id)
+        .await
+        .expect("cancel");
+    let kept = NewJob {
+        experiment_id: Some("e5".into()),
+        ..new_job(&alice)
+    };
+    store
+        .insert_experiment(&experiment("e5", 5), std::slice::from_ref(&kept))
+        .await
+        .expect("insert");
+    store
+        .purge_finished(now_millis() + 1_000, 100)
+        .await
+        .expect("purge");
+    let left: Vec<String> = store
+        .experiments(&alice.id, None, 10)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|record| record.id)
+        .collect();
+    assert_eq!(left, ["e5"]);
 }
