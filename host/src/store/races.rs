@@ -26,6 +26,8 @@ pub struct RaceEntrant {
     pub time_to_best_s: Option<f64>,
     /// Its latest execution, if it started.
     pub execution_id: Option<String>,
+    /// It completed with what it had when a finish asked it to stop.
+    pub stopped_early: bool,
 }
 
 #[async_trait]
@@ -101,13 +103,6 @@ where
         let now = now_millis();
         let status = match winner(&entrants) {
             Some(best) => {
-                // A race finished early is as early as its winner.
-                let stopped_early = rows
-                    .iter()
-                    .find(|row| row.text("id").ok().as_deref() == Some(best.job_id.as_str()))
-                    .map(|row| row.flag("stopped_early"))
-                    .transpose()?
-                    .unwrap_or(false);
                 let output: Option<String> = sqlx::query_scalar(sql::JOB_OUTPUT_TEXT)
                     .bind(best.job_id.as_str())
                     .fetch_optional(&mut *transaction)
@@ -120,7 +115,8 @@ where
                     .bind(best.objective.map(|objective| objective.value))
                     .bind(best.objective.map(|objective| objective.sense.as_str()))
                     .bind(best.time_to_best_s)
-                    .bind(stopped_early)
+                    // A race finished early is as early as its winner.
+                    .bind(best.stopped_early)
                     .execute(&mut *transaction)
                     .await?;
                 if B::rows_affected(&ended) != 1 {
@@ -226,6 +222,7 @@ impl FromRow for RaceEntrant {
             objective: objective_from(row)?,
             time_to_best_s: row.real_or_null("time_to_best")?,
             execution_id: row.text_or_null("execution_id")?,
+            stopped_early: row.flag("stopped_early")?,
         })
     }
 }
@@ -243,6 +240,7 @@ mod tests {
             objective: value.map(|value| Objective { value, sense }),
             time_to_best_s: None,
             execution_id: Some(format!("e-{id}")),
+            stopped_early: false,
         }
     }
 

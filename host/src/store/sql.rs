@@ -500,7 +500,7 @@ pub(super) const CANCEL_EXPERIMENT_CLAIMED: &str = "UPDATE jobs SET cancel_reque
 pub(super) static RACE_ENTRANTS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT id, {CLIENT_STATUS} AS status, plugin_version, options, objective,
-             objective_sense, time_to_best,
+             objective_sense, time_to_best, stopped_early,
              (SELECT executions.id FROM executions WHERE executions.job_id = jobs.id
               ORDER BY attempt DESC LIMIT 1) AS execution_id
          FROM jobs WHERE race_of = $1 AND owner_id = $2 ORDER BY id"
