@@ -7,24 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, TestServer, expect_problem, guest_wasm};
-
-fn guest(variant: &str) -> Vec<u8> {
-    std::fs::read(guest_wasm(&format!("caseload_guest_versioned_{variant}"))).unwrap()
-}
-
-async fn publish(server: &TestServer, token: &str, query: &str, wasm: Vec<u8>) {
-    let response = server
-        .client
-        .post(server.url(&format!("/plugins{query}")))
-        .bearer_auth(token)
-        .header("content-type", "application/wasm")
-        .body(wasm)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
-}
+use crate::support::{PATIENCE, TestServer, expect_problem, guest_wasm, versioned};
 
 async fn experiment(server: &TestServer, token: &str, body: &Value) -> reqwest::Response {
     server.post_json(token, "/experiments", body).await
@@ -61,9 +44,13 @@ async fn job_count(server: &TestServer, token: &str) -> usize {
 async fn an_experiment_compares_versions_on_every_kind_of_input() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    publish(&server, &token, "", guest("v1")).await;
-    publish(&server, &token, "?current=false", guest("v2")).await;
-    publish(&server, &token, "?current=false", guest("v3")).await;
+    server.publish_versioned(&token, "", "v1").await;
+    server
+        .publish_versioned(&token, "?current=false", "v2")
+        .await;
+    server
+        .publish_versioned(&token, "?current=false", "v3")
+        .await;
 
     // Inputs given three ways: inline, an earlier job's, a data file's.
     let earlier = server
@@ -225,8 +212,10 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
     let token = server.admin_token().await;
     server.add_user("bob", "bob-password-1");
     let bob = server.token("bob", "bob-password-1").await;
-    publish(&server, &token, "", guest("v1")).await;
-    publish(&server, &token, "?current=false", guest("v2")).await;
+    server.publish_versioned(&token, "", "v1").await;
+    server
+        .publish_versioned(&token, "?current=false", "v2")
+        .await;
     let bobs = server.launch(&bob, "versioned", &json!({"value": 1})).await;
     server.wait_until_ended(&bob, &bobs).await;
     let retired = server
@@ -287,7 +276,9 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
     // A use case without an objective cannot be compared.
     let plain = TestServer::start();
     let plain_token = plain.admin_token().await;
-    publish(&plain, &plain_token, "", guest("other_bytes")).await;
+    plain
+        .publish_versioned(&plain_token, "", "other_bytes")
+        .await;
     let problem = expect_problem(
         experiment(
             &plain,
@@ -327,7 +318,7 @@ async fn an_experiment_that_cannot_compare_launches_nothing() {
 async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    publish(&server, &token, "", guest("v1")).await;
+    server.publish_versioned(&token, "", "v1").await;
     let template = json!({"inputs": [{"value": 10}, {"value": 3}], "seeds": [1, 2]});
 
     // 2.0.0 scores twice 1.0.0's: promoted.
@@ -337,7 +328,7 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
         .post(server.url(&format!("/plugins?gate={gate}")))
         .bearer_auth(&token)
         .header("content-type", "application/wasm")
-        .body(guest("v2"))
+        .body(versioned("v2"))
         .send()
         .await
         .unwrap();
@@ -411,7 +402,7 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
         .post(server.url(&format!("/plugins?gate={bad}")))
         .bearer_auth(&token)
         .header("content-type", "application/wasm")
-        .body(guest("v3"))
+        .body(versioned("v3"))
         .send()
         .await
         .unwrap();
@@ -449,7 +440,7 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
             .post(server.url(&format!("/plugins{query}")))
             .bearer_auth(&token)
             .header("content-type", "application/wasm")
-            .body(guest("v3"))
+            .body(versioned("v3"))
             .send()
             .await
             .unwrap();

@@ -8,24 +8,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, ServerOptions, TestServer, expect_problem, guest_wasm};
-
-fn guest(variant: &str) -> Vec<u8> {
-    std::fs::read(guest_wasm(&format!("caseload_guest_versioned_{variant}"))).unwrap()
-}
-
-async fn publish(server: &TestServer, token: &str, query: &str, variant: &str) {
-    let response = server
-        .client
-        .post(server.url(&format!("/plugins{query}")))
-        .bearer_auth(token)
-        .header("content-type", "application/wasm")
-        .body(guest(variant))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
-}
+use crate::support::{PATIENCE, ServerOptions, TestServer, expect_problem};
 
 /// A sparse graph with mixed weights: past enumeration, so no entrant proves its cut.
 fn graph() -> Value {
@@ -115,8 +98,10 @@ async fn a_race_of_seeds_keeps_the_best_entrant_and_names_it() {
 async fn an_entrant_that_proves_optimality_stops_the_others() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    publish(&server, &token, "", "v1").await;
-    publish(&server, &token, "?current=false", "v3").await;
+    server.publish_versioned(&token, "", "v1").await;
+    server
+        .publish_versioned(&token, "?current=false", "v3")
+        .await;
     // 1.0.0 would sleep a minute; 3.0.0 answers at once and calls it optimal.
     let race = server
         .launch(
@@ -156,7 +141,7 @@ async fn cancel_and_finish_reach_every_entrant() {
         ..ServerOptions::default()
     });
     let token = server.admin_token().await;
-    publish(&server, &token, "", "v1").await;
+    server.publish_versioned(&token, "", "v1").await;
     let race = server
         .launch(
             &token,
@@ -217,7 +202,7 @@ async fn cancel_and_finish_reach_every_entrant() {
 async fn a_race_that_cannot_run_is_refused_whole() {
     let server = TestServer::start();
     let token = server.admin_token().await;
-    publish(&server, &token, "", "other_bytes").await;
+    server.publish_versioned(&token, "", "other_bytes").await;
     let small = json!({"num_nodes": 3, "edges": [[0, 1, 1.0], [1, 2, 1.0]]});
     let with = |problem: &'static str, body: &Value, race: Value| {
         let mut body = body.clone();

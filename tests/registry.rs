@@ -15,12 +15,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::support::{
-    ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, expect_problem, guest_wasm,
+    ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, expect_problem, guest_wasm, versioned,
 };
 
 fn guest(variant: &str) -> Vec<u8> {
-    std::fs::read(guest_wasm(&format!("caseload_guest_versioned_{variant}")))
-        .expect("the test guest was built by build.rs")
+    versioned(variant)
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -33,15 +32,7 @@ async fn publish_raw(
     query: &str,
     wasm: &[u8],
 ) -> reqwest::Response {
-    server
-        .client
-        .post(server.url(&format!("/plugins{query}")))
-        .bearer_auth(token)
-        .header("content-type", "application/wasm")
-        .body(wasm.to_vec())
-        .send()
-        .await
-        .expect("the server answers")
+    server.publish_raw(token, query, wasm).await
 }
 
 /// Publishes and expects it stored: the answer's body.

@@ -66,6 +66,12 @@ pub fn guest_wasm(artifact: &str) -> PathBuf {
     Path::new(env!("CASELOAD_TEST_GUESTS_DIR")).join(format!("{artifact}.wasm"))
 }
 
+/// A build of the test guest `versioned`, by its variant (`v1`, `v2`, `other_bytes`...).
+pub fn versioned(variant: &str) -> Vec<u8> {
+    std::fs::read(guest_wasm(&format!("caseload_guest_versioned_{variant}")))
+        .expect("the test guest was built by build.rs")
+}
+
 /// A child process killed when the test ends, passed or failed.
 pub struct KillOnDrop(pub Child);
 
@@ -295,6 +301,24 @@ impl TestServer {
     }
 
     /// Launches a job and returns its id, asserting the 202 and its Location.
+    /// `POST /plugins<query>` with a component's bytes.
+    pub async fn publish_raw(&self, token: &str, query: &str, wasm: &[u8]) -> Response {
+        self.client
+            .post(self.url(&format!("/plugins{query}")))
+            .bearer_auth(token)
+            .header("content-type", "application/wasm")
+            .body(wasm.to_vec())
+            .send()
+            .await
+            .expect("the server answers")
+    }
+
+    /// Publishes a variant of the test guest `versioned` and expects it stored.
+    pub async fn publish_versioned(&self, token: &str, query: &str, variant: &str) {
+        let response = self.publish_raw(token, query, &versioned(variant)).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+    }
+
     pub async fn launch(&self, token: &str, problem_id: &str, body: &Value) -> String {
         let response = self
             .post_json(token, &format!("/problem/{problem_id}"), body)
