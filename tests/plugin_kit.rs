@@ -74,7 +74,7 @@ fn assert_check_passes(dir: &Path, component: &Path, name: &str) {
     let (status, stdout, stderr) = plugin(dir, &["check", component.to_str().unwrap()]);
     assert_eq!(status, Some(0), "{stdout}{stderr}");
     assert!(
-        stdout.contains(&format!("loads: {name} 0.1.0 (caseload:plugin@0.2.0)")),
+        stdout.contains(&format!("loads: {name} 0.1.0 (caseload:plugin@0.2.1)")),
         "{stdout}"
     );
     assert!(

@@ -36,9 +36,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::runtime::{
-    CallError, CompiledPlugin, Limits, LoadError, PLUGIN_WORLD, PluginInfo, Runtime,
-};
+use crate::runtime::{CallError, CompiledPlugin, Limits, LoadError, PluginInfo, Runtime};
 use crate::store::{Catalog, StoredVersion};
 
 /// The max-cut component, built from `plugins/maxcut` by `build.rs`.
@@ -574,7 +572,7 @@ impl PluginRegistry {
                 name: name.clone(),
                 version: plugin.info.version.clone(),
                 digest: plugin.digest.clone(),
-                world: PLUGIN_WORLD.to_owned(),
+                world: plugin.component.world().to_owned(),
                 source: plugin.source.kind(),
                 file: plugin.source.file_name(),
                 size: None,

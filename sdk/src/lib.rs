@@ -40,6 +40,7 @@
 // The generated bindings name the SDK by its crate path, from inside it too.
 extern crate self as caseload_sdk;
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -241,6 +242,10 @@ pub enum LogLevel {
     Error,
 }
 
+/// At most one incumbent is sent to the host in this interval: it stores them with the run's
+/// progress, at most every 500 ms, so more would only wait or be dropped.
+pub const INCUMBENT_INTERVAL: Duration = Duration::from_millis(250);
+
 /// What a run knows about its job, and its way to talk to the host while it runs.
 #[derive(Debug, Clone)]
 pub struct RunContext {
@@ -248,6 +253,8 @@ pub struct RunContext {
     seed: u64,
     max_iterations: Option<u64>,
     started: Instant,
+    /// When the last incumbent was sent, and its objective.
+    last_incumbent: Arc<Mutex<Option<(Instant, f64)>>>,
 }
 
 impl RunContext {
@@ -258,6 +265,7 @@ impl RunContext {
             seed,
             max_iterations,
             started: Instant::now(),
+            last_incumbent: Arc::default(),
         }
     }
 
@@ -299,6 +307,39 @@ impl RunContext {
     pub fn log(&self, level: LogLevel, message: &str) {
         host::log(level, message);
     }
+
+    /// Reports a solution as the run finds it, as good as `objective` (the value the output
+    /// schema's `x-caseload-objective` points at), for clients to see before the run ends:
+    /// `GET /job/<id>/incumbents`, the job's `incumbent` events, the console's chart. The
+    /// solution is JSON, best in the output's shape (the fields its view draws).
+    ///
+    /// Call it on every improvement: at most one report per [`INCUMBENT_INTERVAL`] is sent,
+    /// and none with the objective of the last one sent; `solution` is called only for a
+    /// report that is sent, so a costly copy is made only then. Returns whether it was sent.
+    /// The final output needs no report: it is the job's answer.
+    pub fn incumbent<T: Serialize>(&self, objective: f64, solution: impl FnOnce() -> T) -> bool {
+        let now = Instant::now();
+        {
+            let last = self
+                .last_incumbent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some((at, sent)) = *last
+                && (now - at < INCUMBENT_INTERVAL || sent == objective)
+            {
+                return false;
+            }
+        }
+        let Ok(json) = serde_json::to_string(&solution()) else {
+            return false;
+        };
+        *self
+            .last_incumbent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((now, objective));
+        host::incumbent(objective, &json);
+        true
+    }
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -312,6 +353,10 @@ mod host {
 
     pub fn progress(fraction: f64, message: &str) {
         wit::progress(fraction, message);
+    }
+
+    pub fn incumbent(objective: f64, solution: &str) {
+        wit::incumbent(objective, solution);
     }
 
     pub fn log(level: LogLevel, message: &str) {
@@ -336,6 +381,8 @@ mod host {
     }
 
     pub fn progress(_fraction: f64, _message: &str) {}
+
+    pub fn incumbent(_objective: f64, _solution: &str) {}
 
     pub fn log(_level: LogLevel, _message: &str) {}
 }
@@ -393,4 +440,22 @@ macro_rules! export_use_case {
             $crate::bindings::__export_plugin_world!(CaseloadExport);
         };
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incumbents_are_sent_at_most_once_per_interval_and_built_only_then() {
+        let context = RunContext::new(Duration::from_secs(1), 1, None);
+        assert!(context.incumbent(10.0, || [1, 0, 1]));
+        // Right after: not sent, and the solution is never made.
+        let sent = context.incumbent(11.0, || -> Vec<u8> {
+            panic!("a report that is not sent does not build its solution")
+        });
+        assert!(!sent);
+        // A clone shares the interval: it is the same run.
+        assert!(!context.clone().incumbent(12.0, || [1]));
+    }
 }

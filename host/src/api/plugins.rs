@@ -25,7 +25,6 @@ use crate::auth::AuthUser;
 use crate::plugins::check::{CheckOptions, Checker, Failure};
 use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSource, Unresolved, VersionEntry, VersionRequest};
-use crate::runtime::PLUGIN_WORLD;
 use crate::store::{Actor, JobStore, Published, StoredVersion};
 use crate::violation::Violation;
 
@@ -242,7 +241,7 @@ async fn publish(
             .strip_prefix("sha256:")
             .unwrap_or(&plugin.digest)
             .to_owned(),
-        world: PLUGIN_WORLD.to_owned(),
+        world: plugin.component.world().to_owned(),
         size: wasm.len() as u64,
         published_by: Some(user.username.clone()),
         published_at: 0,

@@ -14,8 +14,7 @@ use super::{Plugin, PluginRegistry, PluginSource};
 use crate::config::UseCaseLimits;
 use crate::options::JobOptions;
 use crate::runtime::{
-    BoundedLog, CallError, ExecutionObserver, Limits, PLUGIN_WORLD, RunOptions, Runtime,
-    RuntimeConfig,
+    BoundedLog, CallError, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,
 };
 
 /// How a check runs the inputs it tries.
@@ -140,7 +139,12 @@ impl Checker {
             }
         };
         let info = &plugin.info;
-        report.push(format!("{} {} ({PLUGIN_WORLD})", info.name, info.version));
+        report.push(format!(
+            "{} {} ({})",
+            info.name,
+            info.version,
+            plugin.component.world()
+        ));
         report.push(format!(
             "  {}, compiled, linked and described in {:.2} s",
             megabytes(wasm.len()),

@@ -33,9 +33,10 @@ pub(crate) mod bindings {
 use self::bindings::exports::caseload::plugin::use_case as wit;
 use self::bindings::{Plugin as PluginBindings, PluginPre};
 
-/// The plugin world this host implements, as `sdk/wit/caseload.wit` declares it; a component
-/// built against another version does not link (a unit test keeps this in step with the WIT).
-pub const PLUGIN_WORLD: &str = "caseload:plugin@0.2.0";
+/// The plugin world this host implements, as `sdk/wit/caseload.wit` declares it (a unit test
+/// keeps this in step with the WIT). A component built against an older minor version links
+/// too (wasmtime matches 0.2.0 imports to 0.2.1 definitions); any other does not.
+pub const PLUGIN_WORLD: &str = "caseload:plugin@0.2.1";
 
 /// How often the ticker thread advances the engine's epoch; deadlines and cancellation are
 /// noticed within one tick of CPU-bound guest code.
@@ -80,7 +81,14 @@ pub trait ExecutionObserver: Send + Sync {
     fn finishing(&self) -> bool {
         false
     }
+    /// The plugin reported a solution as good as `objective` (JSON, at most
+    /// [`INCUMBENT_BYTES`], checked before this is called).
+    fn incumbent(&self, _objective: f64, _solution: String) {}
 }
+
+/// The largest incumbent solution the host takes; a larger one is dropped, and the log says
+/// so.
+pub const INCUMBENT_BYTES: usize = 1 << 20;
 
 /// What a plugin says about itself (`describe`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,10 +299,18 @@ impl Runtime {
             .instantiate_pre(&component)
             .map_err(world_error)?;
         let pre = PluginPre::new(instance_pre).map_err(world_error)?;
+        // It linked, so it names one 0.2.x version (or several, the newest wins).
+        let world = plugin_world_versions(&self.engine, &component)
+            .pop()
+            .map_or_else(
+                || PLUGIN_WORLD.to_owned(),
+                |version| format!("caseload:plugin@{version}"),
+            );
         Ok(CompiledPlugin {
             engine: self.engine.clone(),
             pre,
             origin,
+            world,
         })
     }
 
@@ -399,6 +415,8 @@ pub struct CompiledPlugin {
     engine: Engine,
     pre: PluginPre<SandboxState>,
     origin: CodeOrigin,
+    /// The world it was built against, e.g. `caseload:plugin@0.2.0`.
+    world: String,
 }
 
 impl std::fmt::Debug for CompiledPlugin {
@@ -413,6 +431,12 @@ impl CompiledPlugin {
     /// Whether the code was compiled now or loaded from the compile cache.
     pub fn code_origin(&self) -> CodeOrigin {
         self.origin
+    }
+
+    /// The world it was built against, e.g. `caseload:plugin@0.2.0`: this host's
+    /// [`PLUGIN_WORLD`] or an older minor version of it, whose imports are a part of ours.
+    pub fn world(&self) -> &str {
+        &self.world
     }
 
     /// Calls `describe`.

@@ -11,7 +11,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::caseload::plugin::host::{Host, LogLevel};
 use super::log::BoundedLog;
-use super::{ExecutionObserver, Limits};
+use super::{ExecutionObserver, INCUMBENT_BYTES, Limits};
 
 /// Why a call that trapped after the memory limiter refused a grow ended: the guest ran out of
 /// the memory its cap allows, whatever trap its allocator then raised.
@@ -189,6 +189,32 @@ impl Host for SandboxState {
 
     fn cancelled(&mut self) -> bool {
         self.is_cancelled() || self.is_finishing()
+    }
+
+    fn incumbent(&mut self, objective: f64, solution: String) {
+        let Some(observer) = &self.observer else {
+            return;
+        };
+        let refused = if !objective.is_finite() {
+            Some(format!("its objective {objective} is not a finite number"))
+        } else if solution.len() > INCUMBENT_BYTES {
+            Some(format!(
+                "its solution of {} bytes is over the {INCUMBENT_BYTES} bytes the host takes",
+                solution.len()
+            ))
+        } else if let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(&solution) {
+            Some(format!("its solution is not JSON: {error}"))
+        } else {
+            None
+        };
+        match refused {
+            Some(reason) => {
+                let line = format!("[WARN] an incumbent was dropped: {reason}\n");
+                self.log.append(line.as_bytes());
+                observer.logged(&self.log);
+            }
+            None => observer.incumbent(objective, solution),
+        }
     }
 }
 
