@@ -16,6 +16,7 @@ mod finish;
 mod flow;
 mod hardening;
 mod held;
+mod incumbents;
 mod knapsack;
 mod limits;
 mod logins;

@@ -1,6 +1,6 @@
 // One job: status and timestamps, the version it is bound to (and the job it reran), every
-// execution, the progress as a chart of the best objective over time, the log as it is
-// written, the output (pretty, downloadable), a picture of the answer, and a rerun on the
+// execution, the best objective over time (from the incumbents the plugin reports, else from
+// its progress messages), the log as it is written, the output (pretty, downloadable), a picture of the answer, and a rerun on the
 // same version or another.
 
 import { ApiError, follow, get, request } from './api.js';
@@ -36,6 +36,9 @@ export function jobPage(id) {
     h('label', { for: 'rerun-version' }, 'Rerun on'), rerunVersion,
     h('button', { type: 'submit' }, 'Rerun'));
   const objective = [];
+  // The incumbents drawn, by execution and number; once there is one, the chart is theirs.
+  const incumbents = [];
+  const seen = new Set();
   let shownOutput = false;
   let drawn = null;
 
@@ -86,10 +89,34 @@ export function jobPage(id) {
     progressText.textContent = `${Math.round(progress.fraction * 100)}% ${progress.message}`;
     const match = LAST_NUMBER.exec(progress.message);
     if (match) {
-      const value = Number(match[1]);
-      objective.push([Date.now(), value]);
-      lineChart(chart, [{ name: 'best objective', points: objective }], { title: 'Best objective over time' });
-      chart.dataset.points = String(objective.length);
+      objective.push([Date.now(), Number(match[1])]);
+      drawChart();
+    }
+  }
+
+  function addIncumbent(incumbent) {
+    const key = `${incumbent.execution_id}/${incumbent.seq}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    incumbents.push([Date.parse(incumbent.found_at), incumbent.objective]);
+    incumbents.sort((a, b) => a[0] - b[0]);
+    drawChart();
+  }
+
+  function drawChart() {
+    const points = incumbents.length ? incumbents : objective;
+    const name = incumbents.length ? 'incumbents' : 'best objective';
+    lineChart(chart, [{ name, points }], { title: 'Best objective over time' });
+    chart.dataset.points = String(points.length);
+    chart.dataset.series = name;
+  }
+
+  async function loadIncumbents() {
+    try {
+      const kept = await get(`${path}/incumbents`, { signal: leaving.signal });
+      if (!left) kept.incumbents.forEach(addIncumbent);
+    } catch (error) {
+      if (!left) notice(`Cannot read the incumbents: ${error.message}`, 'error');
     }
   }
 
@@ -189,8 +216,10 @@ export function jobPage(id) {
   load().then((found) => {
     if (!found || left) return;
     listVersions();
+    loadIncumbents();
     stop = follow(`${path}/events`, (name, data) => {
       if (name === 'progress') showProgress(data);
+      else if (name === 'incumbent') addIncumbent(data);
       else if (name === 'log') {
         if (data.gap) log.append('\n…\n');
         log.append(data.text);

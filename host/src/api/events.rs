@@ -1,5 +1,5 @@
-//! Server-Sent Events: `GET /job/<id>/events` (one job's status, progress and log as they
-//! change, then its end) and `GET /jobs/events` (the status of every job of the caller as it
+//! Server-Sent Events: `GET /job/<id>/events` (one job's status, progress, log and
+//! incumbents as they change, then its end) and `GET /jobs/events` (the status of every job of the caller as it
 //! changes). A stream reads the database only when the job changes, and the streams woken by
 //! one change share one read; it resumes from `Last-Event-ID` with only what the client has
 //! not seen. A stream is a held request ([`Hold`]): one of its user's places, ended by a
@@ -23,11 +23,13 @@ use tokio::sync::broadcast;
 use super::held::{Connection, Hold, Interrupt};
 use super::jobs::not_found;
 use super::owner_feed::{FeedItem, GATHER, list_entry_json, status_events};
-use super::wire::{JobStatusResponse, LogEvent, ProgressView, StatusEvent};
+use super::wire::{IncumbentView, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
 use crate::changes::{JobWatch, SharedJob};
-use crate::store::{JobFilter, JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis};
+use crate::store::{
+    IncumbentRecord, JobFilter, JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis,
+};
 
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -110,26 +112,36 @@ struct Sent {
     /// Bytes of the attempt's log tail sent, and the last of them.
     log_len: usize,
     log_mark: String,
+    /// The number of the attempt's newest incumbent sent.
+    incumbent: u32,
 }
 
 impl Sent {
-    /// Reads an event id: `attempt:log_len:STATUS`.
+    /// Reads an event id: `attempt:log_len:STATUS:incumbent` (the last part may be missing).
     fn parse(id: &str) -> Option<Sent> {
-        let mut parts = id.splitn(3, ':');
+        let mut parts = id.splitn(4, ':');
         let attempt = parts.next()?.parse().ok()?;
         let log_len = parts.next()?.parse().ok()?;
         let status = JobStatus::parse(parts.next()?).ok()?;
+        let incumbent = match parts.next() {
+            Some(part) => part.parse().ok()?,
+            None => 0,
+        };
         Some(Sent {
             status: Some(status),
             attempt,
             log_len,
+            incumbent,
             ..Sent::default()
         })
     }
 
     fn id(&self) -> String {
         let status = self.status.map_or("", JobStatus::as_str);
-        format!("{}:{}:{status}", self.attempt, self.log_len)
+        format!(
+            "{}:{}:{status}:{}",
+            self.attempt, self.log_len, self.incumbent
+        )
     }
 }
 
@@ -188,15 +200,40 @@ impl JobStream {
                     }
                 }
             };
-            let events = self.events(&job.record);
+            let incumbents = self.new_incumbents(&job.record).await;
+            let events = self.events(&job.record, &incumbents);
             if !events.is_empty() {
                 return Some(events);
             }
         }
     }
 
+    /// The incumbents of the job's current attempt the stream has not sent. A race's own
+    /// stream has none: its entrants' streams carry theirs.
+    async fn new_incumbents(&self, job: &JobRecord) -> Vec<IncumbentRecord> {
+        let Some(execution) = job.executions.last() else {
+            return Vec::new();
+        };
+        let after = if execution.attempt == self.sent.attempt {
+            self.sent.incumbent
+        } else {
+            0
+        };
+        if execution.incumbents <= after {
+            return Vec::new();
+        }
+        let read =
+            self.state
+                .store
+                .incumbents_after(&self.user.id, &self.job_id, &execution.id, after);
+        read.await.unwrap_or_else(|error| {
+            tracing::warn!(%error, job = %self.job_id, "event stream read failed");
+            Vec::new()
+        })
+    }
+
     /// What changed since the last events; the last event carries the new id.
-    fn events(&mut self, job: &JobRecord) -> Vec<Event> {
+    fn events(&mut self, job: &JobRecord, incumbents: &[IncumbentRecord]) -> Vec<Event> {
         let mut events = Vec::new();
         let execution = job.executions.last();
         let attempt = execution.map_or(0, |execution| execution.attempt);
@@ -230,6 +267,10 @@ impl JobStream {
             }
             if let Some((text, gap)) = self.new_log(&execution.log_tail, execution.log_truncated) {
                 events.push(json_event("log", &LogEvent { text, gap }));
+            }
+            for incumbent in incumbents {
+                self.sent.incumbent = self.sent.incumbent.max(incumbent.seq);
+                events.push(json_event("incumbent", &IncumbentView::new(incumbent)));
             }
         }
         if ended {

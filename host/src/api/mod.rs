@@ -14,6 +14,7 @@ mod experiment_summary;
 mod experiments;
 mod finish;
 mod held;
+mod incumbents;
 mod job_filter;
 mod job_input;
 mod jobs;
@@ -236,6 +237,7 @@ pub fn app(state: AppState) -> Router {
         .merge(plugins::router())
         .merge(rerun::router())
         .merge(finish::router())
+        .merge(incumbents::router())
         .merge(experiments::router())
         .merge(service::router())
         .merge(console::router())

@@ -457,6 +457,7 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
             schema["properties"]["gate"] = json!({"$ref": "#/components/schemas/Gate"});
             schema
         }),
+        ("Incumbents", incumbents_schema()),
         (
             "Rerun",
             json!({
@@ -516,6 +517,32 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
             }),
         ),
     ]
+}
+
+/// `GET /job/<id>/incumbents`'s answer.
+fn incumbents_schema() -> Value {
+    let incumbent = json!({
+        "type": "object",
+        "required": ["execution_id", "seq", "objective", "found_at", "solution"],
+        "properties": {
+            "execution_id": {"type": "string"},
+            "seq": {"type": "integer", "minimum": 1, "description": "1 for the execution's first report; numbers not kept are missing."},
+            "objective": {"type": "number"},
+            "found_at": {"type": "string", "format": "date-time", "description": "When the host received it."},
+            "solution": {"description": "The JSON the plugin reported."},
+        },
+        "additionalProperties": false,
+    });
+    json!({
+        "title": "Incumbents",
+        "type": "object",
+        "required": ["job_id", "incumbents"],
+        "properties": {
+            "job_id": {"type": "string"},
+            "incumbents": {"type": "array", "items": incumbent},
+        },
+        "additionalProperties": false,
+    })
 }
 
 /// `max-cut` → `MaxCut`.

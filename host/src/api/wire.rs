@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::experiment_summary::{InputResult, Progress, VersionSummary};
 use crate::config::UseCaseLimits;
 use crate::plugins::Plugin;
-use crate::store::{DataFile, ExecutionRecord, JobRecord, JobSummary, Millis};
+use crate::store::{DataFile, ExecutionRecord, IncumbentRecord, JobRecord, JobSummary, Millis};
 
 /// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
 pub fn format_timestamp(millis: Millis) -> String {
@@ -157,6 +157,8 @@ pub struct ExecutionView {
     pub logs: LogsView,
     /// Its output's objective, once it completed, where its use case declares one.
     pub objective: Option<f64>,
+    /// How many incumbents it reported (`GET /job/<id>/incumbents` keeps the newest).
+    pub incumbents: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -256,6 +258,7 @@ impl ExecutionView {
                 truncated: execution.log_truncated,
             },
             objective: execution.objective.map(|objective| objective.value),
+            incumbents: execution.incumbents,
         }
     }
 }
@@ -302,6 +305,42 @@ pub struct LogEvent {
     pub text: String,
     /// Lines were dropped from the log's tail before the stream could send them.
     pub gap: bool,
+}
+
+/// A solution a running plugin reported as it found it: in `GET /job/<id>/incumbents`, and
+/// as a job stream's `incumbent` event.
+#[derive(Debug, Serialize)]
+pub struct IncumbentView {
+    /// The execution that reported it.
+    pub execution_id: String,
+    /// 1 for the execution's first report; numbers the host did not keep are missing.
+    pub seq: u32,
+    pub objective: f64,
+    /// When the host received it, in RFC 3339.
+    pub found_at: String,
+    /// As the plugin reported it (JSON).
+    pub solution: Value,
+}
+
+impl IncumbentView {
+    pub fn new(incumbent: &IncumbentRecord) -> IncumbentView {
+        IncumbentView {
+            execution_id: incumbent.execution_id.clone(),
+            seq: incumbent.seq,
+            objective: incumbent.objective,
+            found_at: format_rfc3339(incumbent.found_at),
+            // The host took only JSON; a row that does not read is shown as null.
+            solution: serde_json::from_str(&incumbent.solution).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// `GET /job/<id>/incumbents`.
+#[derive(Debug, Serialize)]
+pub struct IncumbentsResponse {
+    pub job_id: String,
+    /// Oldest first.
+    pub incumbents: Vec<IncumbentView>,
 }
 
 /// `GET /jobs`: a page of the caller's jobs, newest first.

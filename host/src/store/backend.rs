@@ -12,8 +12,8 @@ use super::batch::{Batcher, Outcome, Write};
 use super::executions::{ClaimedJob, finish};
 use super::jobs::{Inserted, check_job_quotas, insert_job};
 use super::outcome::{JobEnds, Retry};
-use super::rows;
 use super::{ExecutionStatus, JobChange, JobEvents, StoreError, now_millis, sql};
+use super::{incumbents, rows};
 
 /// Before a job id in [`Backend::announce_cancel`]: the job is asked to finish now, not to
 /// be cancelled.
@@ -210,9 +210,15 @@ where
                 .bind(lease.token)
                 .bind(log.map(|(tail, _)| tail.as_str()))
                 .bind(log.map(|(_, truncated)| *truncated))
+                .bind(update.incumbents.last().map(|last| i64::from(last.seq)))
                 .execute(&mut *connection)
                 .await?;
-            Outcome::Held(B::rows_affected(&updated) == 1)
+            let held = B::rows_affected(&updated) == 1;
+            if held {
+                incumbents::keep::<B>(connection, &lease.job_id, execution_id, &update.incumbents)
+                    .await?;
+            }
+            Outcome::Held(held)
         }
         Write::Heartbeat {
             leases,

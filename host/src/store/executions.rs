@@ -7,6 +7,7 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::batch::Write;
+use super::incumbents::NewIncumbent;
 use super::jobs::JobDataset;
 use super::outcome::{JobEnds, Retry};
 use super::plugins::PluginBinding;
@@ -35,21 +36,26 @@ pub struct ExecutionRecord {
     pub log_truncated: bool,
     /// Its output's objective, once it completed, where its use case declares one.
     pub objective: Option<Objective>,
+    /// How many incumbents it reported (the number of the newest).
+    pub incumbents: u32,
 }
 
-/// What a running execution shows before it ends: its latest progress, its log so far.
+/// What a running execution shows before it ends: its latest progress, its log so far, the
+/// incumbents it reported since the last update.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LiveUpdate {
     pub progress: Option<Progress>,
     /// The log's newest bytes, and whether older ones were dropped.
     pub log: Option<(String, bool)>,
+    /// In the order they were reported.
+    pub incumbents: Vec<NewIncumbent>,
 }
 
 impl From<Progress> for LiveUpdate {
     fn from(progress: Progress) -> LiveUpdate {
         LiveUpdate {
             progress: Some(progress),
-            log: None,
+            ..LiveUpdate::default()
         }
     }
 }
@@ -130,14 +136,15 @@ pub trait Executions: Send + Sync + 'static {
         started_at: Millis,
     ) -> QueuedWrite;
 
-    /// Updates a running execution's progress and log, whichever `update` carries. Returns
-    /// false if the lease is no longer held.
-    async fn record_progress(
+    /// Queues an update of a running execution's progress, log and incumbents, whichever
+    /// `update` carries, for the next group commit, in order with the execution's other
+    /// writes; its outcome is false if the lease is no longer held.
+    fn record_progress(
         &self,
         lease: &Lease,
         execution_id: &str,
         update: &LiveUpdate,
-    ) -> Result<bool, StoreError>;
+    ) -> QueuedWrite;
 
     /// Queues an execution's end: moves its job to the status [`JobEnd::after`](super::JobEnd::after)
     /// gives and stores the output if
@@ -210,20 +217,17 @@ where
         })
     }
 
-    async fn record_progress(
+    fn record_progress(
         &self,
         lease: &Lease,
         execution_id: &str,
         update: &LiveUpdate,
-    ) -> Result<bool, StoreError> {
-        self.batcher()
-            .queue(Write::Progress {
-                lease: lease.clone(),
-                execution_id: execution_id.to_owned(),
-                update: update.clone(),
-            })
-            .lease_held()
-            .await
+    ) -> QueuedWrite {
+        self.batcher().queue(Write::Progress {
+            lease: lease.clone(),
+            execution_id: execution_id.to_owned(),
+            update: update.clone(),
+        })
     }
 
     fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite {
@@ -338,6 +342,7 @@ impl FromRow for ExecutionRecord {
             log_tail: row.text("log_tail")?,
             log_truncated: row.flag("log_truncated")?,
             objective: super::jobs::objective_from(row)?,
+            incumbents: u32::try_from(row.count("incumbents")?).unwrap_or(u32::MAX),
         })
     }
 }

@@ -14,6 +14,7 @@ mod batch;
 mod datasets;
 mod executions;
 mod experiments;
+mod incumbents;
 mod jobs;
 mod jobs_page;
 mod outcome;
@@ -37,6 +38,7 @@ pub use self::executions::{
     Progress,
 };
 pub use self::experiments::{CancelledRuns, ExperimentRecord, ExperimentRun, Experiments};
+pub use self::incumbents::{IncumbentRecord, Incumbents, NewIncumbent};
 pub use self::jobs::{
     CancelOutcome, FinishOutcome, Idempotency, Inserted, JobDataset, JobFilter, JobInput,
     JobOutput, JobQueue, JobRecord, JobSummary, NewJob,
@@ -216,7 +218,16 @@ pub struct Lease {
 /// Everything the server stores: each capability is a trait of its own, in its own file,
 /// and every backend has them all.
 pub trait JobStore:
-    Users + JobQueue + Executions + DataSets + Webhooks + Service + PluginCatalog + Experiments + Races
+    Users
+    + JobQueue
+    + Executions
+    + DataSets
+    + Webhooks
+    + Service
+    + PluginCatalog
+    + Experiments
+    + Races
+    + Incumbents
 {
 }
 
@@ -230,6 +241,7 @@ impl<S> JobStore for S where
         + PluginCatalog
         + Experiments
         + Races
+        + Incumbents
 {
 }
 

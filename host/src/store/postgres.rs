@@ -104,6 +104,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/postgres/0023_experiments.sql"),
     ),
     (24, include_str!("../../migrations/postgres/0024_races.sql")),
+    (
+        25,
+        include_str!("../../migrations/postgres/0025_incumbents.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -162,7 +162,8 @@ pub(super) const RECORD_PROGRESS: &str = "UPDATE executions
      SET progress_fraction = COALESCE($1, progress_fraction),
          progress_message = COALESCE($2, progress_message),
          log_tail = COALESCE($6, log_tail),
-         log_truncated = COALESCE($7, log_truncated)
+         log_truncated = COALESCE($7, log_truncated),
+         incumbents = COALESCE($8, incumbents)
      WHERE id = $3 AND status = 'RUNNING'
        AND EXISTS (SELECT 1 FROM jobs
                    WHERE jobs.id = $4 AND jobs.lease_token = $5 AND jobs.status = 'RUNNING')";
@@ -530,3 +531,31 @@ pub(super) const UNSETTLED_RACES: &str = "SELECT id FROM jobs
          SELECT 1 FROM jobs AS entrant
          WHERE entrant.race_of = jobs.id AND entrant.status IN ('PENDING', 'RUNNING'))
      LIMIT $1";
+
+/// A job's kept incumbents; a race's are its entrants'.
+pub(super) const JOB_INCUMBENTS: &str = "SELECT execution_id, seq, found_at, objective, solution
+     FROM incumbents
+     WHERE job_id = $1 OR job_id IN (SELECT id FROM jobs WHERE race_of = $1)
+     ORDER BY found_at, execution_id, seq";
+
+pub(super) const EXECUTION_INCUMBENTS: &str =
+    "SELECT execution_id, seq, found_at, objective, solution
+     FROM incumbents
+     WHERE job_id = $1 AND execution_id = $3 AND seq > $4
+       AND EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND owner_id = $2)
+     ORDER BY seq";
+
+pub(super) const INSERT_INCUMBENT: &str =
+    "INSERT INTO incumbents (execution_id, seq, job_id, found_at, objective, solution, bytes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING";
+
+/// Keeps an execution's newest `$2` incumbents, and of those the newest within `$3` bytes
+/// (the newest always).
+pub(super) const PRUNE_INCUMBENTS: &str = "DELETE FROM incumbents
+     WHERE execution_id = $1 AND seq NOT IN (
+         SELECT seq FROM (
+             SELECT seq,
+                    ROW_NUMBER() OVER (ORDER BY seq DESC) AS place,
+                    SUM(bytes) OVER (ORDER BY seq DESC) AS kept_bytes
+             FROM incumbents WHERE execution_id = $1) AS newest
+         WHERE place = 1 OR (place <= $2 AND kept_bytes <= $3))";

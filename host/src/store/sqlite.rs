@@ -94,6 +94,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/sqlite/0023_experiments.sql"),
     ),
     (24, include_str!("../../migrations/sqlite/0024_races.sql")),
+    (
+        25,
+        include_str!("../../migrations/sqlite/0025_incumbents.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

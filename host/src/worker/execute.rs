@@ -67,12 +67,18 @@ pub(super) fn execute(
         max_iterations: options.max_iterations,
     };
     let report = match dataset_input(context, claim, plugin, &limits) {
-        Ok(None) => plugin
-            .component
-            .run(&claim.input, &run_options, &limits, interrupt, observer),
-        Ok(Some(input)) => plugin
-            .component
-            .run(&input, &run_options, &limits, interrupt, observer),
+        Ok(None) => plugin.component.run(
+            &claim.input,
+            &run_options,
+            &limits,
+            interrupt,
+            observer.clone(),
+        ),
+        Ok(Some(input)) => {
+            plugin
+                .component
+                .run(&input, &run_options, &limits, interrupt, observer.clone())
+        }
         Err(DatasetFailure::Call(error)) => RunReport {
             result: Err(error),
             log: LogTail::default(),
@@ -97,6 +103,8 @@ pub(super) fn execute(
             };
         }
     };
+    // Before the end is queued: the incumbents the run reported last are stored before it.
+    observer.flush();
     let (status, error, output, scored) = match report.result {
         Ok(output) => match plugin.check_output(&output) {
             Ok(scored) => (ExecutionStatus::Completed, None, Some(output), scored),

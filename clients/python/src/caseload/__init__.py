@@ -10,6 +10,6 @@
 
 from .client import Client
 from .errors import ApiError
-from .types import Event, JobStatus, JobSummary, PluginVersion
+from .types import Event, Incumbent, JobStatus, JobSummary, PluginVersion
 
-__all__ = ["ApiError", "Client", "Event", "JobStatus", "JobSummary", "PluginVersion"]
+__all__ = ["ApiError", "Client", "Event", "Incumbent", "JobStatus", "JobSummary", "PluginVersion"]

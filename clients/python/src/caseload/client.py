@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import httpx
 
 from .errors import ApiError
-from .types import Event, JobStatus, JobSummary, PluginVersion
+from .types import Event, Incumbent, JobStatus, JobSummary, PluginVersion
 
 #: The longest a single long-poll is held by the server.
 MAX_WAIT = 60.0
@@ -208,6 +208,13 @@ class Client:
         output (`JobStatus.stopped_early`); a pending one is cancelled. `{detail, job,
         status}`, once the job ended (the server waits up to 5 s for it)."""
         return self._send("POST", f"/job/{job_id}/finish", retry=True).json()
+
+    def incumbents(self, job_id: str) -> list[Incumbent]:
+        """The solutions the job's plugin reported as it found them, the newest few of each
+        execution (a race's: each entrant's), oldest first. While the job runs, `events(job_id)`
+        sends each as an `incumbent` event."""
+        body = self._send("GET", f"/job/{job_id}/incumbents", retry=True).json()
+        return [Incumbent.from_body(entry) for entry in body["incumbents"]]
 
     def jobs(
         self,

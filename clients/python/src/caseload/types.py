@@ -144,8 +144,31 @@ class PluginVersion:
 
 
 @dataclass(frozen=True)
+class Incumbent:
+    """A solution a job's plugin reported as it found it: `objective` is the value the use
+    case's objective points at, `solution` the JSON the plugin reported, `found_at` an aware
+    datetime in UTC. `seq` numbers the reports of one execution from 1."""
+
+    execution_id: str
+    seq: int
+    objective: float
+    found_at: datetime | None
+    solution: Any
+
+    @classmethod
+    def from_body(cls, entry: dict[str, Any]) -> Incumbent:
+        return cls(
+            execution_id=entry["execution_id"],
+            seq=entry["seq"],
+            objective=entry["objective"],
+            found_at=parse_time(entry["found_at"]),
+            solution=entry["solution"],
+        )
+
+
+@dataclass(frozen=True)
 class Event:
-    """One server-sent event: its name (`status`, `progress`, `log`, `end`), its data as
+    """One server-sent event: its name (`status`, `progress`, `log`, `incumbent`, `end`), its data as
     JSON, and its id where the stream can resume from it."""
 
     event: str

@@ -97,6 +97,7 @@ pub(super) async fn a_claimed_job_runs_to_completion(backend: Backend) {
     assert!(
         store
             .record_progress(&claim.lease, &execution_id, &progress.clone().into())
+            .lease_held()
             .await
             .expect("progress")
     );
@@ -180,6 +181,7 @@ pub(super) async fn a_worker_that_lost_its_lease_changes_nothing(backend: Backen
     assert!(
         !store
             .record_progress(&stalled.lease, &stalled_execution, &progress.into())
+            .lease_held()
             .await
             .expect("progress")
     );

@@ -13,6 +13,7 @@ use crate::store::scratch::ScratchDatabase;
 mod datasets;
 mod executions;
 mod experiments;
+mod incumbents;
 mod jobs;
 mod races;
 mod service;
@@ -22,6 +23,7 @@ mod webhooks;
 use datasets::*;
 use executions::*;
 use experiments::*;
+use incumbents::*;
 use jobs::*;
 use races::*;
 use service::*;
@@ -112,6 +114,7 @@ for_each_backend!(
     the_service_view_counts_replicas_queues_and_minutes,
     an_experiment_s_runs_are_read_back_with_their_results,
     a_race_ends_with_its_best_entrant_once_every_entrant_ended,
+    an_execution_keeps_its_newest_incumbents_within_bounds,
 );
 
 /// Pending jobs in the whole store, as /metrics counts them.

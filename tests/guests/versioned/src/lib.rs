@@ -3,7 +3,8 @@
 //! ran a job, and a `score` (its objective, to maximize) made from the input's `value`, so
 //! that experiments have versions to compare. Its `validate` sleeps `validate_sleep_ms`, which
 //! holds a submission open for as long; `sleep_ms` is a parameter that may stand beside a
-//! data file. Cargo features make the variants: `v2` and `v3` declare 2.0.0 (scoring better)
+//! data file. With `incumbents: true` it reports a better score every 10 ms while it sleeps
+//! (the SDK sends at most one each 250 ms). Cargo features make the variants: `v2` and `v3` declare 2.0.0 (scoring better)
 //! and 3.0.0 (scoring worse, but at once, without sleeping, and calling it optimal: a race's
 //! quick finisher) instead of 1.0.0; `other-bytes` is 1.0.0 built differently, and
 //! declares no objective; `bench-version` declares `9.0.0-r00`, a marker the registry bench
@@ -66,7 +67,8 @@ const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
         "properties": {
             "sleep_ms": {"type": "integer", "minimum": 0},
             "validate_sleep_ms": {"type": "integer", "minimum": 0},
-            "value": {"type": "number"}
+            "value": {"type": "number"},
+            "incumbents": {"type": "boolean"}
         },
         "additionalProperties": false,
         "x-caseload-dataset-parameters": ["sleep_ms"]
@@ -82,6 +84,9 @@ pub struct Input {
     /// What the score is made from.
     #[serde(default)]
     pub value: f64,
+    /// Report incumbents while sleeping.
+    #[serde(default)]
+    pub incumbents: bool,
 }
 
 pub struct Versioned;
@@ -127,12 +132,18 @@ impl UseCase for Versioned {
         println!("versioned {VERSION} sleeping {sleep_ms} ms");
         // In slices, hearing a cancel or a finish between them, as a solver would.
         let deadline = Instant::now() + Duration::from_millis(sleep_ms);
+        let mut slices = 0u32;
         while !context.cancelled() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             std::thread::sleep(left.min(Duration::from_millis(10)));
+            slices += 1;
+            if input.incumbents {
+                let score = f64::from(slices);
+                context.incumbent(score, || json!({"score": score}));
+            }
         }
         // The seed moves the score a little: seeds differ, their median is the value.
         let noise = (context.seed() % 3) as f64 - 1.0;
