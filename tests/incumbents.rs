@@ -1,6 +1,7 @@
 //! Incumbents: a plugin reports solutions as it finds them (`incumbent`, added in
 //! caseload:plugin@0.2.1); clients read the newest at `GET /job/<id>/incumbents` and as
-//! `incumbent` events on the job's stream; a plugin built against 0.2.0 still loads and runs.
+//! `incumbent` events on the job's stream; max-cut reports its cuts; a plugin built against
+//! 0.2.0 still loads and runs.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -11,6 +12,8 @@ use crate::waiting::{events_url, read_events};
 /// The test guest `versioned` built against caseload:plugin@0.2.0, before `incumbent` was
 /// added (see tests/fixtures/README.md).
 const VERSIONED_0_2_0: &[u8] = include_bytes!("fixtures/versioned-0.2.0.wasm");
+
+const G1: &str = include_str!("fixtures/G1.txt");
 
 async fn incumbents(server: &TestServer, token: &str, job: &str) -> Vec<Value> {
     let response = server.get(token, &format!("/job/{job}/incumbents")).await;
@@ -108,6 +111,60 @@ async fn incumbents_are_kept_read_and_streamed_as_the_plugin_reports_them() {
     let quiet = server.launch(&token, "versioned", &json!({})).await;
     server.wait_until_ended(&token, &quiet).await;
     assert!(incumbents(&server, &token, &quiet).await.is_empty());
+}
+
+#[tokio::test]
+async fn max_cut_reports_cuts_of_the_graph_it_was_given() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let mut lines = G1.lines();
+    let num_nodes: usize = lines
+        .next()
+        .and_then(|header| header.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    let edges: Vec<(usize, usize, f64)> = lines
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            match fields[..] {
+                [a, b, w] => Some((
+                    a.parse::<usize>().ok()? - 1,
+                    b.parse::<usize>().ok()? - 1,
+                    w.parse().ok()?,
+                )),
+                _ => None,
+            }
+        })
+        .collect();
+    let body = json!({
+        "num_nodes": num_nodes,
+        "edges": edges.iter().map(|&(a, b, w)| json!([a, b, w])).collect::<Vec<_>>(),
+        "options": {"time_limit_s": 1.5, "seed": 1},
+    });
+    let job = server.launch(&token, "maxcut", &body).await;
+    let view = server.wait_until_ended(&token, &job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    let kept = incumbents(&server, &token, &job).await;
+    assert!(!kept.is_empty(), "{view}");
+    let output = server.output(&token, &job).await;
+    for incumbent in &kept {
+        let partition: Vec<u64> = incumbent["solution"]["partition"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|side| side.as_u64().unwrap())
+            .collect();
+        assert_eq!(partition.len(), num_nodes);
+        let cut: f64 = edges
+            .iter()
+            .filter(|&&(a, b, _)| partition[a] != partition[b])
+            .map(|&(_, _, w)| w)
+            .sum();
+        assert_eq!(incumbent["objective"].as_f64(), Some(cut), "{incumbent}");
+        assert_eq!(incumbent["solution"]["cut_value"].as_f64(), Some(cut));
+        // Never better than the answer.
+        assert!(cut <= output["cut_value"].as_f64().unwrap());
+    }
 }
 
 #[tokio::test]

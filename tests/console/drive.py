@@ -351,6 +351,9 @@ def run(c):
     c.wait(lambda: int(c.find("canvas.chart").get_attribute("data-points") or 0) >= 2,
            "the progress chart to move", timeout=90)
     c.wait(lambda: c.job_state() == "COMPLETED", "G1 to complete", timeout=120)
+    # Max-cut reports incumbents: once one is known, the chart draws them.
+    c.wait(lambda: c.find("canvas.chart").get_attribute("data-series") == "incumbents",
+           "the chart of G1's incumbents")
     picture = c.wait(lambda: c.all("canvas.graph[data-settled=true]"), "G1's layout to settle", timeout=120)[0]
     summary = c.text("table.summary")
     assert "800 on side A" not in summary and "19176" in summary, summary

@@ -109,6 +109,13 @@ def test_a_finished_job_keeps_the_best_it_had(client):
     status = client.job(job)
     assert status.stopped_early
     assert (status.objective, status.objective_sense) == (client.output(job)["cut_value"], "maximize")
+    # What it reported on the way: cuts of this graph, none better than the answer.
+    incumbents = client.incumbents(job)
+    assert incumbents, "max-cut reports incumbents"
+    for incumbent in incumbents:
+        assert len(incumbent.solution["partition"]) == 60
+        assert incumbent.objective == incumbent.solution["cut_value"] <= status.objective
+        assert incumbent.found_at is not None
 
 
 def test_versions_are_published_pinned_rolled_back_rerun_and_retired(client, guest_wasm):

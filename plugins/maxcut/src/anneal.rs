@@ -157,7 +157,7 @@ fn annealing_in<W: Weight>(
             break;
         }
         if sweep.is_multiple_of(sweeps_per_check) {
-            if clock.should_stop(best.cut.to_f64(), report) {
+            if clock.should_stop(best.cut.to_f64(), &best.sides, report) {
                 break;
             }
             done = match pace {

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use caseload_quadratic::Report;
+use caseload_quadratic::{Report, Snapshot};
 
 /// How often the host is told the progress and asked whether to stop (a cancel, or a finish
 /// that wants the best so far): often enough that a finish answers within tens of
@@ -38,15 +38,25 @@ impl Clock {
         }
     }
 
-    /// Reports progress if it is time to, and tells whether the run must stop now.
-    pub(crate) fn should_stop(&mut self, best_cut: f64, report: &mut Report<'_>) -> bool {
+    /// Reports progress (the best cut and its sides) if it is time to, and tells whether the
+    /// run must stop now.
+    pub(crate) fn should_stop(
+        &mut self,
+        best_cut: f64,
+        best_sides: &[bool],
+        report: &mut Report<'_>,
+    ) -> bool {
         let now = Instant::now();
         if now >= self.deadline {
             return true;
         }
         if now - self.last_report >= REPORT_INTERVAL {
             self.last_report = now;
-            return report(best_cut, self.fraction(now));
+            return report(&Snapshot {
+                best: best_cut,
+                fraction: self.fraction(now),
+                solution: &|| best_sides.to_vec(),
+            });
         }
         false
     }

@@ -32,7 +32,7 @@ pub fn exhaustive(graph: &Graph, limits: &Limits, report: &mut Report<'_>) -> So
     let mut step = 0u64;
     while step < steps {
         step += 1;
-        if step.is_multiple_of(CHECK_EVERY) && clock.should_stop(best_cut, report) {
+        if step.is_multiple_of(CHECK_EVERY) && clock.should_stop(best_cut, &best_sides, report) {
             completed = false;
             break;
         }

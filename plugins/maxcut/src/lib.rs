@@ -148,15 +148,16 @@ impl UseCase for MaxCut {
                 &format!("warm start from a cut of {}", graph.cut_value(start)),
             );
         }
-        let (solution, kernel) = solver::solve(
-            &graph,
-            start.as_deref(),
-            &limits,
-            &mut |best_cut, fraction| {
-                context.progress(fraction, &format!("best cut so far: {best_cut}"));
+        let (solution, kernel) =
+            solver::solve(&graph, start.as_deref(), &limits, &mut |snapshot| {
+                let cut_value = snapshot.best;
+                context.progress(snapshot.fraction, &format!("best cut so far: {cut_value}"));
+                context.incumbent(cut_value, || Incumbent {
+                    cut_value,
+                    partition: (snapshot.solution)().into_iter().map(u8::from).collect(),
+                });
                 context.cancelled()
-            },
-        );
+            });
         context.log(
             LogLevel::Info,
             &format!(
@@ -174,6 +175,13 @@ impl UseCase for MaxCut {
         );
         Ok(output)
     }
+}
+
+/// An incumbent as max-cut reports it: the output's cut and partition, which its view draws.
+#[derive(Serialize)]
+struct Incumbent {
+    cut_value: f64,
+    partition: Vec<u8>,
 }
 
 fn output_from(graph: &Graph, solution: Solution, context: &RunContext) -> MaxCutOutput {

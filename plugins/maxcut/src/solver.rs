@@ -1,7 +1,7 @@
 //! The solver as the use case calls it: reduce the graph to its kernel, solve the kernel
 //! exactly when it is small and heuristically otherwise, extend the answer to the whole graph.
 
-use caseload_quadratic::{Limits, Qubo, Report, TabuParameters, tabu_search_from};
+use caseload_quadratic::{Limits, Qubo, Report, Snapshot, TabuParameters, tabu_search_from};
 
 use crate::anneal::{AnnealParameters, population_annealing};
 use crate::exhaustive::{EXHAUSTIVE_MAX_NODES, exhaustive};
@@ -145,7 +145,13 @@ pub fn solve(
     let start = start.filter(|start| start.len() == graph.num_nodes());
     let kernel_start: Option<Vec<bool>> =
         start.map(|start| kernel.original.iter().map(|&node| start[node]).collect());
-    let mut report_whole = |kernel_cut: f64, fraction: f64| report(kernel_cut + constant, fraction);
+    let mut report_whole = |snapshot: &Snapshot<'_>| {
+        report(&Snapshot {
+            best: snapshot.best + constant,
+            fraction: snapshot.fraction,
+            solution: &|| kernel.extend(&(snapshot.solution)()),
+        })
+    };
     let solution = solve_kernel(
         &kernel.graph,
         &Strategy::for_kernel(&kernel.graph),
@@ -218,8 +224,11 @@ fn tabu(
     report: &mut Report<'_>,
 ) -> Solution {
     let qubo = cut_qubo(graph);
-    let found = tabu_search_from(&qubo, start, limits, parameters, &mut |value, fraction| {
-        report(-value, fraction)
+    let found = tabu_search_from(&qubo, start, limits, parameters, &mut |snapshot| {
+        report(&Snapshot {
+            best: -snapshot.best,
+            ..*snapshot
+        })
     });
     Solution {
         sides: found.x,

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use caseload_quadratic::Snapshot;
+
 use crate::anneal::{AnnealParameters, population_annealing};
 use crate::clock::Clock;
 use crate::exhaustive::exhaustive;
@@ -85,7 +87,7 @@ fn limits(seed: u64, max_iterations: Option<u64>) -> Limits {
     }
 }
 
-fn never_cancelled(_: f64, _: f64) -> bool {
+fn never_cancelled(_: &Snapshot<'_>) -> bool {
     false
 }
 
@@ -612,9 +614,26 @@ fn check_runs_repeat(graph: &Graph) {
 fn cancellation_stops_the_search() {
     let graph = random_graph(300, 0.05, 8);
     let started = Instant::now();
-    let (solution, _) = solve(&graph, None, &limits(1, None), &mut |_, _| true);
+    let (solution, _) = solve(&graph, None, &limits(1, None), &mut |_| true);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(solution.sides.len(), 300);
+}
+
+#[test]
+fn reports_carry_a_cut_of_the_whole_graph_of_the_value_reported() {
+    // Pendant nodes reduce away: the search runs on the kernel, and what it reports is
+    // extended to the whole graph.
+    let graph = sparse_graph(400, 3);
+    let mut reports = 0;
+    let (_, kernel) = solve(&graph, None, &limits(1, None), &mut |snapshot| {
+        reports += 1;
+        let sides = (snapshot.solution)();
+        assert_eq!(sides.len(), graph.num_nodes());
+        assert_close(graph.cut_value(&sides), snapshot.best, "the reported cut");
+        reports == 3
+    });
+    assert!(kernel.nodes < graph.num_nodes());
+    assert_eq!(reports, 3);
 }
 
 #[test]
@@ -632,9 +651,7 @@ fn a_warm_start_is_never_lost() {
     for graph in [&sparse, &dense, &grid] {
         let (first, _) = solve(graph, None, &limits(1, Some(50_000)), &mut never_cancelled);
         let start_cut = graph.cut_value(&first.sides);
-        let (kept, _) = solve(graph, Some(&first.sides), &limits(2, None), &mut |_, _| {
-            true
-        });
+        let (kept, _) = solve(graph, Some(&first.sides), &limits(2, None), &mut |_| true);
         assert!(graph.cut_value(&kept.sides) >= start_cut);
         let (more, _) = solve(
             graph,

@@ -133,7 +133,9 @@ fn tempering_in<W: Weight>(
         {
             break;
         }
-        if round.is_multiple_of(rounds_per_check) && clock.should_stop(best.cut.to_f64(), report) {
+        if round.is_multiple_of(rounds_per_check)
+            && clock.should_stop(best.cut.to_f64(), &best.sides, report)
+        {
             break;
         }
         for ladder in &ladder {

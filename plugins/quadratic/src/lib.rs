@@ -18,7 +18,7 @@ pub mod random;
 mod tabu;
 
 pub use exhaustive::{EXHAUSTIVE_MAX_VARIABLES, exhaustive};
-pub use limits::{Limits, Report};
+pub use limits::{Limits, Report, Snapshot};
 pub use qubo::Qubo;
 pub use random::SplitMix64;
 pub use tabu::{Found, TabuParameters, tabu_search, tabu_search_from};

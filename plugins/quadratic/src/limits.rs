@@ -12,6 +12,17 @@ pub struct Limits {
     pub seed: u64,
 }
 
-/// Called with the best value so far and the fraction of the time or budget used; returns
-/// true when the job has been cancelled and the search should return at once.
-pub type Report<'a> = dyn FnMut(f64, f64) -> bool + 'a;
+/// What a search tells its caller as it runs.
+pub struct Snapshot<'a> {
+    /// The best value so far.
+    pub best: f64,
+    /// The fraction of the time or budget used.
+    pub fraction: f64,
+    /// Makes a copy of the assignment with the best value; a caller that reports incumbents
+    /// calls it, others do not pay for the copy.
+    pub solution: &'a dyn Fn() -> Vec<bool>,
+}
+
+/// Called with the search's [`Snapshot`] now and then; returns true when the job has been
+/// cancelled and the search should return at once.
+pub type Report<'a> = dyn FnMut(&Snapshot<'_>) -> bool + 'a;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::limits::{Limits, Report};
+use crate::limits::{Limits, Report, Snapshot};
 use crate::qubo::Qubo;
 use crate::random::SplitMix64;
 
@@ -138,7 +138,12 @@ pub fn tabu_search_from(
                         now.duration_since(started).as_secs_f64() / total.as_secs_f64().max(1e-9)
                     }
                 };
-                if report(best.value, fraction.min(1.0)) {
+                let snapshot = Snapshot {
+                    best: best.value,
+                    fraction: fraction.min(1.0),
+                    solution: &|| best.x.clone(),
+                };
+                if report(&snapshot) {
                     break;
                 }
             }
@@ -251,7 +256,7 @@ mod tests {
                 &qubo,
                 &limits(seed, 20_000),
                 &TabuParameters::default(),
-                &mut |_, _| false,
+                &mut |_| false,
             );
             assert_eq!(found.value, optimum, "seed {seed}");
             assert_eq!(qubo.value(&found.x), found.value);
@@ -272,11 +277,11 @@ mod tests {
     fn a_seed_and_a_budget_repeat_a_search() {
         let qubo = random_qubo(60, 9);
         let parameters = TabuParameters::default();
-        let first = tabu_search(&qubo, &limits(3, 5_000), &parameters, &mut |_, _| false);
-        let second = tabu_search(&qubo, &limits(3, 5_000), &parameters, &mut |_, _| false);
+        let first = tabu_search(&qubo, &limits(3, 5_000), &parameters, &mut |_| false);
+        let second = tabu_search(&qubo, &limits(3, 5_000), &parameters, &mut |_| false);
         assert_eq!(first.x, second.x);
         assert_eq!(first.iterations, 5_000);
-        let other = tabu_search(&qubo, &limits(4, 5_000), &parameters, &mut |_, _| false);
+        let other = tabu_search(&qubo, &limits(4, 5_000), &parameters, &mut |_| false);
         assert_eq!(qubo.value(&other.x), other.value);
     }
 
@@ -284,14 +289,14 @@ mod tests {
     fn a_warm_start_is_never_lost() {
         let qubo = random_qubo(200, 5);
         let parameters = TabuParameters::default();
-        let first = tabu_search(&qubo, &limits(1, 20_000), &parameters, &mut |_, _| false);
+        let first = tabu_search(&qubo, &limits(1, 20_000), &parameters, &mut |_| false);
         // Cancelled at once: what comes back is the start itself.
         let kept = tabu_search_from(
             &qubo,
             Some(&first.x),
             &limits(2, 20_000),
             &parameters,
-            &mut |_, _| true,
+            &mut |_| true,
         );
         assert!(kept.value <= first.value);
         let more = tabu_search_from(
@@ -299,7 +304,7 @@ mod tests {
             Some(&first.x),
             &limits(2, 20_000),
             &parameters,
-            &mut |_, _| false,
+            &mut |_| false,
         );
         assert!(more.value <= first.value);
         assert_eq!(qubo.value(&more.x), more.value);
@@ -315,10 +320,17 @@ mod tests {
         };
         // The first report that hears of the cancellation is the last.
         let mut reports = 0;
-        let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut |_, _| {
-            reports += 1;
-            true
-        });
+        let found = tabu_search(
+            &qubo,
+            &limits,
+            &TabuParameters::default(),
+            &mut |snapshot| {
+                reports += 1;
+                // What it reports is an assignment with the value it reports.
+                assert_eq!(qubo.value(&(snapshot.solution)()), snapshot.best);
+                true
+            },
+        );
         assert_eq!(reports, 1);
         assert_eq!(qubo.value(&found.x), found.value);
     }

@@ -34,9 +34,7 @@ fn main() {
                 max_iterations: None,
                 seed,
             };
-            let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut |_, _| {
-                false
-            });
+            let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut |_| false);
             let sample: Vec<i8> = found.x.iter().map(|&value| i8::from(value)).collect();
             let sample = Bqm::convert_sample(&sample, Vartype::Binary, bqm.vartype);
             line.push_str(&format!(

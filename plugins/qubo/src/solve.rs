@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use caseload_quadratic::{
-    EXHAUSTIVE_MAX_VARIABLES, Limits, Qubo, TabuParameters, exhaustive, tabu_search_from,
+    EXHAUSTIVE_MAX_VARIABLES, Limits, Qubo, Snapshot, TabuParameters, exhaustive, tabu_search_from,
 };
 use caseload_sdk::RunContext;
+use serde::Serialize;
 
 use crate::model::{Bqm, Sense, Vartype};
 
@@ -53,12 +54,16 @@ pub fn solve(model: &Bqm, start: Option<&[i8]>, context: &RunContext) -> Solved 
     // The minimised QUBO leaves out the binary model's constant; progress is in the model's
     // own energies.
     let constant = model.with_vartype(Vartype::Binary).offset;
-    let mut report = |best: f64, fraction: f64| {
+    let mut report = |snapshot: &Snapshot<'_>| {
         let energy = match model.sense {
-            Sense::Minimize => constant + best,
-            Sense::Maximize => constant - best,
+            Sense::Minimize => constant + snapshot.best,
+            Sense::Maximize => constant - snapshot.best,
         };
-        context.progress(fraction, &format!("best energy so far: {energy}"));
+        context.progress(snapshot.fraction, &format!("best energy so far: {energy}"));
+        context.incumbent(energy, || Incumbent {
+            energy,
+            sample: sample_of(model, &(snapshot.solution)()),
+        });
         context.cancelled()
     };
     let (x, optimal, algorithm, iterations, time_to_best) =
@@ -87,14 +92,26 @@ pub fn solve(model: &Bqm, start: Option<&[i8]>, context: &RunContext) -> Solved 
                 found.time_to_best,
             )
         };
-    let binary: Vec<i8> = x.iter().map(|&value| i8::from(value)).collect();
     Solved {
-        sample: Bqm::convert_sample(&binary, Vartype::Binary, model.vartype),
+        sample: sample_of(model, &x),
         optimal,
         algorithm,
         iterations,
         time_to_best,
     }
+}
+
+/// An incumbent as the QUBO use case reports it: the output's energy and sample.
+#[derive(Serialize)]
+struct Incumbent {
+    energy: f64,
+    sample: Vec<i8>,
+}
+
+/// A binary assignment of the minimised QUBO as a sample in the model's vartype.
+fn sample_of(model: &Bqm, x: &[bool]) -> Vec<i8> {
+    let binary: Vec<i8> = x.iter().map(|&value| i8::from(value)).collect();
+    Bqm::convert_sample(&binary, Vartype::Binary, model.vartype)
 }
 
 #[cfg(test)]
@@ -161,9 +178,7 @@ mod tests {
                 max_iterations: Some(20_000),
                 seed: 7,
             };
-            let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut |_, _| {
-                false
-            });
+            let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut |_| false);
             let binary: Vec<i8> = found.x.iter().map(|&value| i8::from(value)).collect();
             let sample = Bqm::convert_sample(&binary, Vartype::Binary, vartype);
             assert_eq!(model.energy(&sample), optimum, "{vartype:?} {sense:?}");
