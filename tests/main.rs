@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod adversarial;
+mod api_keys;
 mod auth;
 mod cancel;
 mod console;

@@ -16,6 +16,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use crate::api_key::KeyGrant;
+
 /// The signing key's file in the data directory, unless `--jwt-key-file` names another.
 pub const SIGNING_KEY_FILE: &str = "jwt-ed25519.pem";
 
@@ -220,6 +222,7 @@ impl TokenKeys {
             username: data.claims.name,
             issued_ms: data.claims.issued_ms,
             admin: false,
+            key: None,
         };
         let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
         if verified.len() >= VERIFIED_TOKENS {
@@ -246,7 +249,7 @@ pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// The user a request's bearer token was issued to.
+/// The user a request's bearer token (or API key) was issued to.
 #[derive(Debug, Clone)]
 pub struct AuthUser {
     pub id: String,
@@ -254,8 +257,11 @@ pub struct AuthUser {
     /// When the token was issued, in milliseconds since the epoch.
     pub issued_ms: u64,
     /// Whether the user is an administrator, as its access was last read (not a claim of
-    /// the token: a change holds within the access check's time).
+    /// the token: a change holds within the access check's time), and the key, if the
+    /// request came with one, lets it act as one.
     pub admin: bool,
+    /// The API key the request came with, if it came with one rather than a token.
+    pub key: Option<KeyGrant>,
 }
 
 #[cfg(test)]

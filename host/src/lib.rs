@@ -6,10 +6,12 @@
 //! (the wasmtime sandbox). ARCHITECTURE.md draws the whole path.
 
 pub mod api;
+pub mod api_key;
 pub mod auth;
 pub mod changes;
 pub mod config;
 pub mod http_post;
+pub mod key_command;
 pub mod kit;
 pub mod listener;
 pub mod metrics;

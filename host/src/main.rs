@@ -33,6 +33,9 @@ async fn main() -> anyhow::Result<()> {
         None => caseload::serve(&cli.storage, &cli.serve).await,
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,
         Some(Command::User(command)) => caseload::change_user(&cli.storage, command).await,
+        Some(Command::Key(command)) => {
+            caseload::key_command::manage_keys(&cli.storage, command).await
+        }
         Some(Command::Plugin(command)) => {
             let data_dir = cli.storage.data_dir.clone();
             let command = command.clone();

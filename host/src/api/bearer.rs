@@ -1,10 +1,12 @@
 //! The bearer token on a request, checked: handlers that take an [`AuthUser`] run only for a
-//! valid token whose user may still use it, and every other request gets a 401.
+//! valid token (or API key, within its scopes) whose user may still use it; every other
+//! request gets a 401, or a 403 naming the scope a key lacks.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::{ApiError, AppState};
+use crate::api_key::{KEY_PREFIX, Scope};
 use crate::auth::AuthUser;
 
 impl FromRequestParts<AppState> for AuthUser {
@@ -25,12 +27,30 @@ impl FromRequestParts<AppState> for AuthUser {
             .ok_or(ApiError::InvalidToken(
                 "the Authorization header is not 'Bearer <token>'",
             ))?;
-        let mut user = state
-            .tokens
-            .verify(token)
-            .ok_or(ApiError::InvalidToken("the token is invalid or expired"))?;
+        let mut user = if token.starts_with(KEY_PREFIX) {
+            state.api_keys.check(&state.store, token).await?
+        } else {
+            state
+                .tokens
+                .verify(token)
+                .ok_or(ApiError::InvalidToken("the token is invalid or expired"))?
+        };
         let access = state.user_access.check(state.store.as_ref(), &user).await?;
         user.admin = access.admin;
+        if let Some(key) = &user.key {
+            let needed = Scope::needed_for(&parts.method, parts.uri.path());
+            if !needed.granted_by(&key.scopes) {
+                let has: Vec<&str> = key.scopes.iter().map(|scope| scope.as_str()).collect();
+                return Err(ApiError::Forbidden(format!(
+                    "this API key (cl_{}) lacks the {} scope this request needs; it has {}",
+                    key.id,
+                    needed.as_str(),
+                    has.join(", ")
+                )));
+            }
+            // A key acts as an administrator only with a scope that needs one.
+            user.admin &= key.scopes.iter().any(|scope| scope.needs_admin());
+        }
         Ok(user)
     }
 }

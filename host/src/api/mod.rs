@@ -1,5 +1,6 @@
 //! The HTTP API: the router, its shared state and middleware, one module per route group.
 
+mod api_keys;
 mod batch;
 mod bearer;
 mod body_budget;
@@ -18,11 +19,13 @@ mod incumbents;
 mod job_filter;
 mod job_input;
 mod jobs;
+mod key_access;
 mod labels;
 mod login;
 mod login_throttle;
 mod long_poll;
 mod openapi;
+mod openapi_api_keys;
 mod openapi_experiments;
 mod options;
 mod owner_feed;
@@ -56,6 +59,7 @@ pub use self::client_address::TrustedProxies;
 pub use self::cors::cors;
 pub use self::error::ApiError;
 pub use self::held::{ConnectionClosing, HeldRequests};
+use self::key_access::KeyCache;
 use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;
 use crate::auth::TokenKeys;
@@ -111,6 +115,7 @@ pub struct AppState {
     pub metrics_token_sha256: Option<[u8; 32]>,
     /// Whether tokens' users may still use them.
     pub user_access: Arc<AccessCache>,
+    pub api_keys: Arc<KeyCache>,
     /// Who waits for which job (long-polls, event streams).
     pub changes: Arc<JobChanges>,
     /// The feeds of `GET /jobs/events`, one per user with streams open.
@@ -152,6 +157,7 @@ impl AppState {
             body_budget: BodyBudget::default(),
             metrics_token_sha256: None,
             user_access: Arc::default(),
+            api_keys: Arc::default(),
             changes: Arc::default(),
             held_requests: Arc::default(),
             owner_feeds: Arc::default(),
@@ -226,6 +232,7 @@ pub fn app(state: AppState) -> Router {
     let request_id = HeaderName::from_static("x-request-id");
     Router::new()
         .merge(login::router())
+        .merge(api_keys::router())
         .merge(problems::router())
         .merge(jobs::router())
         .merge(events::router())

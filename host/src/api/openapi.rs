@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::batch::MAX_BATCH;
 use super::labels::MAX_LABELS;
+use super::openapi_api_keys as api_key_schemas;
 use crate::plugins::PluginRegistry;
 
 /// The body schemas of `schemas/api/`, by the component names the paths refer to.
@@ -458,6 +459,9 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
             schema
         }),
         ("Incumbents", incumbents_schema()),
+        ("CreateApiKey", api_key_schemas::create()),
+        ("ApiKeyCreated", api_key_schemas::created()),
+        ("ApiKeyList", api_key_schemas::list()),
         (
             "Rerun",
             json!({

@@ -43,9 +43,14 @@ impl AccessCache {
             Some(access) if access.disabled => {
                 Err(ApiError::InvalidToken("the token's user is disabled"))
             }
-            Some(access) if (user.issued_ms as i64) < access.tokens_valid_after => Err(
-                ApiError::InvalidToken("the token was revoked; log in again for a new one"),
-            ),
+            // A key is revoked on its own (DELETE /api_keys/<id>), not with the user's tokens.
+            Some(access)
+                if user.key.is_none() && (user.issued_ms as i64) < access.tokens_valid_after =>
+            {
+                Err(ApiError::InvalidToken(
+                    "the token was revoked; log in again for a new one",
+                ))
+            }
             Some(access) => Ok(access),
         }
     }

@@ -9,7 +9,9 @@ use serde_json::Value;
 use super::experiment_summary::{InputResult, Progress, VersionSummary};
 use crate::config::UseCaseLimits;
 use crate::plugins::Plugin;
-use crate::store::{DataFile, ExecutionRecord, IncumbentRecord, JobRecord, JobSummary, Millis};
+use crate::store::{
+    ApiKeyRecord, DataFile, ExecutionRecord, IncumbentRecord, JobRecord, JobSummary, Millis,
+};
 
 /// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
 pub fn format_timestamp(millis: Millis) -> String {
@@ -341,6 +343,51 @@ pub struct IncumbentsResponse {
     pub job_id: String,
     /// Oldest first.
     pub incumbents: Vec<IncumbentView>,
+}
+
+/// An API key as `GET /api_keys` lists it: never its secret.
+#[derive(Debug, Serialize)]
+pub struct ApiKeyView {
+    /// What `DELETE /api_keys/<id>` takes.
+    pub id: String,
+    /// How the key starts, `cl_<id>`: enough to recognise it, not to use it.
+    pub prefix: String,
+    pub name: String,
+    pub owner: String,
+    pub scopes: Vec<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    /// To the minute.
+    pub last_used_at: Option<String>,
+}
+
+impl ApiKeyView {
+    pub fn new(key: &ApiKeyRecord) -> ApiKeyView {
+        ApiKeyView {
+            id: key.id.clone(),
+            prefix: format!("cl_{}", key.id),
+            name: key.name.clone(),
+            owner: key.owner_name.clone(),
+            scopes: key.scopes.clone(),
+            created_at: format_rfc3339(key.created_at),
+            expires_at: key.expires_at.map(format_rfc3339),
+            last_used_at: key.last_used_at.map(format_rfc3339),
+        }
+    }
+}
+
+/// `POST /api_keys`: the key's text, answered this once, beside what lists show of it.
+#[derive(Debug, Serialize)]
+pub struct ApiKeyCreated {
+    pub key: String,
+    #[serde(flatten)]
+    pub view: ApiKeyView,
+}
+
+/// `GET /api_keys`.
+#[derive(Debug, Serialize)]
+pub struct ApiKeyList {
+    pub api_keys: Vec<ApiKeyView>,
 }
 
 /// `GET /jobs`: a page of the caller's jobs, newest first.

@@ -38,6 +38,37 @@ pub enum Command {
     /// Work with plugin files.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Manage API keys (`Authorization: Bearer cl_...`), as `/api_keys` does over HTTP.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Make a key for a user and print it (shown this once).
+    Create {
+        /// Whose key it is: it acts as this user, within its scopes.
+        #[arg(long)]
+        user: String,
+        /// What the key is for, as lists show it.
+        #[arg(long)]
+        name: String,
+        /// read, launch, publish or admin (repeat, or separate with commas); publish and
+        /// admin only for an administrator.
+        #[arg(long = "scope", value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+        /// Days until the key stops working (never, by default).
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+    },
+    /// List the keys of a user, or of every user.
+    List {
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Revoke a key (its id, or its `cl_<id>` prefix): it stops within seconds on every
+    /// replica.
+    Revoke { id: String },
 }
 
 #[derive(Debug, Subcommand)]

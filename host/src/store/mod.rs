@@ -9,6 +9,7 @@
 //! [`batch::Batcher`]: concurrent writes share one transaction and so one durable commit, which
 //! is where throughput comes from, without weakening durability.
 
+mod api_keys;
 mod backend;
 mod batch;
 mod datasets;
@@ -31,6 +32,7 @@ mod tests;
 mod users;
 mod webhooks;
 
+pub use self::api_keys::{ApiKeyRecord, ApiKeys};
 pub use self::batch::QueuedWrite;
 pub use self::datasets::{DataFile, DataSets};
 pub use self::executions::{
@@ -228,6 +230,7 @@ pub trait JobStore:
     + Experiments
     + Races
     + Incumbents
+    + ApiKeys
 {
 }
 
@@ -242,6 +245,7 @@ impl<S> JobStore for S where
         + Experiments
         + Races
         + Incumbents
+        + ApiKeys
 {
 }
 

@@ -108,6 +108,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         25,
         include_str!("../../migrations/postgres/0025_incumbents.sql"),
     ),
+    (
+        26,
+        include_str!("../../migrations/postgres/0026_api_keys.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -559,3 +559,21 @@ pub(super) const PRUNE_INCUMBENTS: &str = "DELETE FROM incumbents
                     SUM(bytes) OVER (ORDER BY seq DESC) AS kept_bytes
              FROM incumbents WHERE execution_id = $1) AS newest
          WHERE place = 1 OR (place <= $2 AND kept_bytes <= $3))";
+
+pub(super) const INSERT_API_KEY: &str =
+    "INSERT INTO api_keys (id, owner_id, name, secret_hash, scopes, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+pub(super) const API_KEY: &str = "SELECT api_keys.*, users.username AS owner_name
+     FROM api_keys JOIN users ON users.id = api_keys.owner_id WHERE api_keys.id = $1";
+
+/// `$1` null: every owner's.
+pub(super) const API_KEYS: &str = "SELECT api_keys.*, users.username AS owner_name
+     FROM api_keys JOIN users ON users.id = api_keys.owner_id
+     WHERE $1 IS NULL OR api_keys.owner_id = $1 ORDER BY api_keys.created_at, api_keys.id";
+
+/// `$2` null: whoever owns it.
+pub(super) const DELETE_API_KEY: &str =
+    "DELETE FROM api_keys WHERE id = $1 AND ($2 IS NULL OR owner_id = $2)";
+
+pub(super) const TOUCH_API_KEY: &str = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1";

@@ -98,6 +98,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         25,
         include_str!("../../migrations/sqlite/0025_incumbents.sql"),
     ),
+    (
+        26,
+        include_str!("../../migrations/sqlite/0026_api_keys.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

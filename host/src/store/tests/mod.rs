@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::*;
 use crate::store::scratch::ScratchDatabase;
 
+mod api_keys;
 mod datasets;
 mod executions;
 mod experiments;
@@ -20,6 +21,7 @@ mod service;
 mod users;
 mod webhooks;
 
+use api_keys::*;
 use datasets::*;
 use executions::*;
 use experiments::*;
@@ -115,6 +117,7 @@ for_each_backend!(
     an_experiment_s_runs_are_read_back_with_their_results,
     a_race_ends_with_its_best_entrant_once_every_entrant_ended,
     an_execution_keeps_its_newest_incumbents_within_bounds,
+    api_keys_are_kept_listed_touched_and_revoked,
 );
 
 /// Pending jobs in the whole store, as /metrics counts them.

@@ -1,0 +1,176 @@
+//! `POST /api_keys`, `GET /api_keys`, `DELETE /api_keys/<id>`: keys a script authenticates
+//! with instead of a person's password. The key's text is answered once, at creation; the
+//! store keeps a hash of its secret. A key's scopes never go above its owner's role.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get};
+use serde::Deserialize;
+
+use super::wire::{ApiKeyCreated, ApiKeyList, ApiKeyView};
+use super::{ApiError, AppState, Json, Path};
+use crate::api_key::{self, Scope};
+use crate::auth::AuthUser;
+use crate::store::now_millis;
+use crate::violation::Violation;
+
+/// The longest name a key may have.
+const MAX_NAME_CHARS: usize = 100;
+
+/// The most keys one user may hold.
+const MAX_KEYS_PER_USER: usize = 100;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api_keys", get(list).post(create))
+        .route("/api_keys/{key_id}", delete(revoke))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateKey {
+    name: String,
+    scopes: Vec<String>,
+    #[serde(default)]
+    expires_at: Option<String>,
+}
+
+async fn create(
+    State(state): State<AppState>,
+    user: AuthUser,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let request: CreateKey =
+        serde_json::from_slice(&body).map_err(|error| ApiError::Validation {
+            detail: "the body is not a key request".into(),
+            errors: vec![Violation::new(
+                "",
+                format!("expected {{name, scopes, expires_at?}}: {error}"),
+            )],
+        })?;
+    let now = now_millis();
+    let (scopes, expires_at) = checked(&user, &request, now)?;
+    let held = state.store.api_keys(Some(&user.id)).await?.len();
+    if held >= MAX_KEYS_PER_USER {
+        return Err(ApiError::Conflict(format!(
+            "{} holds {held} API keys, the most one user may; revoke one first",
+            user.username
+        )));
+    }
+    let mut new = api_key::generate(&user.id, request.name.trim(), &scopes, expires_at, now);
+    state.store.create_api_key(&new.record).await?;
+    new.record.owner_name = user.username.clone();
+    tracing::info!(key = %format!("cl_{}", new.record.id), user = %user.username, "API key created");
+    Ok((
+        StatusCode::CREATED,
+        Json(ApiKeyCreated {
+            key: new.text,
+            view: ApiKeyView::new(&new.record),
+        }),
+    )
+        .into_response())
+}
+
+/// The key's scopes and expiry, or every problem with the request.
+fn checked(
+    user: &AuthUser,
+    request: &CreateKey,
+    now: i64,
+) -> Result<(Vec<Scope>, Option<i64>), ApiError> {
+    let mut errors = Vec::new();
+    let name = request.name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        errors.push(Violation::new(
+            "/name",
+            format!("a key's name is 1 to {MAX_NAME_CHARS} characters"),
+        ));
+    }
+    if request.scopes.is_empty() {
+        errors.push(Violation::new(
+            "/scopes",
+            "name at least one of read, launch, publish, admin",
+        ));
+    }
+    let mut scopes = Vec::new();
+    for (index, text) in request.scopes.iter().enumerate() {
+        match Scope::parse(text) {
+            None => errors.push(Violation::new(
+                format!("/scopes/{index}"),
+                format!("unknown scope {text:?}; scopes are read, launch, publish, admin"),
+            )),
+            Some(scope) if scope.needs_admin() && !user.admin => errors.push(Violation::new(
+                format!("/scopes/{index}"),
+                format!(
+                    "{} is not an administrator, so its keys cannot have the {text} scope",
+                    user.username
+                ),
+            )),
+            Some(scope)
+                if user
+                    .key
+                    .as_ref()
+                    .is_some_and(|key| !scope.granted_by(&key.scopes)) =>
+            {
+                errors.push(Violation::new(
+                    format!("/scopes/{index}"),
+                    format!("the key this request came with does not have the {text} scope"),
+                ));
+            }
+            Some(scope) => scopes.push(scope),
+        }
+    }
+    scopes.sort_unstable();
+    scopes.dedup();
+    let expires_at = match &request.expires_at {
+        None => None,
+        Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
+            Ok(at) if at.timestamp_millis() > now => Some(at.timestamp_millis()),
+            Ok(_) => {
+                errors.push(Violation::new("/expires_at", "the time has passed"));
+                None
+            }
+            Err(error) => {
+                errors.push(Violation::new(
+                    "/expires_at",
+                    format!("not an RFC 3339 time ({error}), e.g. 2027-01-31T00:00:00Z"),
+                ));
+                None
+            }
+        },
+    };
+    if errors.is_empty() {
+        Ok((scopes, expires_at))
+    } else {
+        Err(ApiError::Validation {
+            detail: "the key request is not valid".into(),
+            errors,
+        })
+    }
+}
+
+async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Json<ApiKeyList>, ApiError> {
+    let keys = state.store.api_keys(Some(&user.id)).await?;
+    Ok(Json(ApiKeyList {
+        api_keys: keys.iter().map(ApiKeyView::new).collect(),
+    }))
+}
+
+/// The owner revokes its key; an administrator any key.
+async fn revoke(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(key_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = key_id.strip_prefix(api_key::KEY_PREFIX).unwrap_or(&key_id);
+    let owner = (!user.admin).then_some(user.id.as_str());
+    if state.store.revoke_api_key(id, owner).await? {
+        state.api_keys.forget(id);
+        tracing::info!(key = %format!("cl_{id}"), user = %user.username, "API key revoked");
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!("no API key {key_id:?}")))
+    }
+}

@@ -1,0 +1,92 @@
+//! `caseload key create | list | revoke`: API keys managed on the host, as `/api_keys` does
+//! over HTTP, for an operator without a token (or a user the server has no password for).
+
+use anyhow::bail;
+
+use crate::api_key::{self, Scope};
+use crate::config::{KeyCommand, StorageArgs};
+use crate::open_store;
+use crate::store::now_millis;
+
+pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow::Result<()> {
+    let store = open_store(storage).await?;
+    match command {
+        KeyCommand::Create {
+            user,
+            name,
+            scopes,
+            expires_in_days,
+        } => {
+            let Some(owner) = store.user_by_name(user).await? else {
+                bail!("no user {user:?}");
+            };
+            let admin = store
+                .user_access(&owner.id)
+                .await?
+                .is_some_and(|access| access.admin);
+            let mut granted = Vec::new();
+            for text in scopes {
+                match Scope::parse(text.trim()) {
+                    None => {
+                        bail!("unknown scope {text:?}; scopes are read, launch, publish, admin")
+                    }
+                    Some(scope) if scope.needs_admin() && !admin => {
+                        bail!("{user} is not an administrator, so its keys cannot have {text}")
+                    }
+                    Some(scope) => granted.push(scope),
+                }
+            }
+            granted.sort_unstable();
+            granted.dedup();
+            let name = name.trim();
+            if name.is_empty() || name.chars().count() > 100 {
+                bail!("a key's name is 1 to 100 characters");
+            }
+            let now = now_millis();
+            let expires_at =
+                expires_in_days.map(|days| now + i64::from(days) * 24 * 60 * 60 * 1000);
+            let new = api_key::generate(&owner.id, name, &granted, expires_at, now);
+            store.create_api_key(&new.record).await?;
+            eprintln!(
+                "created key cl_{} for {user} ({}); it is shown this once:",
+                new.record.id,
+                new.record.scopes.join(", ")
+            );
+            println!("{}", new.text);
+        }
+        KeyCommand::List { user } => {
+            let owner = match user {
+                None => None,
+                Some(user) => match store.user_by_name(user).await? {
+                    Some(owner) => Some(owner.id),
+                    None => bail!("no user {user:?}"),
+                },
+            };
+            for key in store.api_keys(owner.as_deref()).await? {
+                let when = |millis: Option<i64>| {
+                    millis
+                        .and_then(chrono::DateTime::from_timestamp_millis)
+                        .map_or_else(|| "-".to_owned(), |at| at.to_rfc3339())
+                };
+                println!(
+                    "cl_{}\t{}\t{}\t{}\tcreated {}\texpires {}\tlast used {}",
+                    key.id,
+                    key.owner_name,
+                    key.name,
+                    key.scopes.join(","),
+                    when(Some(key.created_at)),
+                    when(key.expires_at),
+                    when(key.last_used_at)
+                );
+            }
+        }
+        KeyCommand::Revoke { id } => {
+            let bare = id.strip_prefix(api_key::KEY_PREFIX).unwrap_or(id);
+            if !store.revoke_api_key(bare, None).await? {
+                bail!("no API key {id:?}");
+            }
+            println!("revoked key cl_{bare}; it stops within seconds on every replica");
+        }
+    }
+    Ok(())
+}

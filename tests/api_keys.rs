@@ -1,0 +1,313 @@
+//! API keys: made over HTTP or on the host, shown once, used as a bearer token within their
+//! scopes and their owner's rights, listed without their secret, revoked, expired, and
+//! stopped with their owner. A read-only key is walked over every operation of
+//! `/openapi.json`: it changes nothing.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::support::{PATIENCE, TestServer, expect_problem};
+
+async fn create_key(server: &TestServer, token: &str, body: &Value) -> reqwest::Response {
+    server.post_json(token, "/api_keys", body).await
+}
+
+/// Makes a key and answers its text.
+async fn key(server: &TestServer, token: &str, name: &str, scopes: &[&str]) -> String {
+    let response = create_key(server, token, &json!({"name": name, "scopes": scopes})).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let created: Value = response.json().await.unwrap();
+    created["key"].as_str().unwrap().to_owned()
+}
+
+/// Waits until a request with `key` is refused with 401 (a revocation on its way to this
+/// replica's cache).
+async fn until_refused(server: &TestServer, key: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let response = server.get(key, "/jobs").await;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            return response.json().await.unwrap();
+        }
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(started.elapsed() < PATIENCE, "the key still works");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn key_command(server: &TestServer, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .arg("key")
+        .args(args)
+        .arg("--data-dir")
+        .arg(server.data_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("caseload key runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_key_works_within_its_scopes_until_it_is_revoked() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let response = create_key(
+        &server,
+        &admin,
+        &json!({"name": "dashboard", "scopes": ["read"]}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let created: Value = response.json().await.unwrap();
+    let reader = created["key"].as_str().unwrap().to_owned();
+    // cl_<12-character id>_<secret>; the secret may hold `_` too.
+    let (prefix, secret) = (&reader[..15], &reader[16..]);
+    assert_eq!(created["prefix"], prefix);
+    assert!(prefix.starts_with("cl_") && secret.len() >= 43, "{created}");
+    assert_eq!(created["scopes"], json!(["read"]));
+    assert_eq!(created["owner"], "admin");
+
+    // It reads; it does not launch.
+    assert_eq!(server.get(&reader, "/jobs").await.status(), StatusCode::OK);
+    let refused = server
+        .post_json(
+            &reader,
+            "/problem/maxcut",
+            &json!({"num_nodes": 2, "edges": [[0, 1, 1]]}),
+        )
+        .await;
+    let problem = expect_problem(refused, StatusCode::FORBIDDEN).await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("launch scope"),
+        "{problem}"
+    );
+
+    // A launch key launches and reads what it launched.
+    let launcher = key(&server, &admin, "pipeline", &["launch"]).await;
+    let job = server
+        .launch(
+            &launcher,
+            "maxcut",
+            &json!({"num_nodes": 2, "edges": [[0, 1, 1]]}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&launcher, &job).await["status"],
+        "COMPLETED"
+    );
+    // Without the publish scope, even an administrator's key does not publish.
+    let publish = server.publish_raw(&launcher, "", b"\0asm").await;
+    expect_problem(publish, StatusCode::FORBIDDEN).await;
+
+    // Listed without secrets, with their last use.
+    let started = Instant::now();
+    let listed = loop {
+        let listed: Value = server.get(&admin, "/api_keys").await.json().await.unwrap();
+        if listed["api_keys"][1]["last_used_at"].is_string() {
+            break listed;
+        }
+        assert!(started.elapsed() < PATIENCE, "{listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let keys = listed["api_keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[1]["name"], "pipeline");
+    assert!(!listed.to_string().contains(secret));
+
+    // Wrong secrets and shapes are 401.
+    for bad in [format!("{prefix}_{}", "A".repeat(43)), "cl_nope".to_owned()] {
+        expect_problem(server.get(&bad, "/jobs").await, StatusCode::UNAUTHORIZED).await;
+    }
+
+    // Revoked: it stops.
+    let id = keys[1]["id"].as_str().unwrap();
+    let revoked = server.delete(&admin, &format!("/api_keys/{id}")).await;
+    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+    until_refused(&server, &launcher).await;
+    let again = server.delete(&admin, &format!("/api_keys/{id}")).await;
+    expect_problem(again, StatusCode::NOT_FOUND).await;
+}
+
+#[tokio::test]
+async fn bad_key_requests_are_refused_and_keys_stop_with_their_owner() {
+    let server = TestServer::start();
+    server.add_user("bob", "bob-password-1");
+    let bob = server.token("bob", "bob-password-1").await;
+    for (body, pointer) in [
+        (json!({"name": "x", "scopes": []}), "/scopes"),
+        (json!({"name": "x", "scopes": ["write"]}), "/scopes/0"),
+        (json!({"name": "x", "scopes": ["publish"]}), "/scopes/0"),
+        (json!({"name": "", "scopes": ["read"]}), "/name"),
+        (
+            json!({"name": "x", "scopes": ["read"], "expires_at": "2001-01-01T00:00:00Z"}),
+            "/expires_at",
+        ),
+        (
+            json!({"name": "x", "scopes": ["read"], "expires_at": "tomorrow"}),
+            "/expires_at",
+        ),
+        (json!({"name": "x", "scopes": ["read"], "project": "p"}), ""),
+    ] {
+        let response = create_key(&server, &bob, &body).await;
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let pointers: Vec<&str> = problem["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|error| error["pointer"].as_str().unwrap())
+            .collect();
+        assert!(pointers.contains(&pointer), "{body}: {problem}");
+    }
+    assert!(
+        server
+            .get(&bob, "/api_keys")
+            .await
+            .json::<Value>()
+            .await
+            .unwrap()["api_keys"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // A key that expires stops.
+    let soon = (chrono::Utc::now() + chrono::Duration::milliseconds(1500)).to_rfc3339();
+    let response = create_key(
+        &server,
+        &bob,
+        &json!({"name": "short", "scopes": ["read"], "expires_at": soon}),
+    )
+    .await;
+    let short: Value = response.json().await.unwrap();
+    let short = short["key"].as_str().unwrap().to_owned();
+    let refused = until_refused(&server, &short).await;
+    assert!(
+        refused["detail"].as_str().unwrap().contains("expired"),
+        "{refused}"
+    );
+
+    // Bob's key stops when Bob is disabled, and not when his tokens are revoked.
+    let bobs = key(&server, &bob, "bob's", &["launch"]).await;
+    let (ok, output) = server.user_command(&["revoke", "bob"], None);
+    assert!(ok, "{output}");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(server.get(&bobs, "/jobs").await.status(), StatusCode::OK);
+    let (ok, output) = server.user_command(&["disable", "bob"], None);
+    assert!(ok, "{output}");
+    until_refused(&server, &bobs).await;
+}
+
+#[tokio::test]
+async fn keys_are_made_listed_and_revoked_on_the_host() {
+    let server = TestServer::start();
+    server.add_user("carol", "carol-password-1");
+    let (ok, key, report) = key_command(
+        &server,
+        &[
+            "create",
+            "--user",
+            "carol",
+            "--name",
+            "nightly",
+            "--scope",
+            "read,launch",
+        ],
+    );
+    assert!(ok, "{report}");
+    let key = key.trim().to_owned();
+    assert!(
+        key.starts_with("cl_") && report.contains("shown this once"),
+        "{report}"
+    );
+    let job = server
+        .launch(
+            &key,
+            "maxcut",
+            &json!({"num_nodes": 2, "edges": [[0, 1, 1]]}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&key, &job).await["status"],
+        "COMPLETED"
+    );
+    let (ok, listed, _) = key_command(&server, &["list", "--user", "carol"]);
+    assert!(
+        ok && listed.contains("nightly") && listed.contains("read,launch"),
+        "{listed}"
+    );
+    assert!(!listed.contains(&key[16..]));
+    // Not an administrator: no publish scope.
+    let (ok, _, report) = key_command(
+        &server,
+        &[
+            "create", "--user", "carol", "--name", "x", "--scope", "publish",
+        ],
+    );
+    assert!(!ok && report.contains("not an administrator"), "{report}");
+    let (ok, _, report) = key_command(&server, &["revoke", &key[..15]]);
+    assert!(ok, "{report}");
+    until_refused(&server, &key).await;
+}
+
+/// An operation of `/openapi.json` as a request: its path with every parameter filled in.
+fn operations(document: &Value) -> Vec<(Method, String)> {
+    let mut found = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        let filled: String = path
+            .split('/')
+            .map(|part| if part.starts_with('{') { "x" } else { part })
+            .collect::<Vec<_>>()
+            .join("/");
+        for method in ["get", "post", "put", "delete", "patch"] {
+            if item.get(method).is_some() && path != "/login" {
+                found.push((
+                    Method::from_bytes(method.to_uppercase().as_bytes()).unwrap(),
+                    filled.clone(),
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_read_key_changes_nothing_anywhere_in_the_api() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let reader = key(&server, &admin, "auditor", &["read"]).await;
+    let document: Value = server
+        .get(&admin, "/openapi.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let operations = operations(&document);
+    assert!(operations.len() > 30, "{operations:?}");
+    for (method, path) in operations {
+        let response = server
+            .client
+            .request(method.clone(), server.url(&path))
+            .bearer_auth(&reader)
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        if method == Method::GET {
+            assert!(
+                status != StatusCode::FORBIDDEN && status != StatusCode::UNAUTHORIZED,
+                "GET {path}: {status}"
+            );
+        } else {
+            assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}");
+        }
+    }
+}
