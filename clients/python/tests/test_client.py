@@ -1,13 +1,14 @@
 """The client against a real server."""
 
 import io
+import os
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from caseload import ApiError
+from caseload import ApiError, Client
 
 TRIANGLE = {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1], [0, 2, 1]]}
 
@@ -200,3 +201,25 @@ def test_experiments_races_and_warm_starts(client):
     assert experiment in [entry["id"] for entry in client.experiments()]
     assert client.cancel_experiment(experiment)["cancelled"] == 0
 
+
+
+def test_an_api_key_stands_in_for_a_password_until_it_is_revoked(client, monkeypatch):
+    server_url = os.environ["CASELOAD_URL"]
+    created = client.create_api_key("ci", ["read", "launch"])
+    assert created["key"].startswith("cl_") and created["scopes"] == ["read", "launch"]
+    monkeypatch.setenv("CASELOAD_API_KEY", created["key"])
+    with Client(server_url) as keyed:
+        job = keyed.submit("maxcut", complete_graph(4))
+        assert keyed.wait(job, timeout=60).status == "COMPLETED"
+    assert [key["name"] for key in client.api_keys()] == ["ci"]
+    client.revoke_api_key(created["prefix"])
+    with Client(server_url, api_key=created["key"]) as revoked:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                revoked.api_keys()
+            except ApiError as error:
+                assert error.status == 401
+                break
+            assert time.monotonic() < deadline, "the revoked key still works"
+            time.sleep(0.1)

@@ -34,8 +34,9 @@ RETRY_STATUSES = (429, 502, 503, 504)
 class Client:
     """A session with one caseload server.
 
-    Give `username` and `password` to log in (and to log in again when the token expires), or
-    a `token` from elsewhere.
+    Give an `api_key` (`cl_...`; by default the `CASELOAD_API_KEY` environment variable), or
+    `username` and `password` to log in (and to log in again when the token expires), or a
+    `token` from elsewhere.
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class Client:
         password: str | None = None,
         *,
         token: str | None = None,
+        api_key: str | None = None,
         timeout: float = 30.0,
         retries: int = 4,
         transport: httpx.BaseTransport | None = None,
@@ -55,7 +57,10 @@ class Client:
             transport=transport,
         )
         self._credentials = (username, password) if username is not None else None
-        self._token = token
+        if api_key is None and token is None and self._credentials is None:
+            api_key = os.environ.get("CASELOAD_API_KEY") or None
+        # A key is sent as a bearer token, as a token is; it never expires by itself.
+        self._token = token if token is not None else api_key
         self._retries = retries
         if self._token is None and self._credentials is not None:
             self.login(*self._credentials)
@@ -399,6 +404,25 @@ class Client:
         """Cancels the experiment's runs that have not started: `{detail, experiment,
         cancelled}`."""
         return self._send("DELETE", f"/experiments/{_segment(experiment_id)}", retry=True).json()
+
+    # API keys
+
+    def create_api_key(self, name: str, scopes: Iterable[str], *,
+                       expires_at: datetime | None = None) -> dict[str, Any]:
+        """Makes an API key of the caller's: `{key, id, prefix, name, owner, scopes,
+        created_at, expires_at, last_used_at}`. `key` is shown this once."""
+        body: dict[str, Any] = {"name": name, "scopes": list(scopes)}
+        if expires_at is not None:
+            body["expires_at"] = expires_at.astimezone(timezone.utc).isoformat()
+        return self._send("POST", "/api_keys", json=body, retry=False).json()
+
+    def api_keys(self) -> list[dict[str, Any]]:
+        """The caller's API keys, without their secrets."""
+        return self._send("GET", "/api_keys", retry=True).json()["api_keys"]
+
+    def revoke_api_key(self, key_id: str) -> None:
+        """Revokes a key (its id or its `cl_<id>` prefix); it stops within seconds."""
+        self._send("DELETE", f"/api_keys/{_segment(key_id)}", retry=True)
 
     # The one place requests go out
 
