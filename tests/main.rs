@@ -30,6 +30,7 @@ mod qubo;
 mod races;
 mod registry;
 mod reload;
+mod roles;
 mod sandbox;
 mod service;
 mod support;

@@ -8,7 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use crate::store::{ApiKeyRecord, Millis};
+use crate::store::{ApiKeyRecord, Millis, Role};
 
 /// What every key starts with.
 pub const KEY_PREFIX: &str = "cl_";
@@ -54,6 +54,22 @@ impl Scope {
     /// Whether only an administrator may hold it.
     pub fn needs_admin(self) -> bool {
         matches!(self, Scope::Publish | Scope::Admin)
+    }
+
+    /// The most a user of `role` may do, and so the highest scope its keys may have: a
+    /// viewer reads, a member launches, an administrator does everything.
+    pub fn highest_for(role: Role) -> Scope {
+        match role {
+            Role::Viewer => Scope::Read,
+            Role::Member => Scope::Launch,
+            Role::Admin => Scope::Admin,
+        }
+    }
+
+    /// Whether a user of `role` may make a request that needs `self` at `path`: what its
+    /// role allows, and every user its own keys (a viewer's only `read` ones).
+    pub fn permitted_to(self, role: Role, path: &str) -> bool {
+        self <= Scope::highest_for(role) || path.starts_with("/api_keys")
     }
 
     /// What a request needs, by its method and path.

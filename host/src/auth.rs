@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub use crate::api_key::KeyGrant;
+use crate::store::Role;
 
 /// The signing key's file in the data directory, unless `--jwt-key-file` names another.
 pub const SIGNING_KEY_FILE: &str = "jwt-ed25519.pem";
@@ -222,6 +223,7 @@ impl TokenKeys {
             username: data.claims.name,
             issued_ms: data.claims.issued_ms,
             admin: false,
+            role: Role::Viewer,
             key: None,
         };
         let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
@@ -260,6 +262,8 @@ pub struct AuthUser {
     /// the token: a change holds within the access check's time), and the key, if the
     /// request came with one, lets it act as one.
     pub admin: bool,
+    /// The user's role, as its access was last read.
+    pub role: Role,
     /// The API key the request came with, if it came with one rather than a token.
     pub key: Option<KeyGrant>,
 }

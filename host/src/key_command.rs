@@ -20,19 +20,19 @@ pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow:
             let Some(owner) = store.user_by_name(user).await? else {
                 bail!("no user {user:?}");
             };
-            let admin = store
-                .user_access(&owner.id)
-                .await?
-                .is_some_and(|access| access.admin);
+            let Some(access) = store.user_access(&owner.id).await? else {
+                bail!("no user {user:?}");
+            };
             let mut granted = Vec::new();
             for text in scopes {
                 match Scope::parse(text.trim()) {
                     None => {
                         bail!("unknown scope {text:?}; scopes are read, launch, publish, admin")
                     }
-                    Some(scope) if scope.needs_admin() && !admin => {
-                        bail!("{user} is not an administrator, so its keys cannot have {text}")
-                    }
+                    Some(scope) if scope > Scope::highest_for(access.role) => bail!(
+                        "{user} is a {}, so its keys cannot have {text}",
+                        access.role.as_str()
+                    ),
                     Some(scope) => granted.push(scope),
                 }
             }

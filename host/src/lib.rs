@@ -43,7 +43,9 @@ use crate::metrics::Metrics;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::plugins::{PluginRegistry, PluginSync};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
-use crate::store::{JobStore, PostgresStore, SqliteStore, StoreError, UserChange, UserQuotas};
+use crate::store::{
+    JobStore, PostgresStore, Role, SqliteStore, StoreError, UserChange, UserQuotas,
+};
 use crate::worker::{LocalJobs, WorkerPool};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
@@ -117,7 +119,7 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
 }
 
 /// `caseload user add NAME --password-stdin [--admin]`.
-pub async fn add_user(storage: &StorageArgs, name: &str, admin: bool) -> anyhow::Result<()> {
+pub async fn add_user(storage: &StorageArgs, name: &str, role: Role) -> anyhow::Result<()> {
     let password = read_password()?;
     if name.is_empty() || name.chars().any(char::is_control) {
         bail!("the user name must be non-empty and printable");
@@ -125,13 +127,16 @@ pub async fn add_user(storage: &StorageArgs, name: &str, admin: bool) -> anyhow:
     let store = open_store(storage).await?;
     let hash = hash_password(&password)?;
     match store.create_user(name, &hash).await {
-        Ok(_) if admin => {
-            store.update_user(name, &UserChange::Admin(true)).await?;
-            println!("created user {name}, an administrator");
-            Ok(())
-        }
         Ok(_) => {
-            println!("created user {name}");
+            if role != Role::Member {
+                store.update_user(name, &UserChange::Role(role)).await?;
+            }
+            let what = match role {
+                Role::Admin => "an administrator",
+                Role::Member => "a member",
+                Role::Viewer => "a viewer",
+            };
+            println!("created user {name}, {what}");
             Ok(())
         }
         Err(StoreError::Conflict(_)) => bail!("user {name:?} exists already"),
@@ -142,15 +147,24 @@ pub async fn add_user(storage: &StorageArgs, name: &str, admin: bool) -> anyhow:
 /// `caseload user passwd | disable | enable | revoke | delete NAME`.
 pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow::Result<()> {
     let (name, change, done) = match command {
-        UserCommand::Add { name, admin, .. } => return add_user(storage, name, *admin).await,
+        UserCommand::Add {
+            name, admin, role, ..
+        } => {
+            let role = if *admin { Role::Admin } else { *role };
+            return add_user(storage, name, role).await;
+        }
         UserCommand::Admin { name, switch } => (
             name,
-            UserChange::Admin(*switch == AdminSwitch::On),
+            UserChange::Role(match switch {
+                AdminSwitch::On => Role::Admin,
+                AdminSwitch::Off => Role::Member,
+            }),
             match switch {
                 AdminSwitch::On => "made an administrator of",
                 AdminSwitch::Off => "took administration from",
             },
         ),
+        UserCommand::Role { name, role } => (name, UserChange::Role(*role), "set the role of"),
         UserCommand::Delete { name } => {
             let store = open_store(storage).await?;
             return match store.delete_user(name).await {
@@ -232,7 +246,9 @@ async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<(
     let hash = hash_password(&password)?;
     match store.create_user("admin", &hash).await {
         Ok(_) => {
-            store.update_user("admin", &UserChange::Admin(true)).await?;
+            store
+                .update_user("admin", &UserChange::Role(Role::Admin))
+                .await?;
         }
         // Another replica created it in the meantime.
         Err(StoreError::Conflict(_)) => return Ok(()),

@@ -101,11 +101,12 @@ fn checked(
                 format!("/scopes/{index}"),
                 format!("unknown scope {text:?}; scopes are read, launch, publish, admin"),
             )),
-            Some(scope) if scope.needs_admin() && !user.admin => errors.push(Violation::new(
+            Some(scope) if scope > Scope::highest_for(user.role) => errors.push(Violation::new(
                 format!("/scopes/{index}"),
                 format!(
-                    "{} is not an administrator, so its keys cannot have the {text} scope",
-                    user.username
+                    "{} is a {}, so its keys cannot have the {text} scope",
+                    user.username,
+                    user.role.as_str()
                 ),
             )),
             Some(scope)

@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 use super::{ApiError, AppState};
 use crate::api_key::{KEY_PREFIX, Scope};
 use crate::auth::AuthUser;
+use crate::store::Role;
 
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
@@ -36,9 +37,23 @@ impl FromRequestParts<AppState> for AuthUser {
                 .ok_or(ApiError::InvalidToken("the token is invalid or expired"))?
         };
         let access = state.user_access.check(state.store.as_ref(), &user).await?;
-        user.admin = access.admin;
+        user.role = access.role;
+        user.admin = access.role == Role::Admin;
+        let needed = Scope::needed_for(&parts.method, parts.uri.path());
+        if !needed.permitted_to(access.role, parts.uri.path()) {
+            let holders = if needed.needs_admin() {
+                "an administrator"
+            } else {
+                "a member or an administrator"
+            };
+            return Err(ApiError::Forbidden(format!(
+                "this request needs the {} right, which {holders} has; {} is a {}",
+                needed.as_str(),
+                user.username,
+                access.role.as_str()
+            )));
+        }
         if let Some(key) = &user.key {
-            let needed = Scope::needed_for(&parts.method, parts.uri.path());
             if !needed.granted_by(&key.scopes) {
                 let has: Vec<&str> = key.scopes.iter().map(|scope| scope.as_str()).collect();
                 return Err(ApiError::Forbidden(format!(

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::ApiError;
 use crate::api_key::{self, KeyGrant};
 use crate::auth::AuthUser;
-use crate::store::{ApiKeyRecord, JobStore, now_millis};
+use crate::store::{ApiKeyRecord, JobStore, Role, now_millis};
 
 /// How long a key is taken as read.
 const FRESH_FOR: Duration = Duration::from_secs(2);
@@ -59,6 +59,7 @@ impl KeyCache {
             username: record.owner_name.clone(),
             issued_ms: u64::try_from(record.created_at).unwrap_or(0),
             admin: false,
+            role: Role::Viewer,
             key: Some(KeyGrant {
                 scopes: api_key::scopes_of(&record),
                 id: record.id,

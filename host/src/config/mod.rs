@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::store::Role;
+
 mod limits;
 mod plugin;
 
@@ -79,9 +81,19 @@ pub enum UserCommand {
         /// Read the password from standard input (its first line).
         #[arg(long, required = true)]
         password_stdin: bool,
-        /// Make the user an administrator: it may publish, promote and retire plugins.
-        #[arg(long)]
+        /// Make the user an administrator (as `--role admin`).
+        #[arg(long, conflicts_with = "role")]
         admin: bool,
+        /// admin (users, keys, quotas, the plugin registry, everything), member (launch,
+        /// cancel and read its own) or viewer (read only).
+        #[arg(long, value_parser = parse_role, default_value = "member")]
+        role: Role,
+    },
+    /// Give a user a role: admin, member or viewer (the last administrator stays one).
+    Role {
+        name: String,
+        #[arg(value_parser = parse_role)]
+        role: Role,
     },
     /// Make a user an administrator, or not (the last one stays).
     Admin {
@@ -118,6 +130,10 @@ pub enum UserCommand {
     /// Delete a user with its jobs and data files (refused while a job of it is pending or
     /// running).
     Delete { name: String },
+}
+
+fn parse_role(text: &str) -> Result<Role, String> {
+    Role::parse(text).ok_or_else(|| format!("{text:?} is not a role: admin, member or viewer"))
 }
 
 /// `caseload user admin NAME on|off`.

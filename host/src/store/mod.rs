@@ -53,7 +53,7 @@ pub use self::postgres::PostgresStore;
 pub use self::races::{RaceEntrant, Races};
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite::SqliteStore;
-pub use self::users::{Usage, User, UserAccess, UserChange, UserQuotas, Users};
+pub use self::users::{Role, Usage, User, UserAccess, UserChange, UserEntry, UserQuotas, Users};
 pub use self::webhooks::{WebhookClaim, WebhookDelivery, WebhookOutcome, Webhooks};
 
 /// Milliseconds since the Unix epoch, the store's one representation of time.

@@ -112,6 +112,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         26,
         include_str!("../../migrations/postgres/0026_api_keys.sql"),
     ),
+    (27, include_str!("../../migrations/postgres/0027_roles.sql")),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

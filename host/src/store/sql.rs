@@ -12,15 +12,19 @@ pub(super) const USER_BY_NAME: &str =
     "SELECT id, username, password_hash, disabled FROM users WHERE username = $1";
 
 pub(super) const USER_ACCESS: &str =
-    "SELECT disabled, tokens_valid_after, admin FROM users WHERE id = $1";
+    "SELECT disabled, tokens_valid_after, role FROM users WHERE id = $1";
 
-pub(super) const MAKE_ADMIN: &str = "UPDATE users SET admin = TRUE WHERE username = $1";
-
-/// Refused (no row changed) for the last administrator: someone must be able to manage the
-/// service.
-pub(super) const UNMAKE_ADMIN: &str = "UPDATE users SET admin = FALSE
+/// Refused (no row changed) when it would leave no administrator: someone must be able to
+/// manage the service.
+pub(super) const SET_ROLE: &str = "UPDATE users SET role = $2
      WHERE username = $1
-       AND EXISTS (SELECT 1 FROM users AS other WHERE other.admin AND other.username <> $1)";
+       AND ($2 = 'admin' OR role <> 'admin' OR EXISTS (
+           SELECT 1 FROM users AS other WHERE other.role = 'admin' AND other.username <> $1))";
+
+/// Every user, with what an administrator sees of each.
+pub(super) const USERS: &str = "SELECT id, username, role, disabled, created_at,
+     max_pending_jobs, max_dataset_bytes, max_output_bytes
+     FROM users ORDER BY username";
 
 pub(super) const USER_EXISTS: &str = "SELECT COUNT(*) FROM users WHERE username = $1";
 

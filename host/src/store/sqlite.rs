@@ -102,6 +102,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         26,
         include_str!("../../migrations/sqlite/0026_api_keys.sql"),
     ),
+    (27, include_str!("../../migrations/sqlite/0027_roles.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -6,7 +6,7 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{Columns, FromRow};
-use super::{Quotas, StoreError, now_millis, sql};
+use super::{Millis, Quotas, StoreError, now_millis, sql};
 
 #[derive(Debug, Clone)]
 pub struct User {
@@ -17,12 +17,48 @@ pub struct User {
     pub disabled: bool,
 }
 
+/// What a user may do: an `Admin` everything (users, keys of anyone, quotas, the plugin
+/// registry, what the service runs on), a `Member` launch, cancel and read its own, a
+/// `Viewer` read only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Viewer,
+    Member,
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Viewer, Role::Member, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Member => "member",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|role| role.as_str() == text)
+    }
+}
+
+/// A user as an administrator sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserEntry {
+    pub id: String,
+    pub username: String,
+    pub role: Role,
+    pub disabled: bool,
+    pub created_at: Millis,
+    pub quotas: UserQuotas,
+}
+
 /// What a request's token is checked against, on every request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UserAccess {
     pub disabled: bool,
-    /// May publish and promote plugins, and see what the service runs on.
-    pub admin: bool,
+    pub role: Role,
     /// Tokens issued before this (milliseconds since the epoch) are revoked.
     pub tokens_valid_after: i64,
 }
@@ -55,8 +91,8 @@ pub enum UserChange {
     Password(String),
     /// The user's own quotas, both replaced.
     Quotas(UserQuotas),
-    /// Made an administrator, or not ([`StoreError::Conflict`] for the last one).
-    Admin(bool),
+    /// A new role ([`StoreError::Conflict`] for one that would leave no administrator).
+    Role(Role),
 }
 
 /// Users: accounts, tokens' validity, quotas and usage.
@@ -68,6 +104,8 @@ pub trait Users: Send + Sync + 'static {
     async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError>;
 
     async fn user_count(&self) -> Result<u64, StoreError>;
+    /// Every user, by name.
+    async fn users(&self) -> Result<Vec<UserEntry>, StoreError>;
     /// Whether the user with this id may use its tokens; `None` if there is no such user.
     async fn user_access(&self, user_id: &str) -> Result<Option<UserAccess>, StoreError>;
     /// What counts against the user's quotas now; `None` if there is no such user.
@@ -150,10 +188,10 @@ where
                 .bind(username)
                 .bind(hash.as_str())
                 .bind(now_millis()),
-            UserChange::Admin(true) => sqlx::query(sql::MAKE_ADMIN).bind(username),
-            UserChange::Admin(false) => {
-                let result = sqlx::query(sql::UNMAKE_ADMIN)
+            UserChange::Role(role) => {
+                let result = sqlx::query(sql::SET_ROLE)
                     .bind(username)
+                    .bind(role.as_str())
                     .execute(self.writer())
                     .await?;
                 if B::rows_affected(&result) > 0 {
@@ -212,6 +250,11 @@ where
             .await?;
         transaction.commit().await?;
         Ok(B::rows_affected(&deleted) > 0)
+    }
+
+    async fn users(&self) -> Result<Vec<UserEntry>, StoreError> {
+        let rows = sqlx::query(sql::USERS).fetch_all(self.readers()).await?;
+        super::rows::all(&rows)
     }
 
     async fn user_count(&self) -> Result<u64, StoreError> {
@@ -315,7 +358,34 @@ impl FromRow for UserAccess {
         Ok(UserAccess {
             disabled: row.flag("disabled")?,
             tokens_valid_after: row.integer("tokens_valid_after")?,
-            admin: row.flag("admin")?,
+            role: role_from(row)?,
+        })
+    }
+}
+
+fn role_from(row: &impl Columns) -> Result<Role, StoreError> {
+    let text = row.text("role")?;
+    Role::parse(&text).ok_or_else(|| StoreError::Corrupt(format!("unknown role {text:?}")))
+}
+
+/// `USERS`' columns.
+impl FromRow for UserEntry {
+    fn from_row(row: &impl Columns) -> Result<UserEntry, StoreError> {
+        let quota = |column: &str| -> Result<Option<u64>, StoreError> {
+            let value = row.integer_or_null(column)?;
+            Ok(value.map(|value| u64::try_from(value).unwrap_or(0)))
+        };
+        Ok(UserEntry {
+            id: row.text("id")?,
+            username: row.text("username")?,
+            role: role_from(row)?,
+            disabled: row.flag("disabled")?,
+            created_at: row.integer("created_at")?,
+            quotas: UserQuotas {
+                pending_jobs: quota("max_pending_jobs")?,
+                dataset_bytes: quota("max_dataset_bytes")?,
+                output_bytes: quota("max_output_bytes")?,
+            },
         })
     }
 }

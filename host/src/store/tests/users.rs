@@ -12,7 +12,7 @@ pub(super) async fn users_are_disabled_revoked_and_deleted_with_their_data(backe
         UserAccess {
             disabled: false,
             tokens_valid_after: 0,
-            admin: false,
+            role: Role::Member,
         }
     );
 
