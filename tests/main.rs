@@ -4,6 +4,7 @@
 // A failed unwrap is a failed test, with its location: exactly what a test wants.
 #![allow(clippy::unwrap_used)]
 
+mod admin;
 mod adversarial;
 mod api_keys;
 mod auth;

@@ -75,6 +75,9 @@ impl Scope {
     /// What a request needs, by its method and path.
     pub fn needed_for(method: &axum::http::Method, path: &str) -> Scope {
         use axum::http::Method;
+        if path.starts_with("/admin") {
+            return Scope::Admin;
+        }
         if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
             return Scope::Read;
         }
@@ -208,6 +211,10 @@ mod tests {
             Scope::Publish
         );
         assert_eq!(Scope::needed_for(&Method::POST, "/api_keys"), Scope::Admin);
+        assert_eq!(
+            Scope::needed_for(&Method::GET, "/admin/audit"),
+            Scope::Admin
+        );
         assert!(Scope::Read.granted_by(&[Scope::Launch]));
         assert!(!Scope::Launch.granted_by(&[Scope::Read]));
         assert!(!Scope::Publish.granted_by(&[Scope::Launch]));

@@ -2,11 +2,13 @@
 //! over HTTP, for an operator without a token (or a user the server has no password for).
 
 use anyhow::bail;
+use serde_json::json;
 
 use crate::api_key::{self, Scope};
 use crate::config::{KeyCommand, StorageArgs};
 use crate::open_store;
-use crate::store::now_millis;
+use crate::store::{AuditEvent, now_millis};
+use crate::user_command::HOST;
 
 pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow::Result<()> {
     let store = open_store(storage).await?;
@@ -47,6 +49,10 @@ pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow:
                 expires_in_days.map(|days| now + i64::from(days) * 24 * 60 * 60 * 1000);
             let new = api_key::generate(&owner.id, name, &granted, expires_at, now);
             store.create_api_key(&new.record).await?;
+            let prefix = format!("cl_{}", new.record.id);
+            let detail = json!({"owner": user, "name": name, "scopes": new.record.scopes});
+            let event = AuditEvent::now(HOST, "api_key.created", &prefix, detail);
+            store.record_audit(&event).await?;
             eprintln!(
                 "created key cl_{} for {user} ({}); it is shown this once:",
                 new.record.id,
@@ -85,6 +91,8 @@ pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow:
             if !store.revoke_api_key(bare, None).await? {
                 bail!("no API key {id:?}");
             }
+            let event = AuditEvent::now(HOST, "api_key.revoked", &format!("cl_{bare}"), json!({}));
+            store.record_audit(&event).await?;
             println!("revoked key cl_{bare}; it stops within seconds on every replica");
         }
     }

@@ -24,11 +24,12 @@ pub mod runtime;
 pub mod store;
 pub mod telemetry;
 pub mod upkeep;
+pub mod user_command;
 pub mod violation;
 pub mod webhooks;
 pub mod worker;
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -37,15 +38,13 @@ use sha2::Digest;
 
 pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
-use crate::config::{AdminSwitch, JobLimits, ServeArgs, StorageArgs, UserCommand};
+use crate::config::{JobLimits, ServeArgs, StorageArgs};
 use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::plugins::{PluginRegistry, PluginSync};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
-use crate::store::{
-    JobStore, PostgresStore, Role, SqliteStore, StoreError, UserChange, UserQuotas,
-};
+use crate::store::{JobStore, PostgresStore, Role, SqliteStore, StoreError, UserChange};
 use crate::worker::{LocalJobs, WorkerPool};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
@@ -116,113 +115,6 @@ fn create_private_file(path: &Path) -> std::io::Result<()> {
         options.mode(0o600);
     }
     options.open(path).map(drop)
-}
-
-/// `caseload user add NAME --password-stdin [--admin]`.
-pub async fn add_user(storage: &StorageArgs, name: &str, role: Role) -> anyhow::Result<()> {
-    let password = read_password()?;
-    if name.is_empty() || name.chars().any(char::is_control) {
-        bail!("the user name must be non-empty and printable");
-    }
-    let store = open_store(storage).await?;
-    let hash = hash_password(&password)?;
-    match store.create_user(name, &hash).await {
-        Ok(_) => {
-            if role != Role::Member {
-                store.update_user(name, &UserChange::Role(role)).await?;
-            }
-            let what = match role {
-                Role::Admin => "an administrator",
-                Role::Member => "a member",
-                Role::Viewer => "a viewer",
-            };
-            println!("created user {name}, {what}");
-            Ok(())
-        }
-        Err(StoreError::Conflict(_)) => bail!("user {name:?} exists already"),
-        Err(error) => Err(error.into()),
-    }
-}
-
-/// `caseload user passwd | disable | enable | revoke | delete NAME`.
-pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow::Result<()> {
-    let (name, change, done) = match command {
-        UserCommand::Add {
-            name, admin, role, ..
-        } => {
-            let role = if *admin { Role::Admin } else { *role };
-            return add_user(storage, name, role).await;
-        }
-        UserCommand::Admin { name, switch } => (
-            name,
-            UserChange::Role(match switch {
-                AdminSwitch::On => Role::Admin,
-                AdminSwitch::Off => Role::Member,
-            }),
-            match switch {
-                AdminSwitch::On => "made an administrator of",
-                AdminSwitch::Off => "took administration from",
-            },
-        ),
-        UserCommand::Role { name, role } => (name, UserChange::Role(*role), "set the role of"),
-        UserCommand::Delete { name } => {
-            let store = open_store(storage).await?;
-            return match store.delete_user(name).await {
-                Ok(true) => {
-                    println!("deleted user {name} with its jobs and data files");
-                    Ok(())
-                }
-                Ok(false) => bail!("no user {name:?}"),
-                Err(StoreError::Conflict(why)) => bail!("{why}"),
-                Err(error) => Err(error.into()),
-            };
-        }
-        UserCommand::Passwd { name, .. } => (
-            name,
-            UserChange::Password(hash_password(&read_password()?)?),
-            "set the password of",
-        ),
-        UserCommand::Disable { name } => (name, UserChange::Disable, "disabled"),
-        UserCommand::Enable { name } => (name, UserChange::Enable, "enabled"),
-        UserCommand::Revoke { name } => (name, UserChange::RevokeTokens, "revoked the tokens of"),
-        UserCommand::Quota {
-            name,
-            pending_jobs,
-            dataset_bytes,
-            output_bytes,
-        } => (
-            name,
-            UserChange::Quotas(UserQuotas {
-                pending_jobs: *pending_jobs,
-                dataset_bytes: *dataset_bytes,
-                output_bytes: *output_bytes,
-            }),
-            "set the quotas of",
-        ),
-    };
-    let store = open_store(storage).await?;
-    match store.update_user(name, &change).await {
-        Ok(true) => {}
-        Ok(false) => bail!("no user {name:?}"),
-        Err(StoreError::Conflict(why)) => bail!("{why}"),
-        Err(error) => return Err(error.into()),
-    }
-    println!("{done} user {name}");
-    Ok(())
-}
-
-/// A password from the first line of standard input.
-fn read_password() -> anyhow::Result<String> {
-    let mut password = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut password)
-        .context("cannot read the password from standard input")?;
-    let password = password.trim_end_matches(['\n', '\r']);
-    if password.is_empty() {
-        bail!("the password read from standard input is empty");
-    }
-    Ok(password.to_owned())
 }
 
 /// On a first start with no users, creates `admin` with `CASELOAD_ADMIN_PASSWORD`, or with a

@@ -32,7 +32,9 @@ async fn main() -> anyhow::Result<()> {
     match &cli.command {
         None => caseload::serve(&cli.storage, &cli.serve).await,
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,
-        Some(Command::User(command)) => caseload::change_user(&cli.storage, command).await,
+        Some(Command::User(command)) => {
+            caseload::user_command::change_user(&cli.storage, command).await
+        }
         Some(Command::Key(command)) => {
             caseload::key_command::manage_keys(&cli.storage, command).await
         }

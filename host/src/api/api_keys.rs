@@ -10,6 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use serde::Deserialize;
 
+use serde_json::json;
+
+use super::audit::record;
 use super::wire::{ApiKeyCreated, ApiKeyList, ApiKeyView};
 use super::{ApiError, AppState, Json, Path};
 use crate::api_key::{self, Scope};
@@ -63,6 +66,10 @@ async fn create(
     let mut new = api_key::generate(&user.id, request.name.trim(), &scopes, expires_at, now);
     state.store.create_api_key(&new.record).await?;
     new.record.owner_name = user.username.clone();
+    let prefix = format!("cl_{}", new.record.id);
+    let detail =
+        json!({"owner": user.username, "name": new.record.name, "scopes": new.record.scopes});
+    record(&state, &user.username, "api_key.created", &prefix, detail).await?;
     tracing::info!(key = %format!("cl_{}", new.record.id), user = %user.username, "API key created");
     Ok((
         StatusCode::CREATED,
@@ -169,6 +176,14 @@ async fn revoke(
     let owner = (!user.admin).then_some(user.id.as_str());
     if state.store.revoke_api_key(id, owner).await? {
         state.api_keys.forget(id);
+        record(
+            &state,
+            &user.username,
+            "api_key.revoked",
+            &format!("cl_{id}"),
+            json!({}),
+        )
+        .await?;
         tracing::info!(key = %format!("cl_{id}"), user = %user.username, "API key revoked");
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -7,6 +7,9 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;
 use axum::routing::post;
 
+use serde_json::json;
+
+use super::audit::record_later;
 use super::wire::{LoginRequest, TokenResponse};
 use super::{ApiError, AppState, Json};
 use crate::auth::verify_password;
@@ -48,12 +51,23 @@ async fn login(
     let user = match user {
         Some(user) if matches && !user.disabled => user,
         _ => {
-            state.login_throttle.failed(address, &request.username);
+            if let Some(failures) = state.login_throttle.failed(address, &request.username) {
+                let detail = json!({"address": address.to_string(), "failures": failures});
+                record_later(
+                    &state,
+                    &address.to_string(),
+                    "login.failures",
+                    &request.username,
+                    detail,
+                );
+            }
             state.metrics.login_failed();
             return Err(ApiError::InvalidCredentials);
         }
     };
     state.login_throttle.succeeded(address, &request.username);
+    // A user enabled a moment ago may have been read as disabled: its new token must work.
+    state.user_access.forget(&user.id);
     Ok(Json(TokenResponse {
         access_token: state.tokens.issue(&user.id, &user.username),
         token_type: "Bearer",

@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 /// Failed logins allowed before any wait.
 const FREE_FAILURES: u32 = 5;
 
+/// After the first burst of failures from one address, every this many more make another.
+const BURST_EVERY: u32 = 50;
+
 /// The longest wait between two attempts.
 const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 
@@ -134,14 +137,17 @@ impl LoginThrottle {
         }
     }
 
-    pub fn failed(&self, address: IpAddr, username: &str) {
+    /// A failed login from `address` against `username`. Answers the address's failures when
+    /// they make a burst worth the audit log: when its back-off starts, and each
+    /// [`BURST_EVERY`] failures after.
+    pub fn failed(&self, address: IpAddr, username: &str) -> Option<u32> {
         let mut counts = self.lock();
         let now = Instant::now();
-        counts
-            .by_address
-            .entry(address)
-            .or_default()
-            .fail(username, now);
+        let failures = counts.by_address.entry(address).or_default();
+        failures.fail(username, now);
+        let total = failures.total.map_or(0, |total| total.count);
+        let burst = (total >= FREE_FAILURES && (total - FREE_FAILURES).is_multiple_of(BURST_EVERY))
+            .then_some(total);
         if counts.by_user.len() < MAX_ENTRIES || counts.by_user.contains_key(username) {
             counts
                 .by_user
@@ -162,6 +168,7 @@ impl LoginThrottle {
                 .by_user
                 .retain(|_, failures| failures.next_attempt() > now);
         }
+        burst
     }
 
     /// `username` logged in from `address`: the failures against that name are disproved,
@@ -190,6 +197,22 @@ mod tests {
 
     const GUESSER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
     const OWNER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 7));
+
+    #[test]
+    fn a_burst_is_reported_when_the_back_off_starts_and_now_and_then_after() {
+        let throttle = LoginThrottle::default();
+        let reported: Vec<u32> = (0..120)
+            .filter_map(|_| throttle.failed(GUESSER, "alice"))
+            .collect();
+        assert_eq!(
+            reported,
+            [
+                FREE_FAILURES,
+                FREE_FAILURES + BURST_EVERY,
+                FREE_FAILURES + 2 * BURST_EVERY
+            ]
+        );
+    }
 
     #[test]
     fn a_guesser_waits_longer_each_time_and_the_owner_does_not() {

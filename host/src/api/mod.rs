@@ -1,6 +1,8 @@
 //! The HTTP API: the router, its shared state and middleware, one module per route group.
 
+mod admin;
 mod api_keys;
+mod audit;
 mod batch;
 mod bearer;
 mod body_budget;
@@ -25,7 +27,7 @@ mod login;
 mod login_throttle;
 mod long_poll;
 mod openapi;
-mod openapi_api_keys;
+mod openapi_accounts;
 mod openapi_experiments;
 mod options;
 mod owner_feed;
@@ -233,6 +235,8 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(login::router())
         .merge(api_keys::router())
+        .merge(admin::router())
+        .merge(audit::router())
         .merge(problems::router())
         .merge(jobs::router())
         .merge(events::router())

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::batch::MAX_BATCH;
 use super::labels::MAX_LABELS;
-use super::openapi_api_keys as api_key_schemas;
+use super::openapi_accounts as accounts;
 use crate::plugins::PluginRegistry;
 
 /// The body schemas of `schemas/api/`, by the component names the paths refer to.
@@ -459,9 +459,14 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
             schema
         }),
         ("Incumbents", incumbents_schema()),
-        ("CreateApiKey", api_key_schemas::create()),
-        ("ApiKeyCreated", api_key_schemas::created()),
-        ("ApiKeyList", api_key_schemas::list()),
+        ("CreateApiKey", accounts::create_key()),
+        ("ApiKeyCreated", accounts::key_created()),
+        ("ApiKeyList", accounts::key_list()),
+        ("User", accounts::user_view()),
+        ("UserList", accounts::user_list()),
+        ("NewUser", accounts::new_user()),
+        ("UserChange", accounts::user_change()),
+        ("AuditPage", accounts::audit_page()),
         (
             "Rerun",
             json!({

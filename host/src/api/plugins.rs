@@ -17,6 +17,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
+use super::audit::record;
 use super::problems::invalid;
 use super::publish_gate::{parse_gate, run_gate};
 use super::wire::{GateView, format_rfc3339};
@@ -295,6 +296,15 @@ async fn publish(
     };
     let jobs = state.store.jobs_of_digest(&listed.digest).await?;
     let created = published == Published::Created;
+    if created {
+        let target = format!("{name} {}", listed.version);
+        let detail = serde_json::json!({
+            "digest": listed.digest,
+            "current": listed.current,
+            "gate": gate.as_ref().map(|gate| gate.passed),
+        });
+        record(&state, &user.username, "plugin.published", &target, detail).await?;
+    }
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -469,6 +479,9 @@ async fn set_current(
         name = %plugin.info.name, version = %plugin.info.version,
         previous = previous.as_deref(), user = %user.username, "current version set"
     );
+    let target = format!("{} {}", plugin.info.name, plugin.info.version);
+    let detail = serde_json::json!({"previous": previous});
+    record(&state, &user.username, "plugin.promoted", &target, detail).await?;
     Ok(Json(versions_view(&state, &plugin.info.name).await?))
 }
 
@@ -532,6 +545,15 @@ async fn retire(
     }
     state.plugins.sync().await?;
     tracing::info!(name = %name, version = %entry.version, user = %user.username, "version retired");
+    let target = format!("{name} {}", entry.version);
+    record(
+        &state,
+        &user.username,
+        "plugin.retired",
+        &target,
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(Json(versions_view(&state, &name).await?))
 }
 

@@ -33,6 +33,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/plugin_events", &Method::GET) => &["after"],
         ("/plugins", &Method::POST) => &["current", "gate"],
         ("/experiments", &Method::GET) => &["before", "limit"],
+        ("/admin/audit", &Method::GET) => &["before", "limit"],
         _ => &[],
     }
 }

@@ -78,6 +78,13 @@ impl AccessCache {
         Ok(access)
     }
 
+    /// Forgets what was read of a user changed here (a login, an administrator's change), so
+    /// that this replica sees the change at once; others within [`FRESH_FOR`].
+    pub fn forget(&self, user_id: &str) {
+        let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+        users.remove(user_id);
+    }
+
     fn fresh(&self, user_id: &str) -> Option<Option<UserAccess>> {
         let users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
         let (read_at, access) = users.get(user_id)?;

@@ -10,7 +10,8 @@ use super::experiment_summary::{InputResult, Progress, VersionSummary};
 use crate::config::UseCaseLimits;
 use crate::plugins::Plugin;
 use crate::store::{
-    ApiKeyRecord, DataFile, ExecutionRecord, IncumbentRecord, JobRecord, JobSummary, Millis,
+    ApiKeyRecord, AuditEvent, DataFile, ExecutionRecord, IncumbentRecord, JobRecord, JobSummary,
+    Millis, UserEntry,
 };
 
 /// The spec's timestamp form, `MM/DD/YYYY, HH:MM:SS`, in UTC.
@@ -388,6 +389,77 @@ pub struct ApiKeyCreated {
 #[derive(Debug, Serialize)]
 pub struct ApiKeyList {
     pub api_keys: Vec<ApiKeyView>,
+}
+
+/// One entry of `GET /admin/audit`.
+#[derive(Debug, Serialize)]
+pub struct AuditEventView {
+    pub seq: i64,
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub detail: Value,
+}
+
+impl AuditEventView {
+    pub fn new(event: &AuditEvent) -> AuditEventView {
+        AuditEventView {
+            seq: event.seq,
+            at: format_rfc3339(event.at),
+            actor: event.actor.clone(),
+            action: event.action.clone(),
+            target: event.target.clone(),
+            detail: serde_json::from_str(&event.detail).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// `GET /admin/audit`: newest first; `next_before` pages on.
+#[derive(Debug, Serialize)]
+pub struct AuditPage {
+    pub events: Vec<AuditEventView>,
+    pub next_before: Option<i64>,
+}
+
+/// A user as `/admin/users` shows it.
+#[derive(Debug, Serialize)]
+pub struct UserView {
+    pub username: String,
+    pub role: &'static str,
+    pub disabled: bool,
+    pub created_at: String,
+    /// The user's own quotas; null where the server's default holds.
+    pub quotas: QuotasView,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QuotasView {
+    pub pending_jobs: Option<u64>,
+    pub dataset_bytes: Option<u64>,
+    pub output_bytes: Option<u64>,
+}
+
+impl UserView {
+    pub fn new(user: &UserEntry) -> UserView {
+        UserView {
+            username: user.username.clone(),
+            role: user.role.as_str(),
+            disabled: user.disabled,
+            created_at: format_rfc3339(user.created_at),
+            quotas: QuotasView {
+                pending_jobs: user.quotas.pending_jobs,
+                dataset_bytes: user.quotas.dataset_bytes,
+                output_bytes: user.quotas.output_bytes,
+            },
+        }
+    }
+}
+
+/// `GET /admin/users`.
+#[derive(Debug, Serialize)]
+pub struct UserList {
+    pub users: Vec<UserView>,
 }
 
 /// `GET /jobs`: a page of the caller's jobs, newest first.

@@ -10,6 +10,7 @@
 //! is where throughput comes from, without weakening durability.
 
 mod api_keys;
+mod audit;
 mod backend;
 mod batch;
 mod datasets;
@@ -33,6 +34,7 @@ mod users;
 mod webhooks;
 
 pub use self::api_keys::{ApiKeyRecord, ApiKeys};
+pub use self::audit::{Audit, AuditEvent};
 pub use self::batch::QueuedWrite;
 pub use self::datasets::{DataFile, DataSets};
 pub use self::executions::{
@@ -231,6 +233,7 @@ pub trait JobStore:
     + Races
     + Incumbents
     + ApiKeys
+    + Audit
 {
 }
 
@@ -246,6 +249,7 @@ impl<S> JobStore for S where
         + Races
         + Incumbents
         + ApiKeys
+        + Audit
 {
 }
 

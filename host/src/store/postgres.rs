@@ -113,6 +113,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/postgres/0026_api_keys.sql"),
     ),
     (27, include_str!("../../migrations/postgres/0027_roles.sql")),
+    (28, include_str!("../../migrations/postgres/0028_audit.sql")),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

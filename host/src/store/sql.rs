@@ -581,3 +581,10 @@ pub(super) const DELETE_API_KEY: &str =
     "DELETE FROM api_keys WHERE id = $1 AND ($2 IS NULL OR owner_id = $2)";
 
 pub(super) const TOUCH_API_KEY: &str = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1";
+
+pub(super) const INSERT_AUDIT_EVENT: &str =
+    "INSERT INTO audit_events (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)";
+
+/// `$1` null: from the newest.
+pub(super) const AUDIT_EVENTS: &str = "SELECT * FROM audit_events
+     WHERE $1 IS NULL OR seq < $1 ORDER BY seq DESC LIMIT $2";

@@ -103,6 +103,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/sqlite/0026_api_keys.sql"),
     ),
     (27, include_str!("../../migrations/sqlite/0027_roles.sql")),
+    (28, include_str!("../../migrations/sqlite/0028_audit.sql")),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

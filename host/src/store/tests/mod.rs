@@ -118,6 +118,7 @@ for_each_backend!(
     a_race_ends_with_its_best_entrant_once_every_entrant_ended,
     an_execution_keeps_its_newest_incumbents_within_bounds,
     api_keys_are_kept_listed_touched_and_revoked,
+    the_audit_log_pages_newest_first,
 );
 
 /// Pending jobs in the whole store, as /metrics counts them.

@@ -224,3 +224,26 @@ pub(super) async fn a_user_s_pending_count_follows_each_job_s_status(backend: Ba
     assert_eq!(pending_of(&alice).await, 1);
     assert_eq!(pending_of(&alice).await, pending(store).await);
 }
+
+pub(super) async fn the_audit_log_pages_newest_first(backend: Backend) {
+    let store = backend.store.as_ref();
+    for index in 0..5 {
+        let event = AuditEvent::now(
+            "admin",
+            "user.created",
+            &format!("user{index}"),
+            serde_json::json!({"n": index}),
+        );
+        store.record_audit(&event).await.expect("record");
+    }
+    let first = store.audit_events(None, 2).await.expect("page");
+    let targets: Vec<&str> = first.iter().map(|event| event.target.as_str()).collect();
+    assert_eq!(targets, ["user4", "user3"]);
+    let rest = store
+        .audit_events(Some(first[1].seq), 10)
+        .await
+        .expect("page");
+    let targets: Vec<&str> = rest.iter().map(|event| event.target.as_str()).collect();
+    assert_eq!(targets, ["user2", "user1", "user0"]);
+    assert_eq!(rest[2].detail, r#"{"n":0}"#);
+}

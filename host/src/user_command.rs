@@ -1,0 +1,142 @@
+//! `caseload user ...`: users managed on the host, beside a running server, as
+//! `/admin/users` does over HTTP. Every change goes to the audit log, done by `host`.
+
+use std::io::BufRead;
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::auth::hash_password;
+use crate::config::{AdminSwitch, StorageArgs, UserCommand};
+use crate::open_store;
+use crate::store::{AuditEvent, Role, StoreError, UserChange, UserQuotas};
+
+/// Who the audit log says did what a command on the host did.
+pub const HOST: &str = "host";
+
+/// `caseload user add NAME --password-stdin [--role ROLE]`.
+async fn add_user(storage: &StorageArgs, name: &str, role: Role) -> anyhow::Result<()> {
+    let password = read_password()?;
+    if name.is_empty() || name.chars().any(char::is_control) {
+        bail!("the user name must be non-empty and printable");
+    }
+    let store = open_store(storage).await?;
+    let hash = hash_password(&password)?;
+    match store.create_user(name, &hash).await {
+        Ok(_) => {
+            if role != Role::Member {
+                store.update_user(name, &UserChange::Role(role)).await?;
+            }
+            let what = match role {
+                Role::Admin => "an administrator",
+                Role::Member => "a member",
+                Role::Viewer => "a viewer",
+            };
+            let detail = json!({"role": role.as_str()});
+            store
+                .record_audit(&AuditEvent::now(HOST, "user.created", name, detail))
+                .await?;
+            println!("created user {name}, {what}");
+            Ok(())
+        }
+        Err(StoreError::Conflict(_)) => bail!("user {name:?} exists already"),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// `caseload user add | admin | role | passwd | disable | enable | revoke | quota | delete`.
+pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow::Result<()> {
+    let (name, change, done) = match command {
+        UserCommand::Add {
+            name, admin, role, ..
+        } => {
+            let role = if *admin { Role::Admin } else { *role };
+            return add_user(storage, name, role).await;
+        }
+        UserCommand::Admin { name, switch } => (
+            name,
+            UserChange::Role(match switch {
+                AdminSwitch::On => Role::Admin,
+                AdminSwitch::Off => Role::Member,
+            }),
+            match switch {
+                AdminSwitch::On => "made an administrator of",
+                AdminSwitch::Off => "took administration from",
+            },
+        ),
+        UserCommand::Role { name, role } => (name, UserChange::Role(*role), "set the role of"),
+        UserCommand::Delete { name } => {
+            let store = open_store(storage).await?;
+            return match store.delete_user(name).await {
+                Ok(true) => {
+                    let event = AuditEvent::now(HOST, "user.deleted", name, json!({}));
+                    store.record_audit(&event).await?;
+                    println!("deleted user {name} with its jobs and data files");
+                    Ok(())
+                }
+                Ok(false) => bail!("no user {name:?}"),
+                Err(StoreError::Conflict(why)) => bail!("{why}"),
+                Err(error) => Err(error.into()),
+            };
+        }
+        UserCommand::Passwd { name, .. } => (
+            name,
+            UserChange::Password(hash_password(&read_password()?)?),
+            "set the password of",
+        ),
+        UserCommand::Disable { name } => (name, UserChange::Disable, "disabled"),
+        UserCommand::Enable { name } => (name, UserChange::Enable, "enabled"),
+        UserCommand::Revoke { name } => (name, UserChange::RevokeTokens, "revoked the tokens of"),
+        UserCommand::Quota {
+            name,
+            pending_jobs,
+            dataset_bytes,
+            output_bytes,
+        } => (
+            name,
+            UserChange::Quotas(UserQuotas {
+                pending_jobs: *pending_jobs,
+                dataset_bytes: *dataset_bytes,
+                output_bytes: *output_bytes,
+            }),
+            "set the quotas of",
+        ),
+    };
+    let store = open_store(storage).await?;
+    match store.update_user(name, &change).await {
+        Ok(true) => {}
+        Ok(false) => bail!("no user {name:?}"),
+        Err(StoreError::Conflict(why)) => bail!("{why}"),
+        Err(error) => return Err(error.into()),
+    }
+    let detail = match &change {
+        UserChange::Role(role) => json!({"role": role.as_str()}),
+        UserChange::Disable => json!({"disabled": true}),
+        UserChange::Enable => json!({"disabled": false}),
+        UserChange::Password(_) => json!({"password": "reset"}),
+        UserChange::RevokeTokens => json!({"revoke_tokens": true}),
+        UserChange::Quotas(quotas) => json!({"quotas": {
+            "pending_jobs": quotas.pending_jobs,
+            "dataset_bytes": quotas.dataset_bytes,
+            "output_bytes": quotas.output_bytes,
+        }}),
+    };
+    let event = AuditEvent::now(HOST, "user.changed", name, detail);
+    store.record_audit(&event).await?;
+    println!("{done} user {name}");
+    Ok(())
+}
+
+/// A password from the first line of standard input.
+fn read_password() -> anyhow::Result<String> {
+    let mut password = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut password)
+        .context("cannot read the password from standard input")?;
+    let password = password.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        bail!("the password read from standard input is empty");
+    }
+    Ok(password.to_owned())
+}
