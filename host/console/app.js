@@ -1,7 +1,8 @@
 // The console's entry: sign-in, then one page per route of the location's hash
 // (#/jobs, #/job/<id>, #/usecases, #/usecase/<name>, #/experiments, #/experiment/<id>,
-// #/service).
+// #/service, #/admin).
 
+import { adminPage } from './admin.js';
 import { ApiError, currentUser, login, onSignOut, signOut, signedIn } from './api.js';
 import { fill, h, page } from './dom.js';
 import { experimentPage, experimentsPage } from './experiments.js';
@@ -36,6 +37,7 @@ function route() {
   else if (section === 'experiments') leave = experimentsPage();
   else if (section === 'experiment' && argument) leave = experimentPage(argument);
   else if (section === 'service') leave = servicePage();
+  else if (section === 'admin') leave = adminPage();
   else leave = jobsPage();
 }
 

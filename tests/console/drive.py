@@ -35,7 +35,7 @@ from selenium.common.exceptions import StaleElementReferenceException, TimeoutEx
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 BASE = os.environ["CASELOAD_URL"]
 SCREENSHOTS = os.environ.get("CASELOAD_SCREENSHOTS")
@@ -480,6 +480,19 @@ def run(c):
     c.go("#/service", "Service")
     c.wait(lambda: "live" in c.text("tbody"), "this replica's report", timeout=30)
     c.check_accessibility("service")
+
+    # Administration: add a viewer, make it a member, see both in the audit log.
+    c.go("#/admin", "Administration")
+    c.wait(lambda: c.all('tr[data-user="admin"]'), "the users")
+    c.find("#new-username").send_keys("console-user")
+    c.find("#new-password").send_keys("console-password-1")
+    Select(c.find("#new-role")).select_by_value("viewer")
+    c.button("Add user").click()
+    c.wait(lambda: c.all('tr[data-user="console-user"]'), "the new user")
+    Select(c.find('tr[data-user="console-user"] select')).select_by_value("member")
+    c.wait(lambda: "user.changed" in c.text("table.audit"), "the change in the audit log")
+    assert "user.created" in c.text("table.audit")
+    c.check_accessibility("administration")
 
     # Readable on a phone: nothing wider than the screen but the tables' own scrolling.
     driver.set_window_size(390, 844)

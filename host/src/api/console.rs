@@ -74,6 +74,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         JAVASCRIPT,
         include_bytes!("../../console/service.js"),
     ),
+    (
+        "admin.js",
+        JAVASCRIPT,
+        include_bytes!("../../console/admin.js"),
+    ),
 ];
 
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
