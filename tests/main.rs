@@ -23,6 +23,7 @@ mod knapsack;
 mod limits;
 mod logins;
 mod objectives;
+mod oidc;
 mod openapi_tools;
 mod plugin_check;
 mod plugin_kit;

@@ -1,14 +1,15 @@
-//! One HTTP/1.1 POST to a given address: plain for `http`, TLS (rustls on ring, Mozilla's
-//! roots) for `https`, the URL's host as the TLS name and `Host`. No redirect is followed.
-//! Webhooks post their callbacks with it (the answer is its status); `caseload plugin
-//! publish` posts a component and reads the server's answer.
+//! One HTTP/1.1 POST or GET to a given address: plain for `http`, TLS (rustls on ring,
+//! Mozilla's roots) for `https`, the URL's host as the TLS name and `Host`. No redirect is
+//! followed. Webhooks post their callbacks with it (the answer is its status); `caseload
+//! plugin publish` posts a component and reads the server's answer; single sign-on gets the
+//! issuer's discovery document and keys.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::Request;
+use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -48,8 +49,33 @@ pub struct Answer {
     pub body: Vec<u8>,
 }
 
+/// What a GET is: the address it goes to, and how much of the answer's body to read.
+pub struct Get<'a> {
+    pub url: &'a Url,
+    pub address: SocketAddr,
+    pub read_at_most: usize,
+    pub user_agent: &'static str,
+}
+
+/// Sends the GET; the answer.
+pub async fn get(get: Get<'_>) -> Result<Answer, String> {
+    let request = Post {
+        url: get.url,
+        address: get.address,
+        headers: &[],
+        body: Bytes::new(),
+        read_at_most: get.read_at_most,
+        user_agent: get.user_agent,
+    };
+    exchange(Method::GET, request).await
+}
+
 /// Sends the post; the answer.
 pub async fn post(post: Post<'_>) -> Result<Answer, String> {
+    exchange(Method::POST, post).await
+}
+
+async fn exchange(method: Method, post: Post<'_>) -> Result<Answer, String> {
     let url = post.url;
     let address = post.address;
     let host = url.host_str().ok_or("the URL names no host")?.to_owned();
@@ -64,13 +90,13 @@ pub async fn post(post: Post<'_>) -> Result<Answer, String> {
             .connect(name, stream)
             .await
             .map_err(|error| format!("TLS with {host} failed: {error}"))?;
-        send(stream, &host, &post).await
+        send(stream, &host, method, &post).await
     } else {
-        send(stream, &host, &post).await
+        send(stream, &host, method, &post).await
     }
 }
 
-async fn send<S>(stream: S, host: &str, post: &Post<'_>) -> Result<Answer, String>
+async fn send<S>(stream: S, host: &str, method: Method, post: &Post<'_>) -> Result<Answer, String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -87,7 +113,9 @@ where
         Some(port) => format!("{host}:{port}"),
         None => host.to_owned(),
     };
-    let mut request = Request::post(target)
+    let mut request = Request::builder()
+        .method(method)
+        .uri(target)
         .header("host", authority)
         .header("user-agent", post.user_agent);
     for (name, value) in post.headers {

@@ -16,6 +16,7 @@ pub mod kit;
 pub mod listener;
 pub mod metrics;
 pub mod objective;
+pub mod oidc;
 pub mod options;
 pub mod plugins;
 pub mod private_file;
@@ -308,6 +309,15 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     state.held_requests = Arc::new(api::HeldRequests::new(args.max_held_requests_per_user));
     state.trusted_proxies =
         Arc::new(api::TrustedProxies::parse(&args.trusted_proxies).map_err(anyhow::Error::msg)?);
+    if let (Some(issuer), Some(audience)) = (&args.oidc_issuer, &args.oidc_audience) {
+        oidc::check_issuer_url(issuer).map_err(anyhow::Error::msg)?;
+        state.oidc = Some(Arc::new(oidc::OidcVerifier::new(oidc::OidcConfig {
+            issuer: issuer.trim_end_matches('/').to_owned(),
+            audience: audience.clone(),
+            username_claim: args.oidc_username_claim.clone(),
+            role_claim: args.oidc_role_claim.clone(),
+        })));
+    }
     if let Some(bytes) = args.max_inflight_body_bytes {
         state.body_budget = api::BodyBudget::new(bytes);
     }

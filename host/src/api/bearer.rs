@@ -5,9 +5,11 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use super::oidc_user::oidc_user;
 use super::{ApiError, AppState};
 use crate::api_key::{KEY_PREFIX, Scope};
 use crate::auth::AuthUser;
+use crate::oidc::OidcVerifier;
 use crate::store::Role;
 
 impl FromRequestParts<AppState> for AuthUser {
@@ -30,6 +32,10 @@ impl FromRequestParts<AppState> for AuthUser {
             ))?;
         let mut user = if token.starts_with(KEY_PREFIX) {
             state.api_keys.check(&state.store, token).await?
+        } else if let Some(verifier) = &state.oidc
+            && OidcVerifier::claims_token(token)
+        {
+            oidc_user(state, verifier, token).await?
         } else {
             state
                 .tokens

@@ -26,6 +26,7 @@ mod labels;
 mod login;
 mod login_throttle;
 mod long_poll;
+mod oidc_user;
 mod openapi;
 mod openapi_accounts;
 mod openapi_experiments;
@@ -118,6 +119,8 @@ pub struct AppState {
     /// Whether tokens' users may still use them.
     pub user_access: Arc<AccessCache>,
     pub api_keys: Arc<KeyCache>,
+    /// Single sign-on, when an issuer is configured.
+    pub oidc: Option<Arc<crate::oidc::OidcVerifier>>,
     /// Who waits for which job (long-polls, event streams).
     pub changes: Arc<JobChanges>,
     /// The feeds of `GET /jobs/events`, one per user with streams open.
@@ -160,6 +163,7 @@ impl AppState {
             metrics_token_sha256: None,
             user_access: Arc::default(),
             api_keys: Arc::default(),
+            oidc: None,
             changes: Arc::default(),
             held_requests: Arc::default(),
             owner_feeds: Arc::default(),

@@ -205,6 +205,29 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_JWT_KEY_FILE")]
     pub jwt_key_file: Option<PathBuf>,
 
+    /// An OpenID Connect issuer (`https://login.example.com/realms/x`) whose bearer JWTs
+    /// (RS256, ES256) are accepted beside the server's own tokens; its users are made on
+    /// first use, as members unless `--oidc-role-claim` says otherwise.
+    #[arg(long, env = "CASELOAD_OIDC_ISSUER", requires = "oidc_audience")]
+    pub oidc_issuer: Option<String>,
+
+    /// The audience the issuer's tokens must name (`aud`).
+    #[arg(long, env = "CASELOAD_OIDC_AUDIENCE", requires = "oidc_issuer")]
+    pub oidc_audience: Option<String>,
+
+    /// The claim that names a token's user (`sub` if the token lacks it).
+    #[arg(
+        long,
+        env = "CASELOAD_OIDC_USERNAME_CLAIM",
+        default_value = "preferred_username"
+    )]
+    pub oidc_username_claim: String,
+
+    /// A claim whose value (`admin`, `member`, `viewer`) is the user's role, applied on
+    /// every request it comes with.
+    #[arg(long, env = "CASELOAD_OIDC_ROLE_CLAIM")]
+    pub oidc_role_claim: Option<String>,
+
     /// How long a worker's claim on a job lasts without a heartbeat (it renews every third of
     /// this). A job whose replica died runs again after at most this plus `--reaper-interval`.
     #[arg(long, env = "CASELOAD_LEASE", default_value = "30s", value_parser = parse_duration)]

@@ -1,0 +1,313 @@
+//! Single sign-on: bearer JWTs from one OpenID Connect issuer (`--oidc-issuer`), verified
+//! against the issuer's published keys. The keys come from the `jwks_uri` of the issuer's
+//! discovery document, are kept, and are fetched again when a token names a key id they do
+//! not hold (at most once per [`REFETCH_AFTER`], so that tokens with made-up key ids cannot
+//! make the server hammer the issuer) or once they are [`KEYS_FRESH_FOR`] old.
+//!
+//! Only RS256 (RSA keys) and ES256 (P-256 keys) are accepted, the algorithm taken from the
+//! key, never from the token: `alg: none`, HMAC tokens (an HS256 token signed with the
+//! issuer's public key as the secret) and a token whose `alg` does not match its key are
+//! refused. `iss` must be the issuer, `aud` must hold the audience, `exp` must not have
+//! passed (30 s of leeway for clocks).
+
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use serde_json::Value;
+use url::Url;
+
+use crate::http_post::{Get, get};
+
+/// The password hash of a user made by single sign-on: no password ever matches it (it is
+/// not a PHC string), and it marks the name as the issuer's.
+pub const NO_PASSWORD: &str = "!oidc";
+
+/// A key set older than this is fetched again before it is used.
+const KEYS_FRESH_FOR: Duration = Duration::from_secs(600);
+
+/// An unknown key id fetches the keys again at most this often.
+const REFETCH_AFTER: Duration = Duration::from_secs(5);
+
+/// How long the issuer has to answer.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most of a discovery document or key set read.
+const MAX_DOCUMENT_BYTES: usize = 1 << 20;
+
+/// How the issuer's tokens are read: whose they must be, for whom, and which claims say
+/// what.
+#[derive(Debug, Clone)]
+pub struct OidcConfig {
+    pub issuer: String,
+    pub audience: String,
+    /// The claim that names the user (`preferred_username`, else `sub`).
+    pub username_claim: String,
+    /// The claim that names the user's role (`admin`, `member`, `viewer`), if any.
+    pub role_claim: Option<String>,
+}
+
+/// Who a verified token is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OidcIdentity {
+    pub username: String,
+    /// The role claim's value, if the token has one.
+    pub role: Option<String>,
+    /// When the token was issued, in milliseconds (0 if it does not say).
+    pub issued_ms: u64,
+}
+
+/// Why a token was refused; the message is the client's 401.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub &'static str);
+
+/// The issuer's keys as last fetched.
+struct Keys {
+    set: JwkSet,
+    fetched_at: Instant,
+}
+
+pub struct OidcVerifier {
+    config: OidcConfig,
+    keys: tokio::sync::Mutex<Option<Keys>>,
+    /// When the keys were last fetched for an unknown key id.
+    last_refetch: Mutex<Option<Instant>>,
+}
+
+impl OidcVerifier {
+    pub fn new(config: OidcConfig) -> OidcVerifier {
+        OidcVerifier {
+            config,
+            keys: tokio::sync::Mutex::new(None),
+            last_refetch: Mutex::new(None),
+        }
+    }
+
+    /// Whether `token` is one this verifier should read: a JWT whose algorithm is not the
+    /// server's own (EdDSA).
+    /// `alg: none` and algorithms jsonwebtoken does not know come here too, to be refused
+    /// with a reason rather than as a malformed token of the server's.
+    pub fn claims_token(token: &str) -> bool {
+        token
+            .split('.')
+            .next()
+            .and_then(base64_json)
+            .is_some_and(|header| header["alg"] != "EdDSA")
+    }
+
+    /// Verifies a token; who it is for.
+    pub async fn verify(&self, token: &str) -> Result<OidcIdentity, Refused> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| Refused("the token's header is not one this server accepts"))?;
+        if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
+            return Err(Refused(
+                "only RS256 and ES256 tokens are accepted from the issuer",
+            ));
+        }
+        let kid = header.kid.ok_or(Refused("the token names no key (kid)"))?;
+        let jwk = self.key(&kid).await?;
+        let algorithm =
+            algorithm_of(&jwk).ok_or(Refused("the issuer's key is not RS256 or ES256"))?;
+        if algorithm != header.alg {
+            return Err(Refused("the token's algorithm is not its key's"));
+        }
+        let key =
+            DecodingKey::from_jwk(&jwk).map_err(|_| Refused("the issuer's key is unusable"))?;
+        let mut validation = Validation::new(algorithm);
+        validation.set_issuer(&[self.config.issuer.as_str()]);
+        validation.set_audience(&[self.config.audience.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = 30;
+        let data = jsonwebtoken::decode::<Value>(token, &key, &validation).map_err(|error| {
+            use jsonwebtoken::errors::ErrorKind;
+            Refused(match error.kind() {
+                ErrorKind::ExpiredSignature => "the token has expired",
+                ErrorKind::InvalidAudience => "the token is not for this server (aud)",
+                ErrorKind::InvalidIssuer => "the token is not from the issuer this server trusts",
+                ErrorKind::InvalidSignature => "the token's signature does not verify",
+                ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)",
+                _ => "the token is invalid",
+            })
+        })?;
+        let claims = data.claims;
+        let username = claims[self.config.username_claim.as_str()]
+            .as_str()
+            .or_else(|| claims["sub"].as_str())
+            .filter(|name| !name.is_empty() && !name.chars().any(char::is_control))
+            .ok_or(Refused("the token names no user"))?
+            .to_owned();
+        let role = self
+            .config
+            .role_claim
+            .as_deref()
+            .and_then(|claim| claims[claim].as_str())
+            .map(str::to_owned);
+        let issued_ms = claims["iat"].as_u64().unwrap_or(0).saturating_mul(1000);
+        Ok(OidcIdentity {
+            username,
+            role,
+            issued_ms,
+        })
+    }
+
+    /// The issuer's key with this id: from the keys kept, else from the keys fetched again.
+    async fn key(&self, kid: &str) -> Result<Jwk, Refused> {
+        let mut keys = self.keys.lock().await;
+        let stale = keys
+            .as_ref()
+            .is_none_or(|keys| keys.fetched_at.elapsed() > KEYS_FRESH_FOR);
+        if !stale && let Some(jwk) = keys.as_ref().and_then(|keys| keys.set.find(kid)) {
+            return Ok(jwk.clone());
+        }
+        if !stale && !self.may_refetch() {
+            return Err(Refused("the token's key (kid) is not the issuer's"));
+        }
+        let set = self.fetch_keys().await.map_err(|error| {
+            tracing::warn!(issuer = %self.config.issuer, %error, "cannot fetch the issuer's keys");
+            Refused("the issuer's keys cannot be fetched now")
+        })?;
+        let found = set.find(kid).cloned();
+        *keys = Some(Keys {
+            set,
+            fetched_at: Instant::now(),
+        });
+        found.ok_or(Refused("the token's key (kid) is not the issuer's"))
+    }
+
+    fn may_refetch(&self) -> bool {
+        let mut last = self
+            .last_refetch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.is_some_and(|at| at.elapsed() < REFETCH_AFTER) {
+            return false;
+        }
+        *last = Some(Instant::now());
+        true
+    }
+
+    async fn fetch_keys(&self) -> Result<JwkSet, String> {
+        #[derive(Deserialize)]
+        struct Discovery {
+            issuer: String,
+            jwks_uri: String,
+        }
+        let discovery_url = format!(
+            "{}/.well-known/openid-configuration",
+            self.config.issuer.trim_end_matches('/')
+        );
+        let discovery: Discovery = fetch_json(&discovery_url).await?;
+        if discovery.issuer.trim_end_matches('/') != self.config.issuer.trim_end_matches('/') {
+            return Err(format!(
+                "the discovery document names the issuer {:?}",
+                discovery.issuer
+            ));
+        }
+        fetch_json(&discovery.jwks_uri).await
+    }
+}
+
+/// What a key verifies: RS256 for an RSA key, ES256 for a P-256 key, nothing else; a key
+/// that says its own `alg` must say that one.
+fn algorithm_of(jwk: &Jwk) -> Option<Algorithm> {
+    let algorithm = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Algorithm::RS256,
+        AlgorithmParameters::EllipticCurve(params) if params.curve == EllipticCurve::P256 => {
+            Algorithm::ES256
+        }
+        _ => return None,
+    };
+    match jwk.common.key_algorithm {
+        None => Some(algorithm),
+        Some(declared) if declared.to_string() == format!("{algorithm:?}") => Some(algorithm),
+        Some(_) => None,
+    }
+}
+
+fn base64_json(part: &str) -> Option<Value> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// An `https` URL, or `http` to a loopback address (a test's issuer).
+pub fn check_issuer_url(issuer: &str) -> Result<(), String> {
+    let url = Url::parse(issuer).map_err(|error| format!("{issuer:?} is not a URL: {error}"))?;
+    let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(format!(
+            "the OIDC issuer {issuer:?} must be https (http only on a loopback address)"
+        )),
+    }
+}
+
+async fn fetch_json<T: serde::de::DeserializeOwned>(url: &str) -> Result<T, String> {
+    check_issuer_url(url)?;
+    let parsed = Url::parse(url).map_err(|error| error.to_string())?;
+    let host = parsed.host_str().ok_or("the URL names no host")?.to_owned();
+    let port = parsed
+        .port_or_known_default()
+        .ok_or("the URL names no port")?;
+    let address: SocketAddr = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
+        .await
+        .map_err(|error| format!("cannot resolve {host}: {error}"))?
+        .next()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    let request = get(Get {
+        url: &parsed,
+        address,
+        read_at_most: MAX_DOCUMENT_BYTES,
+        user_agent: "caseload-oidc",
+    });
+    let answer = tokio::time::timeout(FETCH_TIMEOUT, request)
+        .await
+        .map_err(|_| format!("{url} did not answer within {FETCH_TIMEOUT:?}"))??;
+    if answer.status != 200 {
+        return Err(format!("{url} answered {}", answer.status));
+    }
+    serde_json::from_slice(&answer.body).map_err(|error| format!("{url}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_issuer_is_https_or_a_loopback_address() {
+        assert!(check_issuer_url("https://login.example.com/realms/x").is_ok());
+        assert!(check_issuer_url("http://127.0.0.1:8081").is_ok());
+        assert!(check_issuer_url("http://login.example.com").is_err());
+        assert!(check_issuer_url("not a url").is_err());
+    }
+
+    #[test]
+    fn only_the_server_s_own_tokens_are_left_to_it() {
+        let header = |alg: &str| encoded(&serde_json::json!({"alg": alg}));
+        assert!(!OidcVerifier::claims_token(&format!(
+            "{}.e30.x",
+            header("EdDSA")
+        )));
+        assert!(OidcVerifier::claims_token(&format!(
+            "{}.e30.x",
+            header("RS256")
+        )));
+        assert!(OidcVerifier::claims_token(&format!(
+            "{}.e30.",
+            header("none")
+        )));
+        assert!(!OidcVerifier::claims_token("cl_abc_def"));
+    }
+
+    fn encoded(value: &Value) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+    }
+}
