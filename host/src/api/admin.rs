@@ -51,7 +51,7 @@ async fn create(
     admin: AuthUser,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let request: NewUser = parse(&body, "{username, password, role?}")?;
+    let request: NewUser = parse(&body, "{username, password, role?}", &[])?;
     let mut errors = Vec::new();
     let name = request.username.as_str();
     if name.is_empty()
@@ -139,6 +139,7 @@ async fn change(
     let request: Change = parse(
         &body,
         "{role?, disabled?, password?, revoke_tokens?, quotas?}",
+        &["quotas"],
     )?;
     let mut errors = Vec::new();
     let role = request
@@ -258,11 +259,35 @@ async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8], shape: &str) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|error| ApiError::Validation {
+/// A body read as `T`: it must be a JSON object, and so must each of `objects` it has (or
+/// null), where serde would take an array for a struct too.
+pub(super) fn parse<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    shape: &str,
+    objects: &[&str],
+) -> Result<T, ApiError> {
+    let invalid = |pointer: String, message: String| ApiError::Validation {
         detail: "the body is not what this request takes".into(),
-        errors: vec![Violation::new("", format!("expected {shape}: {error}"))],
-    })
+        errors: vec![Violation::new(pointer, message)],
+    };
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| invalid(String::new(), format!("expected {shape}: {error}")))?;
+    let Value::Object(fields) = &value else {
+        return Err(invalid(
+            String::new(),
+            format!("expected an object, {shape}"),
+        ));
+    };
+    for name in objects {
+        if fields
+            .get(*name)
+            .is_some_and(|field| !field.is_object() && !field.is_null())
+        {
+            return Err(invalid(format!("/{name}"), "expected an object".into()));
+        }
+    }
+    serde_json::from_value(value)
+        .map_err(|error| invalid(String::new(), format!("expected {shape}: {error}")))
 }
 
 fn role_of(text: &str, pointer: &str, errors: &mut Vec<Violation>) -> Option<Role> {

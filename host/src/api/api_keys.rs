@@ -46,14 +46,7 @@ async fn create(
     user: AuthUser,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let request: CreateKey =
-        serde_json::from_slice(&body).map_err(|error| ApiError::Validation {
-            detail: "the body is not a key request".into(),
-            errors: vec![Violation::new(
-                "",
-                format!("expected {{name, scopes, expires_at?}}: {error}"),
-            )],
-        })?;
+    let request: CreateKey = super::admin::parse(&body, "{name, scopes, expires_at?}", &[])?;
     let now = now_millis();
     let (scopes, expires_at) = checked(&user, &request, now)?;
     let held = state.store.api_keys(Some(&user.id)).await?.len();

@@ -116,7 +116,7 @@ pub fn new_user() -> Value {
         "properties": {
             "username": {"type": "string", "minLength": 1, "maxLength": 64},
             "password": {"type": "string", "minLength": 1},
-            "role": {"enum": ["admin", "member", "viewer"]},
+            "role": {"enum": ["admin", "member", "viewer", null], "description": "member if absent or null."},
         },
         "additionalProperties": false,
     })
@@ -129,12 +129,12 @@ pub fn user_change() -> Value {
         "type": "object",
         "minProperties": 1,
         "properties": {
-            "role": {"enum": ["admin", "member", "viewer"]},
-            "disabled": {"type": "boolean"},
-            "password": {"type": "string", "minLength": 1},
-            "revoke_tokens": {"const": true},
+            "role": {"enum": ["admin", "member", "viewer", null]},
+            "disabled": {"type": ["boolean", "null"]},
+            "password": {"type": ["string", "null"], "minLength": 1},
+            "revoke_tokens": {"type": ["boolean", "null"], "description": "true: every token issued until now stops working."},
             "quotas": {
-                "type": "object",
+                "type": ["object", "null"],
                 "properties": {"pending_jobs": quota, "dataset_bytes": quota, "output_bytes": quota},
                 "additionalProperties": false,
                 "description": "Replaces all three; one left out or null is the server's default.",
