@@ -150,7 +150,7 @@ async fn bad_and_unknown_query_parameters_are_400s_that_name_them() {
         body["detail"]
             .as_str()
             .unwrap()
-            .contains("priority; it takes none"),
+            .contains("priority; it takes project"),
         "{body}"
     );
     let response = server.get(&token, "/problems?verbose=1").await;

@@ -27,6 +27,7 @@ mod oidc;
 mod openapi_tools;
 mod plugin_check;
 mod plugin_kit;
+mod projects;
 mod python_client;
 mod qubo;
 mod races;

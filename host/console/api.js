@@ -4,6 +4,8 @@
 
 let token = null;
 let username = '';
+// The project the console shows and launches in; null for the user's personal one.
+let project = null;
 const signOutListeners = [];
 
 export class ApiError extends Error {
@@ -20,6 +22,20 @@ export function signedIn() {
 
 export function currentUser() {
   return username;
+}
+
+export function currentProject() {
+  return project;
+}
+
+export function setProject(id) {
+  project = id || null;
+}
+
+// `path` with the chosen project as its `project` parameter, if one is chosen.
+export function inProject(path) {
+  if (project === null) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}project=${encodeURIComponent(project)}`;
 }
 
 export function onSignOut(listener) {
@@ -42,6 +58,7 @@ export function signOut() {
   if (token === null) return;
   token = null;
   username = '';
+  project = null;
   signOutListeners.forEach((listener) => listener());
 }
 

@@ -3,7 +3,7 @@
 // #/service, #/admin).
 
 import { adminPage } from './admin.js';
-import { ApiError, currentUser, login, onSignOut, signOut, signedIn } from './api.js';
+import { ApiError, currentProject, currentUser, get, login, onSignOut, setProject, signOut, signedIn } from './api.js';
 import { fill, h, page } from './dom.js';
 import { experimentPage, experimentsPage } from './experiments.js';
 import { jobPage } from './job.js';
@@ -13,6 +13,27 @@ import { useCasePage, useCasesPage } from './usecases.js';
 
 let leave = null;
 
+// The projects the user is in, for the header's switcher (read again on every page, so a
+// project made meanwhile shows up): shown once there is more than the personal one.
+// Choosing one shows its jobs and launches in it.
+async function listProjects() {
+  try {
+    const listed = await get('/projects');
+    const select = document.getElementById('project');
+    fill(select, listed.projects.map((project) =>
+      h('option', { value: project.personal ? '' : project.id, selected: (currentProject() ?? '') === (project.personal ? '' : project.id) },
+        project.personal ? 'Personal' : `${project.name}${project.role === 'viewer' ? ' (viewer)' : ''}`)));
+    document.getElementById('project-label').hidden = listed.projects.length < 2;
+  } catch {
+    // The switcher stays as it was; the page itself says what is wrong.
+  }
+}
+
+document.getElementById('project').addEventListener('change', (event) => {
+  setProject(event.target.value);
+  route();
+});
+
 function route() {
   leave?.();
   leave = null;
@@ -21,9 +42,11 @@ function route() {
   document.getElementById('sign-out').hidden = !signed;
   document.getElementById('who').textContent = signed ? currentUser() : '';
   if (!signed) {
+    document.getElementById('project-label').hidden = true;
     signInPage();
     return;
   }
+  listProjects();
   const [, section = 'jobs', ...rest] = location.hash.replace(/^#/, '').split('/');
   const argument = decoded(rest.join('/'));
   for (const link of document.querySelectorAll('#nav a')) {

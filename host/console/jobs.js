@@ -2,7 +2,7 @@
 // one or a selection, start an experiment on a selection's inputs, and charts of jobs ended
 // per minute and of the queue.
 
-import { ApiError, follow, get, request } from './api.js';
+import { ApiError, currentProject, follow, get, inProject, request } from './api.js';
 import { barChart, legend, lineChart } from './chart.js';
 import { fill, h, localToUtc, notice, page, statusBadge, when } from './dom.js';
 import { startExperimentWith } from './experiments.js';
@@ -94,6 +94,8 @@ export function jobsPage() {
   }
 
   function matches(job) {
+    // The event stream follows the caller's own jobs, not a project's.
+    if (currentProject() !== null) return false;
     if (filters.status && job.status !== filters.status) return false;
     if (filters.problem && job.problem !== filters.problem) return false;
     if (filters.label) {
@@ -119,7 +121,7 @@ export function jobsPage() {
       loadingOlder = true;
     }
     try {
-      const list = await get(`/jobs?${query(fresh ? null : next)}`);
+      const list = await get(inProject(`/jobs?${query(fresh ? null : next)}`));
       if (generation !== listGeneration) return;
       if (fresh) {
         rows.clear();

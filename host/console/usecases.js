@@ -4,7 +4,7 @@
 // launch from there, or upload a dataset with a progress bar and launch that. Plugin
 // reloads, publications and refused files appear as they happen.
 
-import { get, request, upload } from './api.js';
+import { get, inProject, request, upload } from './api.js';
 import { fill, h, notice, page, when } from './dom.js';
 import { startExperimentWith } from './experiments.js';
 
@@ -118,7 +118,7 @@ export function useCasePage(name) {
       event.preventDefault();
       if (!(await check())) return;
       try {
-        const accepted = await request('POST', `/problem/${encodeURIComponent(name)}`, { json: JSON.parse(editor.value) });
+        const accepted = await request('POST', inProject(`/problem/${encodeURIComponent(name)}`), { json: JSON.parse(editor.value) });
         location.hash = `#/job/${encodeURIComponent(accepted.job)}`;
       } catch (error) {
         notice(error.message, 'error');
@@ -144,7 +144,7 @@ export function useCasePage(name) {
         fill(uploaded, h('p', {}, `Uploaded ${dataFile.filename ?? 'the file'} (${dataFile.size} bytes) as `, h('code', {}, dataFile.data_file_identifier), '. '),
           h('button', { type: 'button', id: 'launch-dataset', onclick: async () => {
             try {
-              const accepted = await request('POST', `/problem/${encodeURIComponent(name)}`, { json: { data_file_identifier: dataFile.data_file_identifier } });
+              const accepted = await request('POST', inProject(`/problem/${encodeURIComponent(name)}`), { json: { data_file_identifier: dataFile.data_file_identifier } });
               location.hash = `#/job/${encodeURIComponent(accepted.job)}`;
             } catch (error) {
               notice(error.message, 'error');

@@ -494,6 +494,18 @@ def run(c):
     assert "user.created" in c.text("table.audit")
     c.check_accessibility("administration")
 
+    # Projects: in one, the switcher shows its jobs, and launches go to it.
+    project = api.send("POST", "/admin/projects", {"name": "console-project"})["id"]
+    api.send("PUT", f"/admin/projects/{project}/members/admin", {"role": "member"})
+    in_project = api.send("POST", f"/problem/maxcut?project={project}", {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]})["job"]
+    c.go("#/usecases", "Use cases")
+    c.wait(lambda: c.find("#project-label").is_displayed(), "the project switcher")
+    Select(c.find("#project")).select_by_visible_text("console-project")
+    c.go("#/jobs", "Jobs")
+    c.wait(lambda: [row.get_attribute("data-job") for row in c.all("tr[data-job]")] == [in_project], "the project's jobs only")
+    c.check_accessibility("jobs of a project")
+    Select(c.find("#project")).select_by_visible_text("Personal")
+
     # Readable on a phone: nothing wider than the screen but the tables' own scrolling.
     driver.set_window_size(390, 844)
     for route, heading in [("#/jobs", "Jobs"), ("#/service", "Service"), ("#/usecase/maxcut", "Use case maxcut")]:

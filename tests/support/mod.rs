@@ -320,9 +320,28 @@ impl TestServer {
     }
 
     pub async fn launch(&self, token: &str, problem_id: &str, body: &Value) -> String {
-        let response = self
-            .post_json(token, &format!("/problem/{problem_id}"), body)
-            .await;
+        self.launch_at(token, &format!("/problem/{problem_id}"), body)
+            .await
+    }
+
+    /// Launches a job in a project.
+    pub async fn launch_in(
+        &self,
+        token: &str,
+        problem_id: &str,
+        project: &str,
+        body: &Value,
+    ) -> String {
+        self.launch_at(
+            token,
+            &format!("/problem/{problem_id}?project={project}"),
+            body,
+        )
+        .await
+    }
+
+    async fn launch_at(&self, token: &str, path: &str, body: &Value) -> String {
+        let response = self.post_json(token, path, body).await;
         assert_eq!(
             response.status(),
             StatusCode::ACCEPTED,

@@ -1,5 +1,5 @@
 //! The query of `GET /jobs`: paging (`before`, `limit`), the filter (`status`, `problem`,
-//! `label`, `since`, `until`, `ids`, `objective_min`, `objective_max`) and the order
+//! `label`, `since`, `until`, `ids`, `objective_min`, `objective_max`, `project`) and the order
 //! (`sort`). Read by hand rather than by serde: `label` may repeat,
 //! and every mistake gets a 400 that names it.
 
@@ -66,6 +66,7 @@ impl JobListRequest {
                     request.filter.problem = Some(name);
                 }
                 "label" => request.filter.labels.push(parse_label(&value)?),
+                "project" => request.filter.project = Some(value.to_string()),
                 "objective_min" => {
                     request.filter.objective_min = Some(parse_number(&name, &value)?)
                 }

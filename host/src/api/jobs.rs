@@ -11,6 +11,7 @@ use axum::routing::get;
 use super::held::{Connection, Hold};
 use super::job_filter::JobListRequest;
 use super::long_poll::{Until, WaitQuery, wait_for_job};
+use super::projects::project_role;
 use super::races::{Stop, stop_entrants};
 use super::wire::{CancelResponse, JobList, JobListEntry, JobStatusResponse};
 use super::{ApiError, AppState, Json, Path};
@@ -175,6 +176,10 @@ async fn list(
     RawQuery(query): RawQuery,
 ) -> Result<Json<JobList>, ApiError> {
     let request = JobListRequest::parse(&state, query.as_deref())?;
+    if let Some(project) = &request.filter.project {
+        // A project's jobs for anyone in it; 404 for anyone else.
+        project_role(&state, &user, project).await?;
+    }
     let jobs = state
         .store
         .jobs(

@@ -34,6 +34,7 @@ mod options;
 mod owner_feed;
 mod plugins;
 mod problems;
+mod projects;
 mod publish_gate;
 mod query;
 mod races;
@@ -240,6 +241,7 @@ pub fn app(state: AppState) -> Router {
         .merge(login::router())
         .merge(api_keys::router())
         .merge(admin::router())
+        .merge(projects::router())
         .merge(audit::router())
         .merge(problems::router())
         .merge(jobs::router())

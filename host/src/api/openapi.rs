@@ -467,6 +467,11 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
         ("NewUser", accounts::new_user()),
         ("UserChange", accounts::user_change()),
         ("AuditPage", accounts::audit_page()),
+        ("Project", accounts::project_view()),
+        ("ProjectList", accounts::project_list()),
+        ("UserProjectList", accounts::user_project_list()),
+        ("NewProject", accounts::new_project()),
+        ("ProjectMembership", accounts::project_membership()),
         (
             "Rerun",
             json!({

@@ -1,4 +1,4 @@
-//! The schemas of the accounts' bodies in `/openapi.json`: `/api_keys` and `/admin`.
+//! The schemas of the accounts' bodies in `/openapi.json`: `/api_keys`, `/admin`, `/projects`.
 
 use serde_json::{Value, json};
 
@@ -166,6 +166,81 @@ pub fn audit_page() -> Value {
             "events": {"type": "array", "items": event},
             "next_before": {"type": ["integer", "null"]},
         },
+        "additionalProperties": false,
+    })
+}
+
+fn project() -> Value {
+    json!({
+        "type": "object",
+        "required": ["id", "name", "created_at", "members"],
+        "properties": {
+            "id": {"type": "string"},
+            "name": {"type": "string"},
+            "created_at": {"type": "string", "format": "date-time"},
+            "members": {"type": "array", "items": {
+                "type": "object",
+                "required": ["username", "role"],
+                "properties": {"username": {"type": "string"}, "role": {"enum": ["member", "viewer"]}},
+                "additionalProperties": false,
+            }},
+        },
+        "additionalProperties": false,
+    })
+}
+
+pub fn project_view() -> Value {
+    let mut schema = project();
+    schema["title"] = json!("Project");
+    schema
+}
+
+pub fn project_list() -> Value {
+    json!({
+        "title": "ProjectList",
+        "type": "object",
+        "required": ["projects"],
+        "properties": {"projects": {"type": "array", "items": project()}},
+        "additionalProperties": false,
+    })
+}
+
+pub fn user_project_list() -> Value {
+    json!({
+        "title": "UserProjectList",
+        "type": "object",
+        "required": ["projects"],
+        "properties": {"projects": {"type": "array", "items": {
+            "type": "object",
+            "required": ["id", "name", "role", "personal"],
+            "properties": {
+                "id": {"type": "string"},
+                "name": {"type": "string"},
+                "role": {"enum": ["member", "viewer"]},
+                "personal": {"type": "boolean"},
+            },
+            "additionalProperties": false,
+        }}},
+        "additionalProperties": false,
+    })
+}
+
+pub fn new_project() -> Value {
+    json!({
+        "title": "NewProject",
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 100}},
+        "additionalProperties": false,
+    })
+}
+
+pub fn project_membership() -> Value {
+    json!({
+        "title": "ProjectMembership",
+        "type": "object",
+        "required": ["role"],
+        "properties": {"role": {"enum": ["member", "viewer"]}},
         "additionalProperties": false,
     })
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -15,6 +15,7 @@ use super::body_budget::BodyRoom;
 use super::labels::parse_labels;
 use super::options::{LaunchOptions, OptionContext, parse_options};
 use super::plugins::resolve_synced;
+use super::projects::launch_project;
 use super::warm_start::warm_start_field;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
@@ -60,9 +61,14 @@ async fn run_job(
     State(state): State<AppState>,
     user: AuthUser,
     Path(problem_id): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let project = form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+        .find(|(name, _)| name == "project")
+        .map(|(_, value)| value.into_owned());
+    let project = launch_project(&state, &user, project.as_deref()).await?;
     let LaunchRequest {
         plugin,
         requested,
@@ -97,7 +103,8 @@ async fn run_job(
     let prepared = prepare(&state, &user, &plugin, fields, large).await?;
 
     check_quotas(&state, &user, 1).await?;
-    let job = prepared.into_job(&user, &plugin, requested, idempotency, state.quotas)?;
+    let mut job = prepared.into_job(&user, &plugin, requested, idempotency, state.quotas)?;
+    job.project_id = project;
     // The job is committed before the client hears of it.
     let span = crate::telemetry::submission_span(&job.id, &job.problem);
     let inserted = match state.store.insert_job(&job).instrument(span).await {
@@ -272,6 +279,7 @@ impl Prepared {
             experiment_id: None,
             race: None,
             race_of: None,
+            project_id: None,
         })
     }
 }

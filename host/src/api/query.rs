@@ -21,6 +21,7 @@ pub const JOBS_PARAMETERS: &[&str] = &[
     "objective_min",
     "objective_max",
     "sort",
+    "project",
 ];
 
 /// The parameters a route takes, by its path pattern and method.
@@ -34,6 +35,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/plugins", &Method::POST) => &["current", "gate"],
         ("/experiments", &Method::GET) => &["before", "limit"],
         ("/admin/audit", &Method::GET) => &["before", "limit"],
+        ("/problem/{problem_id}", &Method::POST) => &["project"],
         _ => &[],
     }
 }

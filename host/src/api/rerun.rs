@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use super::jobs::not_found;
 use super::plugins::resolve_synced;
 use super::problems::{accepted, check_quotas, insert_failed, invalid, prepare_with};
+use super::projects::launch_project;
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
 use crate::options::JobOptions;
@@ -78,6 +79,8 @@ async fn rerun(
     check_quotas(&state, &user, 1).await?;
     let mut job = prepared.into_job(&user, &plugin, requested, None, state.quotas)?;
     job.rerun_of = Some(job_id.clone());
+    // A project's job runs again in its project, for a member of it.
+    job.project_id = launch_project(&state, &user, earlier.project_id.as_deref()).await?;
     let inserted = match state.store.insert_job(&job).await {
         Ok(inserted) => inserted,
         Err(error) => return Err(insert_failed(&state, &user, &job, error).await),

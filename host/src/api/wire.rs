@@ -105,6 +105,8 @@ pub struct JobView {
     pub warm_start: Option<String>,
     /// It completed with what it had when `POST /job/<id>/finish` asked it to stop.
     pub stopped_early: bool,
+    /// The project it belongs to (its owner's id for the owner's personal project).
+    pub project: Option<String>,
     /// Its output's objective, once it completed, where its use case declares one.
     pub objective: Option<f64>,
     /// `minimize` or `maximize`, beside `objective`.
@@ -204,6 +206,7 @@ impl JobStatusResponse {
             }),
             rerun_of: job.rerun_of,
             warm_start: job.warm_start,
+            project: job.project_id,
             stopped_early: job.stopped_early,
             objective: job.objective.map(|objective| objective.value),
             objective_sense: job.objective.map(|objective| objective.sense.as_str()),
@@ -460,6 +463,44 @@ impl UserView {
 #[derive(Debug, Serialize)]
 pub struct UserList {
     pub users: Vec<UserView>,
+}
+
+/// A project the caller is in, as `GET /projects` lists it.
+#[derive(Debug, Serialize)]
+pub struct ProjectAccessView {
+    pub id: String,
+    pub name: String,
+    /// The caller's role in it: `member` or `viewer`.
+    pub role: &'static str,
+    /// The caller's personal project, the default.
+    pub personal: bool,
+}
+
+/// `GET /projects`.
+#[derive(Debug, Serialize)]
+pub struct UserProjectList {
+    pub projects: Vec<ProjectAccessView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MemberView {
+    pub username: String,
+    pub role: &'static str,
+}
+
+/// A project as `/admin/projects` shows it.
+#[derive(Debug, Serialize)]
+pub struct ProjectDetail {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub members: Vec<MemberView>,
+}
+
+/// `GET /admin/projects`.
+#[derive(Debug, Serialize)]
+pub struct ProjectList {
+    pub projects: Vec<ProjectDetail>,
 }
 
 /// `GET /jobs`: a page of the caller's jobs, newest first.

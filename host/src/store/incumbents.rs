@@ -77,7 +77,7 @@ where
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<Vec<IncumbentRecord>>, StoreError> {
-        let owned = sqlx::query(sql::JOB_STATUS)
+        let owned = sqlx::query(sql::JOB_STATUS.as_str())
             .bind(job_id)
             .bind(owner_id)
             .fetch_optional(self.readers())
@@ -99,7 +99,7 @@ where
         execution_id: &str,
         after_seq: u32,
     ) -> Result<Vec<IncumbentRecord>, StoreError> {
-        let rows = sqlx::query(sql::EXECUTION_INCUMBENTS)
+        let rows = sqlx::query(sql::EXECUTION_INCUMBENTS.as_str())
             .bind(job_id)
             .bind(owner_id)
             .bind(execution_id)

@@ -98,6 +98,8 @@ pub struct NewJob {
     pub race: Option<String>,
     /// For a race's entrant: the race.
     pub race_of: Option<String>,
+    /// The project it belongs to; `None` for its owner's personal project.
+    pub project_id: Option<String>,
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
@@ -132,6 +134,8 @@ pub struct JobRecord {
     pub executions: Vec<ExecutionRecord>,
     /// For a race, its entrants.
     pub race: Option<Vec<RaceEntrant>>,
+    /// The project it belongs to (its owner's id for the owner's personal project).
+    pub project_id: Option<String>,
 }
 
 /// A job as `GET /jobs` lists it.
@@ -170,6 +174,9 @@ pub struct JobFilter {
     /// By objective, lowest first (`Some(false)`) or highest first (`Some(true)`), jobs
     /// without one last; else newest first.
     pub by_objective_descending: Option<bool>,
+    /// The jobs of this project, whoever launched them, instead of the caller's own (the
+    /// caller's access to it is checked before).
+    pub project: Option<String>,
 }
 
 /// What a job was launched with.
@@ -184,6 +191,8 @@ pub struct JobInput {
     pub options: String,
     pub labels: Option<String>,
     pub binding: Option<PluginBinding>,
+    /// The project it belongs to (its owner's id for the owner's personal project).
+    pub project_id: Option<String>,
 }
 
 /// The job's output, or where the job is instead.
@@ -352,6 +361,7 @@ where
             executions,
         );
         record.race = race;
+        record.project_id = row.text_or_null("project_id")?;
         Ok(Some(record))
     }
 
@@ -403,7 +413,7 @@ where
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<JobInput>, StoreError> {
-        let row = sqlx::query(sql::JOB_INPUT)
+        let row = sqlx::query(sql::JOB_INPUT.as_str())
             .bind(job_id)
             .bind(owner_id)
             .fetch_optional(self.readers())
@@ -447,15 +457,17 @@ where
         job_id: &str,
     ) -> Result<Option<CancelOutcome>, StoreError> {
         let mut transaction = self.writer().begin().await?;
-        let cancelled = sqlx::query(sql::CANCEL_PENDING)
+        // The job's owner, if it was pending: a project's member may cancel another's job,
+        // and the change is announced to the owner's streams.
+        let cancelled: Option<String> = sqlx::query_scalar(sql::CANCEL_PENDING.as_str())
             .bind(job_id)
             .bind(owner_id)
             .bind(now_millis())
-            .execute(&mut *transaction)
+            .fetch_optional(&mut *transaction)
             .await?;
-        let outcome = if Self::rows_affected(&cancelled) == 1 {
+        let outcome = if let Some(job_owner) = cancelled {
             let change = JobChange {
-                owner_id: owner_id.to_owned(),
+                owner_id: job_owner,
                 job_id: job_id.to_owned(),
             };
             Self::announce_changes(&mut transaction, std::slice::from_ref(&change)).await?;
@@ -463,7 +475,7 @@ where
             self.changes_committed(&[change]);
             return Ok(Some(CancelOutcome::Cancelled));
         } else {
-            let requested = sqlx::query(sql::REQUEST_CANCEL)
+            let requested = sqlx::query(sql::REQUEST_CANCEL.as_str())
                 .bind(job_id)
                 .bind(owner_id)
                 .execute(&mut *transaction)
@@ -472,7 +484,7 @@ where
                 Self::announce_cancel(&mut transaction, job_id).await?;
                 CancelOutcome::Requested
             } else {
-                let status: Option<String> = sqlx::query_scalar(sql::JOB_STATUS)
+                let status: Option<String> = sqlx::query_scalar(sql::WRITABLE_JOB_STATUS.as_str())
                     .bind(job_id)
                     .bind(owner_id)
                     .fetch_optional(&mut *transaction)
@@ -493,7 +505,7 @@ where
         job_id: &str,
     ) -> Result<Option<FinishOutcome>, StoreError> {
         let mut transaction = self.writer().begin().await?;
-        let requested = sqlx::query(sql::REQUEST_FINISH)
+        let requested = sqlx::query(sql::REQUEST_FINISH.as_str())
             .bind(job_id)
             .bind(owner_id)
             .execute(&mut *transaction)
@@ -612,6 +624,7 @@ where
         .bind(job.experiment_id.as_deref())
         .bind(job.race.as_deref())
         .bind(job.race_of.as_deref())
+        .bind(job.project_id.as_deref())
         .execute(&mut *connection)
         .await?;
     if B::rows_affected(&inserted) == 1 {
@@ -715,6 +728,7 @@ impl FromRow for JobInput {
             options: row.text("options")?,
             labels: row.text_or_null("labels")?,
             binding: Option::<PluginBinding>::from_row(row)?,
+            project_id: row.text_or_null("project_id")?,
         })
     }
 }
@@ -753,6 +767,7 @@ impl JobRecord {
             stopped_early,
             executions,
             race: None,
+            project_id: None,
         }
     }
 }

@@ -25,9 +25,18 @@ impl JobsPage {
         before: Option<&str>,
         limit: u32,
     ) -> JobsPage {
-        let mut page = JobsPage {
-            sql: format!("SELECT {} FROM jobs WHERE owner_id = $1", *sql::JOB_COLUMNS),
-            arguments: vec![Argument::Text(owner_id.to_owned())],
+        let mut page = match &filter.project {
+            Some(project) => JobsPage {
+                sql: format!(
+                    "SELECT {} FROM jobs WHERE project_id = $1",
+                    *sql::JOB_COLUMNS
+                ),
+                arguments: vec![Argument::Text(project.clone())],
+            },
+            None => JobsPage {
+                sql: format!("SELECT {} FROM jobs WHERE owner_id = $1", *sql::JOB_COLUMNS),
+                arguments: vec![Argument::Text(owner_id.to_owned())],
+            },
         };
         if let Some(before) = before {
             let at = page.push(Argument::Text(before.to_owned()));

@@ -22,6 +22,7 @@ mod jobs_page;
 mod outcome;
 mod plugins;
 mod postgres;
+mod projects;
 mod races;
 mod rows;
 pub mod scratch;
@@ -52,6 +53,7 @@ pub use self::plugins::{
     Actor, Catalog, PluginBinding, PluginCatalog, PluginEvent, Published, StoredVersion,
 };
 pub use self::postgres::PostgresStore;
+pub use self::projects::{ProjectMember, ProjectRecord, Projects};
 pub use self::races::{RaceEntrant, Races};
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite::SqliteStore;
@@ -234,6 +236,7 @@ pub trait JobStore:
     + Incumbents
     + ApiKeys
     + Audit
+    + Projects
 {
 }
 
@@ -250,6 +253,7 @@ impl<S> JobStore for S where
         + Incumbents
         + ApiKeys
         + Audit
+        + Projects
 {
 }
 

@@ -114,6 +114,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (27, include_str!("../../migrations/postgres/0027_roles.sql")),
     (28, include_str!("../../migrations/postgres/0028_audit.sql")),
+    (
+        29,
+        include_str!("../../migrations/postgres/0029_projects.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

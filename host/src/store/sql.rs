@@ -95,8 +95,8 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back.
-pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, experiment_id, race, race_of, fair_key)
-     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
+pub(super) const INSERT_JOB: &str = "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, experiment_id, race, race_of, project_id, fair_key)
+     VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, COALESCE($24, $2),
          COALESCE(
              CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
                   WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
@@ -136,10 +136,22 @@ pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The jobs user `$2` may read: its own (its personal project's), and those of every project
+/// it is in.
+pub(super) const READABLE: &str = "(jobs.owner_id = $2 OR jobs.project_id IN (
+     SELECT project_id FROM project_members WHERE project_members.user_id = $2))";
+
+/// The jobs user `$2` may cancel and finish: its own, and those of the projects it is a
+/// member of (not a viewer).
+pub(super) const WRITABLE: &str = "(jobs.owner_id = $2 OR jobs.project_id IN (
+     SELECT project_id FROM project_members
+     WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
+
 pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, stopped_early, race
-         FROM jobs WHERE id = $1 AND owner_id = $2",
+        "SELECT {}, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, stopped_early, race,
+             project_id
+         FROM jobs WHERE id = $1 AND {READABLE}",
         *JOB_COLUMNS
     )
 });
@@ -153,7 +165,7 @@ pub(super) static JOB_OUTPUT: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {CLIENT_STATUS} AS status, job_outputs.output FROM jobs
          LEFT JOIN job_outputs ON job_outputs.job_id = jobs.id
-         WHERE jobs.id = $1 AND jobs.owner_id = $2"
+         WHERE jobs.id = $1 AND {READABLE}"
     )
 });
 
@@ -308,21 +320,38 @@ pub(super) const SWEEP_UNREFERENCED_BLOBS: &str = "DELETE FROM blobs WHERE id IN
            AND NOT EXISTS (SELECT 1 FROM plugin_versions WHERE plugin_versions.blob_id = blobs.id)
          LIMIT $1)";
 
-pub(super) const CANCEL_PENDING: &str = "UPDATE jobs
-     SET status = 'CANCELLED', ended_at = $3, cancel_requested = TRUE
-     WHERE id = $1 AND owner_id = $2 AND status = 'PENDING'";
+pub(super) static CANCEL_PENDING: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE jobs SET status = 'CANCELLED', ended_at = $3, cancel_requested = TRUE
+         WHERE id = $1 AND {WRITABLE} AND status = 'PENDING'
+         RETURNING owner_id"
+    )
+});
 
 /// A running job (one whose execution runs: not one waiting in its worker's queue) asked to
 /// finish now.
-pub(super) const REQUEST_FINISH: &str = "UPDATE jobs SET finish_requested = TRUE
-     WHERE id = $1 AND owner_id = $2 AND status = 'RUNNING' AND NOT cancel_requested
-       AND EXISTS (SELECT 1 FROM executions
-                   WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')";
+pub(super) static REQUEST_FINISH: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE jobs SET finish_requested = TRUE
+         WHERE id = $1 AND {WRITABLE} AND status = 'RUNNING' AND NOT cancel_requested
+           AND EXISTS (SELECT 1 FROM executions
+                       WHERE executions.job_id = jobs.id AND executions.status = 'RUNNING')"
+    )
+});
 
-pub(super) const REQUEST_CANCEL: &str = "UPDATE jobs SET cancel_requested = TRUE
-     WHERE id = $1 AND owner_id = $2 AND status = 'RUNNING'";
+pub(super) static REQUEST_CANCEL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE jobs SET cancel_requested = TRUE
+         WHERE id = $1 AND {WRITABLE} AND status = 'RUNNING'"
+    )
+});
 
-pub(super) const JOB_STATUS: &str = "SELECT status FROM jobs WHERE id = $1 AND owner_id = $2";
+pub(super) static JOB_STATUS: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT status FROM jobs WHERE id = $1 AND {READABLE}"));
+
+/// A job's status, for one who may cancel it.
+pub(super) static WRITABLE_JOB_STATUS: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT status FROM jobs WHERE id = $1 AND {WRITABLE}"));
 
 /// Claims due webhook deliveries, fairly: `$1` the time until which they are held, `$2` now,
 /// `$3` how many at most, `$4` how many may be in flight to one destination, counting those
@@ -408,8 +437,13 @@ pub(super) const ENDED_PER_MINUTE: &str = "SELECT ended_at / 60000 AS minute, CO
      FROM jobs WHERE ended_at >= $1 GROUP BY ended_at / 60000";
 
 /// What a job was launched with: its inline input, or its dataset's reference.
-pub(super) const JOB_INPUT: &str = "SELECT problem, input, options, labels, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested
-     FROM jobs WHERE id = $1 AND owner_id = $2";
+pub(super) static JOB_INPUT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT problem, input, options, labels, data_file_id, data_blob_id, data_media_type,
+             plugin_version, plugin_digest, version_requested, project_id
+         FROM jobs WHERE id = $1 AND {READABLE}"
+    )
+});
 
 /// An owner's jobs per status as clients see it.
 pub(super) static JOB_COUNTS: LazyLock<String> = LazyLock::new(|| {
@@ -508,7 +542,7 @@ pub(super) static RACE_ENTRANTS: LazyLock<String> = LazyLock::new(|| {
              objective_sense, time_to_best, stopped_early,
              (SELECT executions.id FROM executions WHERE executions.job_id = jobs.id
               ORDER BY attempt DESC LIMIT 1) AS execution_id
-         FROM jobs WHERE race_of = $1 AND owner_id = $2 ORDER BY id"
+         FROM jobs WHERE race_of = $1 AND {READABLE} ORDER BY id"
     )
 });
 
@@ -542,12 +576,15 @@ pub(super) const JOB_INCUMBENTS: &str = "SELECT execution_id, seq, found_at, obj
      WHERE job_id = $1 OR job_id IN (SELECT id FROM jobs WHERE race_of = $1)
      ORDER BY found_at, execution_id, seq";
 
-pub(super) const EXECUTION_INCUMBENTS: &str =
-    "SELECT execution_id, seq, found_at, objective, solution
-     FROM incumbents
-     WHERE job_id = $1 AND execution_id = $3 AND seq > $4
-       AND EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND owner_id = $2)
-     ORDER BY seq";
+pub(super) static EXECUTION_INCUMBENTS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT execution_id, seq, found_at, objective, solution
+         FROM incumbents
+         WHERE job_id = $1 AND execution_id = $3 AND seq > $4
+           AND EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND {READABLE})
+         ORDER BY seq"
+    )
+});
 
 pub(super) const INSERT_INCUMBENT: &str =
     "INSERT INTO incumbents (execution_id, seq, job_id, found_at, objective, solution, bytes)
@@ -588,3 +625,30 @@ pub(super) const INSERT_AUDIT_EVENT: &str =
 /// `$1` null: from the newest.
 pub(super) const AUDIT_EVENTS: &str = "SELECT * FROM audit_events
      WHERE $1 IS NULL OR seq < $1 ORDER BY seq DESC LIMIT $2";
+
+pub(super) const INSERT_PROJECT: &str =
+    "INSERT INTO projects (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+
+pub(super) const PROJECTS: &str = "SELECT * FROM projects ORDER BY name";
+
+pub(super) const PROJECT_MEMBERS: &str =
+    "SELECT project_members.user_id, users.username, project_members.role
+     FROM project_members JOIN users ON users.id = project_members.user_id
+     WHERE project_members.project_id = $1 ORDER BY users.username";
+
+pub(super) const SET_PROJECT_MEMBER: &str =
+    "INSERT INTO project_members (project_id, user_id, role)
+     SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM projects WHERE id = $1)
+     ON CONFLICT (project_id, user_id) DO UPDATE SET role = excluded.role";
+
+pub(super) const REMOVE_PROJECT_MEMBER: &str =
+    "DELETE FROM project_members WHERE project_id = $1 AND user_id = $2";
+
+pub(super) const PROJECT_JOBS: &str = "SELECT COUNT(*) FROM jobs WHERE project_id = $1";
+
+pub(super) const DELETE_PROJECT: &str = "DELETE FROM projects WHERE id = $1";
+
+pub(super) const USER_PROJECTS: &str =
+    "SELECT projects.id, projects.name, projects.created_at, project_members.role
+     FROM projects JOIN project_members ON project_members.project_id = projects.id
+     WHERE project_members.user_id = $1 ORDER BY projects.name";

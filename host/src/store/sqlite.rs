@@ -104,6 +104,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (27, include_str!("../../migrations/sqlite/0027_roles.sql")),
     (28, include_str!("../../migrations/sqlite/0028_audit.sql")),
+    (
+        29,
+        include_str!("../../migrations/sqlite/0029_projects.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -155,6 +155,7 @@ fn new_job(owner: &User) -> NewJob {
         experiment_id: None,
         race: None,
         race_of: None,
+        project_id: None,
     }
 }
 

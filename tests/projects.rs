@@ -1,0 +1,216 @@
+//! Projects: an administrator makes one and adds members and viewers; a member launches in
+//! it; its members read and cancel its jobs, its viewers read them; everyone else gets 404,
+//! as for another user's job. Jobs launched before projects stay in their owner's personal
+//! project, the default.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{TestServer, expect_problem};
+
+async fn put_member(
+    server: &TestServer,
+    admin: &str,
+    project: &str,
+    user: &str,
+    role: &str,
+) -> reqwest::Response {
+    server
+        .client
+        .put(server.url(&format!("/admin/projects/{project}/members/{user}")))
+        .bearer_auth(admin)
+        .json(&json!({"role": role}))
+        .send()
+        .await
+        .unwrap()
+}
+
+fn launch_body(seconds: f64) -> Value {
+    let n = 200;
+    let edges: Vec<Value> = (0..n)
+        .flat_map(|i| [json!([i, (i + 1) % n, 1]), json!([i, (i * 7 + 3) % n, -1])])
+        .collect();
+    json!({"num_nodes": n, "edges": edges, "options": {"time_limit_s": seconds}})
+}
+
+#[tokio::test]
+async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    for name in ["mark", "vera", "dana"] {
+        server.add_user(name, &format!("{name}-password-1"));
+    }
+    let mark = server.token("mark", "mark-password-1").await;
+    let vera = server.token("vera", "vera-password-1").await;
+    let dana = server.token("dana", "dana-password-1").await;
+    // Mark's own job, before any project: in his personal project.
+    let own = server.launch(&mark, "maxcut", &launch_body(0.1)).await;
+
+    let made = server
+        .post_json(&admin, "/admin/projects", &json!({"name": "routing"}))
+        .await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let project = made.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    expect_problem(
+        server
+            .post_json(&admin, "/admin/projects", &json!({"name": "routing"}))
+            .await,
+        StatusCode::CONFLICT,
+    )
+    .await;
+    assert_eq!(
+        put_member(&server, &admin, &project, "mark", "member")
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    let listed = put_member(&server, &admin, &project, "vera", "viewer").await;
+    let listed: Value = listed.json().await.unwrap();
+    assert_eq!(
+        listed["members"],
+        json!([{"username": "mark", "role": "member"}, {"username": "vera", "role": "viewer"}])
+    );
+    expect_problem(
+        put_member(&server, &admin, &project, "vera", "owner").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    expect_problem(
+        put_member(&server, &admin, &project, "nobody", "member").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_problem(
+        put_member(&server, &admin, "no-such-project", "vera", "member").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // Mark's projects: his personal one first.
+    let mine: Value = server.get(&mark, "/projects").await.json().await.unwrap();
+    assert_eq!(mine["projects"][0]["personal"], true);
+    assert_eq!(
+        mine["projects"][1],
+        json!({"id": project, "name": "routing", "role": "member", "personal": false})
+    );
+
+    // Mark launches in the project; Vera (a viewer) reads it, Dana (outside) does not.
+    let shared = server
+        .launch_in(&mark, "maxcut", &project, &launch_body(30.0))
+        .await;
+    let view = server.job(&vera, &shared).await;
+    assert_eq!(view["project"], project.as_str(), "{view}");
+    let listed: Value = server
+        .get(&vera, &format!("/jobs?project={project}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = listed["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [shared.as_str()]);
+    expect_problem(
+        server.get(&dana, &format!("/job/{shared}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_problem(
+        server.get(&dana, &format!("/jobs?project={project}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_problem(
+        server
+            .post_json(
+                &dana,
+                &format!("/problem/maxcut?project={project}"),
+                &launch_body(0.1),
+            )
+            .await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    // A viewer launches nothing there, and cancels nothing.
+    expect_problem(
+        server
+            .post_json(
+                &vera,
+                &format!("/problem/maxcut?project={project}"),
+                &launch_body(0.1),
+            )
+            .await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    expect_problem(
+        server.delete(&vera, &format!("/job/{shared}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    // Mark's personal jobs stay his.
+    expect_problem(
+        server.get(&vera, &format!("/job/{own}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // Another member cancels Mark's project job.
+    assert_eq!(
+        put_member(&server, &admin, &project, "dana", "member")
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    let cancelled = server.delete(&dana, &format!("/job/{shared}")).await;
+    assert!(cancelled.status().is_success(), "{}", cancelled.status());
+    assert_eq!(
+        server.wait_until_ended(&mark, &shared).await["status"],
+        "CANCELLED"
+    );
+
+    // A project with jobs stays; taken out, a member sees no more of it.
+    expect_problem(
+        server
+            .delete(&admin, &format!("/admin/projects/{project}"))
+            .await,
+        StatusCode::CONFLICT,
+    )
+    .await;
+    let removed = server
+        .delete(&admin, &format!("/admin/projects/{project}/members/dana"))
+        .await;
+    assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    expect_problem(
+        server.get(&dana, &format!("/job/{shared}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let all: Value = server
+        .get(&admin, "/admin/projects")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(all["projects"][0]["members"].as_array().unwrap().len(), 2);
+    let empty = server
+        .post_json(&admin, "/admin/projects", &json!({"name": "empty"}))
+        .await;
+    let empty = empty.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        server
+            .delete(&admin, &format!("/admin/projects/{empty}"))
+            .await
+            .status(),
+        StatusCode::NO_CONTENT
+    );
+}
