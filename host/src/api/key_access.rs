@@ -52,7 +52,8 @@ impl KeyCache {
             .expires_at
             .is_some_and(|expires_at| expires_at <= now_millis())
         {
-            return Err(ApiError::InvalidToken("the API key has expired"));
+            // The same answer as an unknown or revoked key: it tells nothing of the key.
+            return Err(invalid());
         }
         Ok(AuthUser {
             id: record.owner_id.clone(),
