@@ -19,6 +19,7 @@ mod flow;
 mod hardening;
 mod held;
 mod incumbents;
+mod job_commands;
 mod knapsack;
 mod limits;
 mod logins;

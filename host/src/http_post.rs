@@ -1,8 +1,8 @@
-//! One HTTP/1.1 POST or GET to a given address: plain for `http`, TLS (rustls on ring,
+//! One HTTP/1.1 request (a POST, a GET, or another method) to a given address: plain for `http`, TLS (rustls on ring,
 //! Mozilla's roots) for `https`, the URL's host as the TLS name and `Host`. No redirect is
 //! followed. Webhooks post their callbacks with it (the answer is its status); `caseload
 //! plugin publish` posts a component and reads the server's answer; single sign-on gets the
-//! issuer's discovery document and keys.
+//! issuer's discovery document and keys; `caseload job` calls the job API.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
@@ -75,7 +75,8 @@ pub async fn post(post: Post<'_>) -> Result<Answer, String> {
     exchange(Method::POST, post).await
 }
 
-async fn exchange(method: Method, post: Post<'_>) -> Result<Answer, String> {
+/// Sends a request of any method, with the post's headers and body; the answer.
+pub async fn exchange(method: Method, post: Post<'_>) -> Result<Answer, String> {
     let url = post.url;
     let address = post.address;
     let host = url.host_str().ok_or("the URL names no host")?.to_owned();

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod changes;
 pub mod config;
 pub mod http_post;
+pub mod job_command;
 pub mod key_command;
 pub mod kit;
 pub mod listener;

@@ -19,7 +19,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // A command's report is its output; the server's log lines would only bury it.
     let default_level = match cli.command {
-        Some(Command::Plugin(_)) => "warn",
+        Some(Command::Plugin(_) | Command::Job(_)) => "warn",
         _ => "info",
     };
     let otlp = match &cli.command {
@@ -38,6 +38,14 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Key(command)) => {
             caseload::key_command::manage_keys(&cli.storage, command).await
         }
+        Some(Command::Job(command)) => match caseload::job_command::run(command).await {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                std::process::exit(1);
+            }
+        },
         Some(Command::Plugin(command)) => {
             let data_dir = cli.storage.data_dir.clone();
             let command = command.clone();

@@ -43,6 +43,81 @@ pub enum Command {
     /// Manage API keys (`Authorization: Bearer cl_...`), as `/api_keys` does over HTTP.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Launch, follow and read jobs on a server, from a shell or CI, with an API key.
+    #[command(subcommand)]
+    Job(JobCommand),
+}
+
+/// The server a `caseload job` command calls, and the key it calls with.
+#[derive(Debug, Clone, Args)]
+pub struct JobTarget {
+    /// The server's address.
+    #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// An API key (`cl_...`), or any bearer token.
+    #[arg(long, env = "CASELOAD_API_KEY", hide_env_values = true)]
+    pub key: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Launch a job; prints its id (with --wait, waits and prints its output).
+    Submit {
+        /// The use case (`maxcut`, `qubo@1.2.0`...).
+        problem: String,
+        /// The launch body, JSON (an input, or `{data_file_identifier}`, with `options`
+        /// and `labels`); `-` for standard input.
+        #[arg(long, default_value = "-")]
+        input: PathBuf,
+        /// A project to launch in (`GET /projects`).
+        #[arg(long)]
+        project: Option<String>,
+        /// Wait for the job to end; exit 1 unless it completed.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        target: JobTarget,
+    },
+    /// Print a job's status and executions (`GET /job/<id>`, JSON).
+    Get {
+        job: String,
+        #[command(flatten)]
+        target: JobTarget,
+    },
+    /// Wait for a job to end and print its status; exit 0 if it completed, 1 otherwise.
+    Wait {
+        job: String,
+        /// Give up after this long (exit 1).
+        #[arg(long, value_parser = parse_duration, default_value = "1h")]
+        timeout: Duration,
+        #[command(flatten)]
+        target: JobTarget,
+    },
+    /// Print a completed job's output (JSON).
+    Output {
+        job: String,
+        #[command(flatten)]
+        target: JobTarget,
+    },
+    /// Cancel a job; prints its status after.
+    Cancel {
+        job: String,
+        #[command(flatten)]
+        target: JobTarget,
+    },
+    /// List jobs, newest first: id, status, use case, creation time, one per line.
+    List {
+        /// Only these statuses (`PENDING,RUNNING`).
+        #[arg(long)]
+        status: Option<String>,
+        /// A project's jobs instead of the caller's own.
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        #[command(flatten)]
+        target: JobTarget,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,0 +1,209 @@
+//! `caseload job submit | get | wait | output | cancel | list`: the job API from a shell or a
+//! CI step, with an API key. What the server answers is printed as it is (JSON), or as lines
+//! for a list; a refusal prints the server's problem and exits 1, and so does a job that did
+//! not complete for `wait` and `submit --wait`.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use hyper::Method;
+use serde_json::Value;
+use url::Url;
+
+use crate::config::{JobCommand, JobTarget};
+use crate::http_post::{Post, exchange};
+
+/// The longest one held request waits (the server's own bound).
+const HOLD_S: u64 = 60;
+
+/// The most of an answer read.
+const MAX_ANSWER: usize = 256 << 20;
+
+/// Runs the command; whether it succeeded (a job that did not complete is not a success).
+pub async fn run(command: &JobCommand) -> anyhow::Result<bool> {
+    match command {
+        JobCommand::Submit {
+            problem,
+            input,
+            project,
+            wait,
+            target,
+        } => {
+            let body = if input.as_os_str() == "-" {
+                let mut body = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut body)
+                    .context("cannot read the launch body from standard input")?;
+                body
+            } else {
+                std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?
+            };
+            let mut path = format!("/problem/{}", segment(problem));
+            if let Some(project) = project {
+                path.push_str(&format!("?project={}", segment(project)));
+            }
+            let accepted = call(target, Method::POST, &path, Some(body)).await?;
+            let job = accepted["job"]
+                .as_str()
+                .context("the server's answer names no job")?
+                .to_owned();
+            if !*wait {
+                println!("{job}");
+                return Ok(true);
+            }
+            eprintln!("{job}");
+            let status = wait_for(target, &job, Duration::from_secs(24 * 3600)).await?;
+            if status != "COMPLETED" {
+                eprintln!("{job} ended {status}");
+                return Ok(false);
+            }
+            let output = call(
+                target,
+                Method::GET,
+                &format!("/job/{}/output", segment(&job)),
+                None,
+            )
+            .await?;
+            println!("{output}");
+            Ok(true)
+        }
+        JobCommand::Get { job, target } => {
+            let answer = call(target, Method::GET, &format!("/job/{}", segment(job)), None).await?;
+            println!("{}", answer["job"][job.as_str()]);
+            Ok(true)
+        }
+        JobCommand::Wait {
+            job,
+            timeout,
+            target,
+        } => {
+            let status = wait_for(target, job, *timeout).await?;
+            println!("{status}");
+            Ok(status == "COMPLETED")
+        }
+        JobCommand::Output { job, target } => {
+            let path = format!("/job/{}/output", segment(job));
+            println!("{}", call(target, Method::GET, &path, None).await?);
+            Ok(true)
+        }
+        JobCommand::Cancel { job, target } => {
+            let answer = call(
+                target,
+                Method::DELETE,
+                &format!("/job/{}", segment(job)),
+                None,
+            )
+            .await?;
+            println!("{}", answer["status"].as_str().unwrap_or("?"));
+            Ok(true)
+        }
+        JobCommand::List {
+            status,
+            project,
+            limit,
+            target,
+        } => {
+            let mut query = form_urlencoded::Serializer::new(String::new());
+            query.append_pair("limit", &limit.to_string());
+            if let Some(status) = status {
+                query.append_pair("status", status);
+            }
+            if let Some(project) = project {
+                query.append_pair("project", project);
+            }
+            let path = format!("/jobs?{}", query.finish());
+            let listed = call(target, Method::GET, &path, None).await?;
+            for job in listed["jobs"].as_array().into_iter().flatten() {
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    job["id"].as_str().unwrap_or(""),
+                    job["status"].as_str().unwrap_or(""),
+                    job["problem"].as_str().unwrap_or(""),
+                    job["created_at"].as_str().unwrap_or("")
+                );
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// Waits for the job to end, a held request at a time; its status.
+async fn wait_for(target: &JobTarget, job: &str, timeout: Duration) -> anyhow::Result<String> {
+    let started = Instant::now();
+    loop {
+        let left = timeout.saturating_sub(started.elapsed()).as_secs();
+        if left == 0 {
+            bail!("{job} did not end within {timeout:?}");
+        }
+        let path = format!("/job/{}?wait={}", segment(job), left.min(HOLD_S));
+        let answer = call(target, Method::GET, &path, None).await?;
+        let status = answer["job"][job]["status"]
+            .as_str()
+            .context("the server's answer has no status")?
+            .to_owned();
+        if !matches!(status.as_str(), "PENDING" | "RUNNING") {
+            return Ok(status);
+        }
+    }
+}
+
+/// One call; the answer's JSON, or the server's problem as the error.
+async fn call(
+    target: &JobTarget,
+    method: Method,
+    path_and_query: &str,
+    body: Option<Vec<u8>>,
+) -> anyhow::Result<Value> {
+    let base = Url::parse(&target.url).with_context(|| format!("--url {}", target.url))?;
+    if !matches!(base.scheme(), "http" | "https") {
+        bail!("--url {}: use an http:// or https:// address", target.url);
+    }
+    let url = base
+        .join(path_and_query)
+        .with_context(|| format!("{path_and_query} under {}", target.url))?;
+    let host = url
+        .host_str()
+        .context("--url names no host")?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = url.port_or_known_default().unwrap_or(80);
+    let address = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .with_context(|| format!("cannot resolve {host}"))?
+        .next()
+        .with_context(|| format!("{host} has no address"))?;
+    let mut headers = vec![
+        ("authorization", format!("Bearer {}", target.key)),
+        ("accept", "application/json".to_owned()),
+    ];
+    if body.is_some() {
+        headers.push(("content-type", "application/json".to_owned()));
+    }
+    let answer = exchange(
+        method,
+        Post {
+            url: &url,
+            address,
+            headers: &headers,
+            body: Bytes::from(body.unwrap_or_default()),
+            read_at_most: MAX_ANSWER,
+            user_agent: "caseload-job",
+        },
+    )
+    .await
+    .map_err(anyhow::Error::msg)?;
+    let json: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    if !(200..300).contains(&answer.status) {
+        let detail = json["detail"].as_str().unwrap_or("no detail");
+        bail!("the server answered {}: {detail}", answer.status);
+    }
+    Ok(json)
+}
+
+/// A path segment, percent-encoded.
+fn segment(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}

@@ -1,0 +1,137 @@
+//! `caseload job ...` from a shell: with an API key and the server's URL, submit a job, wait
+//! for it, read it, its output and the list, cancel one; a refusal is the server's message
+//! and exit 1.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::TestServer;
+
+/// Runs `caseload job ARGS` against the server with `key`, `stdin` piped in; whether it
+/// succeeded, and its standard output and error.
+fn job(
+    server: &TestServer,
+    key: &str,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .arg("job")
+        .args(args)
+        .env("CASELOAD_URL", &server.base_url)
+        .env("CASELOAD_API_KEY", key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("caseload job starts");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(stdin) = stdin {
+        input.write_all(stdin.as_bytes()).unwrap();
+    }
+    drop(input);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn jobs_are_submitted_followed_and_read_from_a_shell() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let key = server
+        .post_json(
+            &admin,
+            "/api_keys",
+            &json!({"name": "ci", "scopes": ["launch"]}),
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let triangle = r#"{"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1], [0, 2, 1]]}"#;
+    let (server_for, key_for) = (&server, key.as_str());
+    let run = move |args: &[&str], stdin: Option<&str>| job(server_for, key_for, args, stdin);
+
+    let (ok, id, report) = run(&["submit", "maxcut"], Some(triangle));
+    assert!(ok, "{report}");
+    let id = id.trim().to_owned();
+    let (ok, status, report) = run(&["wait", &id], None);
+    assert!(ok && status.trim() == "COMPLETED", "{status} {report}");
+    let (ok, output, _) = run(&["output", &id], None);
+    assert!(ok);
+    assert_eq!(
+        serde_json::from_str::<Value>(&output).unwrap()["cut_value"],
+        2.0
+    );
+    let (ok, view, _) = run(&["get", &id], None);
+    assert!(ok);
+    assert_eq!(
+        serde_json::from_str::<Value>(&view).unwrap()["status"],
+        "COMPLETED"
+    );
+    let (ok, listed, _) = run(&["list", "--status", "COMPLETED"], None);
+    assert!(
+        ok && listed
+            .lines()
+            .any(|line| line.starts_with(&format!("{id}\tCOMPLETED\tmaxcut"))),
+        "{listed}"
+    );
+
+    // Submitted and waited for at once, from a file: the output is printed.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), triangle).unwrap();
+    let (ok, output, _) = run(
+        &[
+            "submit",
+            "maxcut",
+            "--input",
+            file.path().to_str().unwrap(),
+            "--wait",
+        ],
+        None,
+    );
+    assert!(ok);
+    assert_eq!(
+        serde_json::from_str::<Value>(&output).unwrap()["cut_value"],
+        2.0
+    );
+
+    // A long job, cancelled: wait exits 1.
+    // Two edges per node, of both signs: nothing reduces it, so it runs its 30 s.
+    let edges: Vec<Value> = (0..200)
+        .flat_map(|i| {
+            [
+                json!([i, (i + 1) % 200, 1]),
+                json!([i, (i * 7 + 3) % 200, -1]),
+            ]
+        })
+        .collect();
+    let long = json!({"num_nodes": 200, "edges": edges, "options": {"time_limit_s": 30}});
+    let (ok, long_id, _) = run(&["submit", "maxcut"], Some(&long.to_string()));
+    assert!(ok);
+    let long_id = long_id.trim().to_owned();
+    let (ok, status, report) = run(&["cancel", &long_id], None);
+    assert!(
+        ok && ["CANCELLED", "RUNNING"].contains(&status.trim()),
+        "{status} {report}"
+    );
+    let (ok, status, _) = run(&["wait", &long_id], None);
+    assert!(!ok && status.trim() == "CANCELLED", "{status}");
+
+    // Refusals: the server's own words, exit 1.
+    let (ok, _, report) = run(&["submit", "no-such-problem"], Some(triangle));
+    assert!(!ok && report.contains("404"), "{report}");
+    let (ok, _, report) = run(&["submit", "maxcut"], Some("{\"num_nodes\": -1}"));
+    assert!(!ok && report.contains("422"), "{report}");
+    let (ok, _, report) = job(&server, "cl_aaaaaaaaaaaa_wrong", &["list"], None);
+    assert!(!ok && report.contains("401"), "{report}");
+}
