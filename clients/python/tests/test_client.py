@@ -223,3 +223,36 @@ def test_an_api_key_stands_in_for_a_password_until_it_is_revoked(client, monkeyp
                 break
             assert time.monotonic() < deadline, "the revoked key still works"
             time.sleep(0.1)
+
+
+def test_errors_are_typed_and_an_invalid_input_names_its_pointers(client):
+    from caseload import Conflict, Invalid, NotFound
+
+    with pytest.raises(NotFound):
+        client.job("no-such-job")
+    with pytest.raises(Invalid) as raised:
+        client.submit("maxcut", {"num_nodes": -1})
+    assert "/num_nodes" in str(raised.value)
+    job = client.submit("maxcut", complete_graph(60), options={"time_limit_s": 60})
+    client.cancel(job)
+    client.wait(job, timeout=60)
+    with pytest.raises(Conflict):
+        client.output(job)
+
+
+def test_many_jobs_are_waited_for_on_one_stream_and_read_as_types(client):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Cut:
+        cut_value: float
+        partition: list
+
+    quick = [client.submit("maxcut", TRIANGLE, options={"seed": seed}) for seed in range(3)]
+    slower = client.submit("maxcut", complete_graph(30), options={"time_limit_s": 1})
+    order = [job.id for job in client.as_completed(quick + [slower])]
+    assert sorted(order) == sorted(quick + [slower])
+    ended = client.wait_all(quick)
+    assert {job.status for job in ended.values()} == {"COMPLETED"}
+    cut = client.output(quick[0], as_type=Cut)
+    assert cut.cut_value == 2.0 and len(cut.partition) == 3

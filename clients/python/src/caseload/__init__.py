@@ -9,7 +9,31 @@
 """
 
 from .client import Client
-from .errors import ApiError
+from .errors import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    QuotaExceeded,
+    Throttled,
+    Unauthorized,
+)
 from .types import Event, Incumbent, JobStatus, JobSummary, PluginVersion
 
-__all__ = ["ApiError", "Client", "Event", "Incumbent", "JobStatus", "JobSummary", "PluginVersion"]
+__all__ = [
+    "ApiError",
+    "Client",
+    "Conflict",
+    "Forbidden",
+    "Invalid",
+    "NotFound",
+    "QuotaExceeded",
+    "Throttled",
+    "Event",
+    "Incumbent",
+    "JobStatus",
+    "JobSummary",
+    "PluginVersion",
+    "Unauthorized",
+]

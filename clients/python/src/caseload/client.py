@@ -8,6 +8,7 @@ one's job instead of starting another. Uploads, reruns and retirements are not r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -17,12 +18,14 @@ import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import httpx
 
-from .errors import ApiError
+from .errors import ApiError, error_for
 from .types import Event, Incumbent, JobStatus, JobSummary, PluginVersion
+
+T = TypeVar("T")
 
 #: The longest a single long-poll is held by the server.
 MAX_WAIT = 60.0
@@ -198,11 +201,16 @@ class Client:
             if status.ended or (deadline is not None and time.monotonic() >= deadline):
                 return status
 
-    def output(self, job_id: str, *, wait: float | None = None) -> Any:
+    def output(self, job_id: str, *, wait: float | None = None, as_type: type[T] | None = None) -> Any:
         """The completed job's output; with `wait`, held up to that many seconds for the end.
-        An `ApiError` (409) if the job did not complete."""
+        A `Conflict` (409) if the job did not complete. With `as_type` (a dataclass), the
+        output read as one: its fields taken from the output's, the others left out."""
         params = {"wait": min(wait, MAX_WAIT)} if wait else None
-        return self._send("GET", f"/job/{job_id}/output", params=params, retry=True).json()
+        output = self._send("GET", f"/job/{job_id}/output", params=params, retry=True).json()
+        if as_type is None:
+            return output
+        names = {field.name for field in dataclasses.fields(as_type)}  # type: ignore[arg-type]
+        return as_type(**{name: value for name, value in output.items() if name in names})
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancels a pending or running job: `{detail, job, status}`."""
@@ -255,6 +263,36 @@ class Client:
             if page["next"] is None:
                 return
             params["before"] = page["next"]
+
+    def as_completed(self, job_ids: Iterable[str]) -> Iterator[JobSummary]:
+        """Each of the caller's jobs named, once it ended, in the order they end: one stream of
+        `/jobs/events` for them all, not a poll per job. Jobs that ended already come first."""
+        waiting = set(job_ids)
+        # Events since a little before the first read are replayed, so that a job ending
+        # between the read and the stream is not missed.
+        since = int(time.time() * 1000) - 5000
+        known = list(waiting)
+        for start in range(0, len(known), 100):
+            for job in self.jobs(ids=known[start:start + 100]):
+                if job.id in waiting and job.status not in ("PENDING", "RUNNING"):
+                    waiting.discard(job.id)
+                    yield job
+        if not waiting:
+            return
+        for event in self.events(last_event_id=str(since)):
+            if event.event != "status" or event.data.get("id") not in waiting:
+                continue
+            job = JobSummary.from_body(event.data)
+            if job.status in ("PENDING", "RUNNING"):
+                continue
+            waiting.discard(job.id)
+            yield job
+            if not waiting:
+                return
+
+    def wait_all(self, job_ids: Iterable[str]) -> dict[str, JobSummary]:
+        """Holds until every job named ended; each one as it ended, by id."""
+        return {job.id: job for job in self.as_completed(job_ids)}
 
     def events(self, job_id: str | None = None, *, last_event_id: str | None = None) -> Iterator[Event]:
         """A job's events (`status`, `progress`, `log`, then `end`), or with no job those of every
@@ -482,7 +520,8 @@ def _error(response: httpx.Response) -> ApiError:
         problem = response.json()
     except ValueError:
         problem = {"title": response.reason_phrase, "detail": response.text}
-    return ApiError(response.status_code, problem if isinstance(problem, dict) else {})
+    problem = problem if isinstance(problem, dict) else {}
+    return error_for(response.status_code, problem, _retry_after(response))
 
 
 def _retry_after(response: httpx.Response) -> float | None:

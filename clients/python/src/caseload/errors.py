@@ -1,4 +1,5 @@
-"""The one error the client raises for an answer it did not want."""
+"""The errors the client raises for an answer it did not want: `ApiError`, and a subclass
+for each kind a caller may want to catch on its own."""
 
 from __future__ import annotations
 
@@ -18,4 +19,65 @@ class ApiError(Exception):
         self.title: str = problem.get("title", "")
         self.detail: str = problem.get("detail", "")
         self.errors: list[dict[str, str]] = problem.get("errors", [])
-        super().__init__(f"{status} {self.title}: {self.detail}")
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return f"{self.status} {self.title}: {self.detail}"
+
+
+class Unauthorized(ApiError):
+    """401: no credentials, or ones the server does not take (expired, revoked, unknown)."""
+
+
+class Forbidden(ApiError):
+    """403: the caller's role or key does not allow this; the detail names the right needed."""
+
+
+class NotFound(ApiError):
+    """404: no such job, data file, use case, project... or one of another user's."""
+
+
+class Conflict(ApiError):
+    """409: not in a state that allows it (the output of a job that did not complete, a
+    cancel of one that ended, a name taken)."""
+
+
+class Invalid(ApiError):
+    """422: the input, options or body broke the use case's schema or checks. `str()` lists
+    every violation with its JSON pointer."""
+
+    def _message(self) -> str:
+        lines = [super()._message()]
+        lines += [f"  {error.get('pointer') or '/'}: {error.get('message', '')}" for error in self.errors]
+        return "\n".join(lines)
+
+
+class QuotaExceeded(ApiError):
+    """429 or 507 at a quota: pending jobs, stored bytes, held requests. Waiting for jobs to
+    end or deleting data frees room; retrying at once does not."""
+
+
+class Throttled(ApiError):
+    """429 for too many attempts (logins): `retry_after` is the wait the server asked for, in
+    seconds."""
+
+    def __init__(self, status: int, problem: dict[str, Any], retry_after: float | None):
+        self.retry_after = retry_after
+        super().__init__(status, problem)
+
+
+def error_for(status: int, problem: dict[str, Any], retry_after: float | None) -> ApiError:
+    """The error for a status and its problem document."""
+    kind = str(problem.get("type", ""))
+    if status == 429 and "quota" not in kind:
+        return Throttled(status, problem, retry_after)
+    classes: dict[int, type[ApiError]] = {
+        401: Unauthorized,
+        403: Forbidden,
+        404: NotFound,
+        409: Conflict,
+        422: Invalid,
+        429: QuotaExceeded,
+        507: QuotaExceeded,
+    }
+    return classes.get(status, ApiError)(status, problem)
