@@ -175,6 +175,36 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
         "CANCELLED"
     );
 
+    // A dataset uploaded into the project: its members launch on it, others cannot.
+    let uploaded = server
+        .client
+        .post(server.url(&format!("/data_file?project={project}&filename=g.json")))
+        .bearer_auth(&mark)
+        .header("content-type", "application/json")
+        .body({
+            // A dataset is the input alone: no options inside.
+            let mut graph = launch_body(0.1);
+            graph.as_object_mut().unwrap().remove("options");
+            graph.to_string()
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), StatusCode::CREATED);
+    let data_file = uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let on_dataset = json!({"data_file_identifier": data_file});
+    server.launch(&dana, "maxcut", &on_dataset).await;
+    expect_problem(
+        server
+            .post_json(&vera, "/problem/maxcut", &on_dataset)
+            .await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
     // A project with jobs stays; taken out, a member sees no more of it.
     expect_problem(
         server
@@ -189,6 +219,13 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
     assert_eq!(removed.status(), StatusCode::NO_CONTENT);
     expect_problem(
         server.get(&dana, &format!("/job/{shared}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_problem(
+        server
+            .post_json(&dana, "/problem/maxcut", &on_dataset)
+            .await,
         StatusCode::NOT_FOUND,
     )
     .await;

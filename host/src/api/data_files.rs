@@ -19,6 +19,7 @@ use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::projects::launch_project;
 use super::wire::DataFileResponse;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
@@ -46,6 +47,8 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 struct UploadQuery {
     filename: Option<String>,
+    /// A project whose members may launch on it.
+    project: Option<String>,
 }
 
 async fn upload(
@@ -57,6 +60,7 @@ async fn upload(
     let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
     // Checked whatever the body: a bad name is refused, not ignored.
     let query_filename = query.filename.map(clean_filename).transpose()?;
+    let project = launch_project(&state, &user, query.project.as_deref()).await?;
     let limit = state.max_dataset_bytes;
     let headers = request.headers().clone();
     let content_type = essence(&headers);
@@ -92,7 +96,8 @@ async fn upload(
         let form = Multipart::from_request(request, &state)
             .await
             .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
-        upload_multipart(&state, &user, form, limit, quota, query_filename).await?
+        let names = (query_filename, project);
+        upload_multipart(&state, &user, form, limit, quota, names).await?
     } else {
         let filename = query_filename;
         let media_type = media_type(content_type.as_deref(), filename.as_deref(), |extension| {
@@ -103,6 +108,7 @@ async fn upload(
             .into_data_stream()
             .map(|chunk| chunk.map_err(|error| error.to_string()));
         let mut upload = Upload::begin(state.store.clone(), limit, quota).await?;
+        upload.project = project;
         if let Err(error) = upload.stream(&mut body).await {
             // The client gets its 413 rather than a reset while it is still sending.
             tokio::spawn(super::discard(body));
@@ -130,7 +136,7 @@ async fn upload_multipart(
     mut form: Multipart,
     limit: u64,
     quota: Quota,
-    query_filename: Option<String>,
+    (query_filename, project): (Option<String>, Option<String>),
 ) -> Result<DataFile, ApiError> {
     let bad_part = |error: axum::extract::multipart::MultipartError| {
         ApiError::BadRequest(format!(
@@ -168,6 +174,7 @@ async fn upload_multipart(
         state.registry.media_type_for_extension(extension)
     });
     let mut upload = Upload::begin(state.store.clone(), limit, quota).await?;
+    upload.project = project;
     let chunks = futures_util::stream::unfold(field, |mut field| async move {
         match field.chunk().await {
             Ok(Some(chunk)) => Some((Ok(chunk), field)),
@@ -209,6 +216,8 @@ struct Upload {
     hasher: Sha256,
     buffer: Vec<u8>,
     done: bool,
+    /// The project the data file will belong to (`None`: its owner's personal one).
+    project: Option<String>,
 }
 
 impl Upload {
@@ -224,6 +233,7 @@ impl Upload {
             hasher: Sha256::new(),
             buffer: Vec::with_capacity(CHUNK_BYTES),
             done: false,
+            project: None,
         })
     }
 
@@ -294,6 +304,7 @@ impl Upload {
             media_type,
             filename,
             created_at: now_millis(),
+            project_id: self.project.clone(),
         };
         // The quota is checked again where the data file is committed, against every upload
         // that completed meanwhile.

@@ -30,7 +30,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/job/{job_id}", &Method::GET) => &["wait", "status"],
         ("/job/{job_id}/output", &Method::GET) => &["wait"],
         ("/jobs", &Method::GET) => JOBS_PARAMETERS,
-        ("/data_file", &Method::POST) => &["filename"],
+        ("/data_file", &Method::POST) => &["filename", "project"],
         ("/plugin_events", &Method::GET) => &["after"],
         ("/plugins", &Method::POST) => &["current", "gate"],
         ("/experiments", &Method::GET) => &["before", "limit"],

@@ -22,6 +22,8 @@ pub struct DataFile {
     pub media_type: String,
     pub filename: Option<String>,
     pub created_at: Millis,
+    /// The project whose members may launch on it; `None` for its owner's personal one.
+    pub project_id: Option<String>,
 }
 
 /// Datasets: uploads, data files and their blobs.
@@ -191,11 +193,18 @@ where
                     .bind(&file.media_type)
                     .bind(&file.filename)
                     .bind(file.created_at)
+                    .bind(file.project_id.as_deref())
                     .execute(&mut *transaction)
                     .await?;
                 transaction.commit().await?;
                 Ok(DataFile {
                     blob_id,
+                    // As stored: its owner's personal project unless another was given.
+                    project_id: Some(
+                        file.project_id
+                            .clone()
+                            .unwrap_or_else(|| file.owner_id.clone()),
+                    ),
                     ..file.clone()
                 })
             };
@@ -317,6 +326,7 @@ impl FromRow for DataFile {
             media_type: row.text("media_type")?,
             filename: row.text_or_null("filename")?,
             created_at: row.integer("created_at")?,
+            project_id: row.text_or_null("project_id")?,
         })
     }
 }

@@ -290,10 +290,14 @@ pub(super) const SEAL_BLOB: &str = "UPDATE blobs SET sha256 = $1, size = $2, tou
 pub(super) const DISCARD_BLOB: &str = "DELETE FROM blobs WHERE id = $1 AND sha256 IS NULL";
 
 pub(super) const INSERT_DATA_FILE: &str =
-    "INSERT INTO data_files (id, owner_id, blob_id, size, sha256, media_type, filename, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+    "INSERT INTO data_files (id, owner_id, blob_id, size, sha256, media_type, filename, created_at, project_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, COALESCE($9, $2))";
 
-pub(super) const DATA_FILE: &str = "SELECT * FROM data_files WHERE id = $1 AND owner_id = $2";
+/// A data file user `$2` may launch on: its own, or one of a project it is a member of.
+pub(super) const DATA_FILE: &str = "SELECT * FROM data_files WHERE id = $1
+     AND (owner_id = $2 OR project_id IN (
+         SELECT project_id FROM project_members
+         WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
 
 pub(super) const DELETE_DATA_FILE: &str =
     "DELETE FROM data_files WHERE id = $1 AND owner_id = $2 RETURNING blob_id, size";

@@ -36,6 +36,7 @@ pub(super) async fn try_upload(
         media_type: "text/plain".into(),
         filename: Some("g.txt".into()),
         created_at: now_millis(),
+        project_id: None,
     };
     store.complete_upload(&file, max_dataset_bytes).await
 }
