@@ -256,3 +256,28 @@ def test_many_jobs_are_waited_for_on_one_stream_and_read_as_types(client):
     assert {job.status for job in ended.values()} == {"COMPLETED"}
     cut = client.output(quick[0], as_type=Cut)
     assert cut.cut_value == 2.0 and len(cut.partition) == 3
+
+
+def test_the_async_client_launches_waits_and_reads_with_a_key(client):
+    import asyncio
+
+    from caseload import AsyncClient, NotFound
+
+    key = client.create_api_key("async", ["launch"])["key"]
+
+    async def scenario():
+        async with AsyncClient(os.environ["CASELOAD_URL"], api_key=key) as session:
+            jobs = await asyncio.gather(*(session.submit("maxcut", TRIANGLE, options={"seed": seed})
+                                          for seed in range(4)))
+            ended = await session.wait_all(jobs)
+            assert {job.status for job in ended.values()} == {"COMPLETED"}
+            assert (await session.wait(jobs[0])).status == "COMPLETED"
+            assert (await session.output(jobs[0]))["cut_value"] == 2.0
+            try:
+                await session.job("no-such-job")
+            except NotFound:
+                pass
+            else:
+                raise AssertionError("an unknown job is a NotFound")
+
+    asyncio.run(scenario())

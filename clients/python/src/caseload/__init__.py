@@ -8,6 +8,7 @@
         print(status.status, client.output(job)["cut_value"])
 """
 
+from .async_client import AsyncClient
 from .client import Client
 from .errors import (
     ApiError,
@@ -23,6 +24,7 @@ from .types import Event, Incumbent, JobStatus, JobSummary, PluginVersion
 
 __all__ = [
     "ApiError",
+    "AsyncClient",
     "Client",
     "Conflict",
     "Forbidden",
