@@ -137,7 +137,8 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
         StatusCode::NOT_FOUND,
     )
     .await;
-    // A viewer launches nothing there, and cancels nothing.
+    // A viewer launches nothing there, and cancels nothing: it sees the job, so it is told
+    // why.
     expect_problem(
         server
             .post_json(
@@ -151,7 +152,14 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
     .await;
     expect_problem(
         server.delete(&vera, &format!("/job/{shared}")).await,
-        StatusCode::NOT_FOUND,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    expect_problem(
+        server
+            .post_json(&vera, &format!("/job/{shared}/finish"), &json!({}))
+            .await,
+        StatusCode::FORBIDDEN,
     )
     .await;
     // Mark's personal jobs stay his.

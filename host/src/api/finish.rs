@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
-use super::jobs::not_found;
+use super::jobs::{not_found, not_writable};
 use super::long_poll::{Until, wait_for_job};
 use super::races::{Stop, stop_entrants};
 use super::wire::CancelResponse;
@@ -37,11 +37,10 @@ async fn finish(
             FinishOutcome::Requested
         }
         Some(ended) => FinishOutcome::Ended(ended),
-        None => state
-            .store
-            .finish_job(&user.id, &job_id)
-            .await?
-            .ok_or_else(|| not_found(&job_id))?,
+        None => match state.store.finish_job(&user.id, &job_id).await? {
+            Some(outcome) => outcome,
+            None => return Err(not_writable(&state, &user, &job_id, "finishing").await),
+        },
     };
     let status = match outcome {
         FinishOutcome::Cancelled | FinishOutcome::Ended(JobStatus::Cancelled) => {

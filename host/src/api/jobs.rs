@@ -56,6 +56,25 @@ pub(super) fn not_found(job_id: &str) -> ApiError {
 }
 
 /// The job's status; with `?wait=S`, once it differs from `?status=` (by default: once it
+/// Why a job the caller may not change was left alone: 403 where it may read it (it views
+/// the job's project), 404 where it may not, as for anyone's.
+pub(super) async fn not_writable(
+    state: &AppState,
+    user: &AuthUser,
+    job_id: &str,
+    doing: &str,
+) -> ApiError {
+    match state.store.job(&user.id, job_id).await {
+        Ok(Some(job)) => ApiError::Forbidden(format!(
+            "{} is a viewer of project {:?}, and {doing} its jobs needs a member",
+            user.username,
+            job.project_id.unwrap_or_default()
+        )),
+        Ok(None) => not_found(job_id),
+        Err(error) => error.into(),
+    }
+}
+
 /// ended) or `S` seconds passed.
 async fn status(
     State(state): State<AppState>,
@@ -90,11 +109,9 @@ async fn cancel(
     user: AuthUser,
     Path(job_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let outcome = state
-        .store
-        .cancel_job(&user.id, &job_id)
-        .await?
-        .ok_or_else(|| not_found(&job_id))?;
+    let Some(outcome) = state.store.cancel_job(&user.id, &job_id).await? else {
+        return Err(not_writable(&state, &user, &job_id, "cancelling").await);
+    };
     let status = match outcome {
         CancelOutcome::Cancelled | CancelOutcome::Ended(JobStatus::Cancelled) => {
             JobStatus::Cancelled
