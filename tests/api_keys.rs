@@ -152,7 +152,10 @@ async fn bad_key_requests_are_refused_and_keys_stop_with_their_owner() {
             json!({"name": "x", "scopes": ["read"], "expires_at": "tomorrow"}),
             "/expires_at",
         ),
-        (json!({"name": "x", "scopes": ["read"], "project": "p"}), ""),
+        (
+            json!({"name": "x", "scopes": ["read"], "project": "p"}),
+            "/project",
+        ),
     ] {
         let response = create_key(&server, &bob, &body).await;
         let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;

@@ -259,3 +259,170 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
         StatusCode::NO_CONTENT
     );
 }
+
+async fn create_key(server: &TestServer, bearer: &str, body: Value) -> reqwest::Response {
+    server.post_json(bearer, "/api_keys", &body).await
+}
+
+#[tokio::test]
+async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    for name in ["mark", "vera"] {
+        server.add_user(name, &format!("{name}-password-1"));
+    }
+    let mark = server.token("mark", "mark-password-1").await;
+    let vera = server.token("vera", "vera-password-1").await;
+    let made = server
+        .post_json(&admin, "/admin/projects", &json!({"name": "ops"}))
+        .await;
+    let project = made.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    put_member(&server, &admin, &project, "mark", "member").await;
+    put_member(&server, &admin, &project, "vera", "viewer").await;
+    let own = server.launch(&mark, "maxcut", &launch_body(0.1)).await;
+    let mine: Value = server.get(&mark, "/projects").await.json().await.unwrap();
+    let personal = mine["projects"][0]["id"].as_str().unwrap().to_owned();
+
+    let created = create_key(
+        &server,
+        &mark,
+        json!({"name": "ci", "scopes": ["read", "launch"], "project": project}),
+    )
+    .await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["project"], project.as_str());
+    let key = created["key"].as_str().unwrap().to_owned();
+    let listed: Value = server.get(&mark, "/api_keys").await.json().await.unwrap();
+    assert_eq!(listed["api_keys"][0]["project"], project.as_str());
+
+    // Its launches (one job or a batch) go to its project without naming it.
+    let bound = server.launch(&key, "maxcut", &launch_body(0.1)).await;
+    assert_eq!(server.job(&mark, &bound).await["project"], project.as_str());
+    let batch = server
+        .post_json(
+            &key,
+            "/problem/maxcut/batch",
+            &json!({"jobs": [launch_body(0.1), launch_body(0.1)]}),
+        )
+        .await;
+    assert_eq!(batch.status(), StatusCode::ACCEPTED);
+    let batch: Value = batch.json().await.unwrap();
+    let batch_job = batch["jobs"][0].as_str().unwrap().to_owned();
+    assert_eq!(
+        server.job(&vera, &batch_job).await["project"],
+        project.as_str()
+    );
+    // Its list is its project's, and the owner's personal job is out of its reach.
+    let listed: Value = server.get(&key, "/jobs").await.json().await.unwrap();
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 3, "{listed}");
+    assert!(
+        listed["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|job| job["id"] != own.as_str())
+    );
+    for path in [
+        format!("/job/{own}"),
+        format!("/job/{own}/output"),
+        format!("/jobs?project={personal}"),
+    ] {
+        let answer = server.get(&key, &path).await;
+        let status = answer.status();
+        assert!(
+            status == StatusCode::NOT_FOUND || status == StatusCode::FORBIDDEN,
+            "{path}: {status}"
+        );
+        expect_problem(answer, status).await;
+    }
+    expect_problem(
+        server
+            .post_json(
+                &key,
+                &format!("/problem/maxcut?project={personal}"),
+                &launch_body(0.1),
+            )
+            .await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    // A user's own things are not a project's.
+    for path in ["/experiments", "/jobs/counts", "/webhook_secret"] {
+        expect_problem(server.get(&key, path).await, StatusCode::FORBIDDEN).await;
+    }
+    // The keys a bound key makes (with the admin scope that takes) are bound where it is.
+    let admins: Value = server.get(&admin, "/projects").await.json().await.unwrap();
+    let admins_own = admins["projects"][0]["id"].as_str().unwrap().to_owned();
+    let bound_admin = create_key(
+        &server,
+        &admin,
+        json!({"name": "ops", "scopes": ["admin"], "project": admins_own}),
+    )
+    .await;
+    let bound_admin = bound_admin.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let child = create_key(
+        &server,
+        &bound_admin,
+        json!({"name": "c", "scopes": ["read"]}),
+    )
+    .await;
+    assert_eq!(child.status(), StatusCode::CREATED);
+    assert_eq!(
+        child.json::<Value>().await.unwrap()["project"],
+        admins_own.as_str()
+    );
+    expect_problem(
+        create_key(
+            &server,
+            &bound_admin,
+            json!({"name": "wider", "scopes": ["read"], "project": project}),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+
+    // A viewer's key for the project only reads; no key for a project one is not in.
+    expect_problem(
+        create_key(
+            &server,
+            &vera,
+            json!({"name": "v", "scopes": ["launch"], "project": project}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    let reader = create_key(
+        &server,
+        &vera,
+        json!({"name": "v", "scopes": ["read"], "project": project}),
+    )
+    .await;
+    assert_eq!(reader.status(), StatusCode::CREATED);
+    let reader = reader.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        server.job(&reader, &bound).await["project"],
+        project.as_str()
+    );
+    expect_problem(
+        create_key(
+            &server,
+            &vera,
+            json!({"name": "v", "scopes": ["read"], "project": "no-such-project"}),
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+}

@@ -100,6 +100,9 @@ pub struct KeyGrant {
     /// The key's id (its prefix is `cl_<id>`).
     pub id: String,
     pub scopes: Vec<Scope>,
+    /// The project the key is bound to: its launches, uploads and lists go there, and it
+    /// reads no job of another.
+    pub project: Option<String>,
 }
 
 /// A key just made: its text, shown once, and what is stored of it.
@@ -114,6 +117,7 @@ pub fn generate(
     name: &str,
     scopes: &[Scope],
     expires_at: Option<Millis>,
+    project_id: Option<&str>,
     now: Millis,
 ) -> NewKey {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
@@ -139,6 +143,7 @@ pub fn generate(
             created_at: now,
             expires_at,
             last_used_at: None,
+            project_id: project_id.map(str::to_owned),
         },
     }
 }
@@ -180,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_key_reads_back_and_only_its_secret_matches() {
-        let key = generate("user-1", "ci", &[Scope::Launch], None, 0);
+        let key = generate("user-1", "ci", &[Scope::Launch], None, None, 0);
         assert!(key.text.starts_with("cl_"));
         let (id, secret) = parse(&key.text).expect("a key's form");
         assert_eq!(id, key.record.id);

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::api_key::{self, Scope};
 use crate::config::{KeyCommand, StorageArgs};
 use crate::open_store;
-use crate::store::{AuditEvent, now_millis};
+use crate::store::{AuditEvent, Role, now_millis};
 use crate::user_command::HOST;
 
 pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow::Result<()> {
@@ -18,6 +18,7 @@ pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow:
             name,
             scopes,
             expires_in_days,
+            project,
         } => {
             let Some(owner) = store.user_by_name(user).await? else {
                 bail!("no user {user:?}");
@@ -47,10 +48,32 @@ pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow:
             let now = now_millis();
             let expires_at =
                 expires_in_days.map(|days| now + i64::from(days) * 24 * 60 * 60 * 1000);
-            let new = api_key::generate(&owner.id, name, &granted, expires_at, now);
+            if let Some(project) = project.as_deref().filter(|project| *project != owner.id) {
+                let projects = store.user_projects(&owner.id).await?;
+                match projects.iter().find(|(found, _)| found.id == project) {
+                    None => bail!("{user} is in no project {project:?}"),
+                    Some((_, Role::Viewer)) if granted.iter().any(|scope| *scope > Scope::Read) => {
+                        bail!("{user} is a viewer of project {project:?}, so its key can only read")
+                    }
+                    Some(_) => {}
+                }
+            }
+            let new = api_key::generate(
+                &owner.id,
+                name,
+                &granted,
+                expires_at,
+                project.as_deref(),
+                now,
+            );
             store.create_api_key(&new.record).await?;
             let prefix = format!("cl_{}", new.record.id);
-            let detail = json!({"owner": user, "name": name, "scopes": new.record.scopes});
+            let detail = json!({
+                "owner": user,
+                "name": name,
+                "scopes": new.record.scopes,
+                "project": project,
+            });
             let event = AuditEvent::now(HOST, "api_key.created", &prefix, detail);
             store.record_audit(&event).await?;
             eprintln!(
@@ -75,11 +98,12 @@ pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow:
                         .map_or_else(|| "-".to_owned(), |at| at.to_rfc3339())
                 };
                 println!(
-                    "cl_{}\t{}\t{}\t{}\tcreated {}\texpires {}\tlast used {}",
+                    "cl_{}\t{}\t{}\t{}\tproject {}\tcreated {}\texpires {}\tlast used {}",
                     key.id,
                     key.owner_name,
                     key.name,
                     key.scopes.join(","),
+                    key.project_id.as_deref().unwrap_or("-"),
                     when(Some(key.created_at)),
                     when(key.expires_at),
                     when(key.last_used_at)

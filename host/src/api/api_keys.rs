@@ -13,11 +13,13 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::audit::record;
+use super::key_project::default_project;
+use super::projects::project_role;
 use super::wire::{ApiKeyCreated, ApiKeyList, ApiKeyView};
 use super::{ApiError, AppState, Json, Path};
 use crate::api_key::{self, Scope};
 use crate::auth::AuthUser;
-use crate::store::now_millis;
+use crate::store::{Role, now_millis};
 use crate::violation::Violation;
 
 /// The longest name a key may have.
@@ -39,6 +41,8 @@ struct CreateKey {
     scopes: Vec<String>,
     #[serde(default)]
     expires_at: Option<String>,
+    #[serde(default)]
+    project: Option<String>,
 }
 
 async fn create(
@@ -46,9 +50,11 @@ async fn create(
     user: AuthUser,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let request: CreateKey = super::admin::parse(&body, "{name, scopes, expires_at?}", &[])?;
+    let request: CreateKey =
+        super::admin::parse(&body, "{name, scopes, expires_at?, project?}", &[])?;
     let now = now_millis();
     let (scopes, expires_at) = checked(&user, &request, now)?;
+    let project = bound_project(&state, &user, request.project.as_deref(), &scopes).await?;
     let held = state.store.api_keys(Some(&user.id)).await?.len();
     if held >= MAX_KEYS_PER_USER {
         return Err(ApiError::Conflict(format!(
@@ -56,12 +62,23 @@ async fn create(
             user.username
         )));
     }
-    let mut new = api_key::generate(&user.id, request.name.trim(), &scopes, expires_at, now);
+    let mut new = api_key::generate(
+        &user.id,
+        request.name.trim(),
+        &scopes,
+        expires_at,
+        project.as_deref(),
+        now,
+    );
     state.store.create_api_key(&new.record).await?;
     new.record.owner_name = user.username.clone();
     let prefix = format!("cl_{}", new.record.id);
-    let detail =
-        json!({"owner": user.username, "name": new.record.name, "scopes": new.record.scopes});
+    let detail = json!({
+        "owner": user.username,
+        "name": new.record.name,
+        "scopes": new.record.scopes,
+        "project": project,
+    });
     record(&state, &user.username, "api_key.created", &prefix, detail).await?;
     tracing::info!(key = %format!("cl_{}", new.record.id), user = %user.username, "API key created");
     Ok((
@@ -72,6 +89,50 @@ async fn create(
         }),
     )
         .into_response())
+}
+
+/// The project a new key is bound to: one the caller is in (a viewer's key of it only reads),
+/// and the project of the key the request came with, if that one is bound: a bound key
+/// makes no key that reaches further than itself.
+async fn bound_project(
+    state: &AppState,
+    user: &AuthUser,
+    named: Option<&str>,
+    scopes: &[Scope],
+) -> Result<Option<String>, ApiError> {
+    let inherited = default_project(user);
+    let project = match (named, inherited) {
+        (Some(named), Some(inherited)) if named != inherited => {
+            return Err(ApiError::Forbidden(format!(
+                "this API key is bound to project {inherited:?}, so the keys it makes are too"
+            )));
+        }
+        (named, inherited) => match named.or(inherited) {
+            Some(project) => project,
+            None => return Ok(None),
+        },
+    };
+    let invalid = |message: String| ApiError::Validation {
+        detail: "the key request is not valid".into(),
+        errors: vec![Violation::new("/project", message)],
+    };
+    let role = match project_role(state, user, project).await {
+        Ok(role) => role,
+        Err(ApiError::NotFound(_)) => {
+            return Err(invalid(format!(
+                "{} is in no project {project:?} (GET /projects lists its projects)",
+                user.username
+            )));
+        }
+        Err(error) => return Err(error),
+    };
+    if role == Role::Viewer && scopes.iter().any(|scope| *scope > Scope::Read) {
+        return Err(invalid(format!(
+            "{} is a viewer of project {project:?}, so a key bound to it can only read",
+            user.username
+        )));
+    }
+    Ok(Some(project.to_owned()))
 }
 
 /// The key's scopes and expiry, or every problem with the request.

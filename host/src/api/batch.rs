@@ -4,7 +4,7 @@
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -14,6 +14,7 @@ use super::problems::{
     LaunchRequest, check_quotas, insert_failed, invalid, launched, parse_object, prepare,
     read_launch, request_hash,
 };
+use super::projects::{launch_project, named_project};
 use super::wire::BatchResponse;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
@@ -38,9 +39,11 @@ async fn run_batch(
     State(state): State<AppState>,
     user: AuthUser,
     Path(problem_id): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let project = launch_project(&state, &user, named_project(query.as_deref()).as_deref()).await?;
     let LaunchRequest {
         plugin,
         requested,
@@ -123,7 +126,10 @@ async fn run_batch(
                 key: item_key(&idempotency.key, index),
                 request_hash: idempotency.request_hash.clone(),
             });
-            prepared.into_job(&user, &plugin, requested.clone(), idempotency, state.quotas)
+            let mut job =
+                prepared.into_job(&user, &plugin, requested.clone(), idempotency, state.quotas)?;
+            job.project_id = project.clone();
+            Ok(job)
         })
         .collect::<Result<Vec<NewJob>, ApiError>>()?;
     // Each job's submission in its own trace, open until the batch is answered.

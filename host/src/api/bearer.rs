@@ -5,6 +5,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use super::key_project::confine;
 use super::oidc_user::oidc_user;
 use super::{ApiError, AppState};
 use crate::api_key::{KEY_PREFIX, Scope};
@@ -72,6 +73,7 @@ impl FromRequestParts<AppState> for AuthUser {
             // A key acts as an administrator only with a scope that needs one.
             user.admin &= key.scopes.iter().any(|scope| scope.needs_admin());
         }
+        confine(state, &user, parts).await?;
         Ok(user)
     }
 }

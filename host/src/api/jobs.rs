@@ -10,6 +10,7 @@ use axum::routing::get;
 
 use super::held::{Connection, Hold};
 use super::job_filter::JobListRequest;
+use super::key_project::default_project;
 use super::long_poll::{Until, WaitQuery, wait_for_job};
 use super::projects::project_role;
 use super::races::{Stop, stop_entrants};
@@ -55,7 +56,6 @@ pub(super) fn not_found(job_id: &str) -> ApiError {
     ApiError::NotFound(format!("no job {job_id:?}"))
 }
 
-/// The job's status; with `?wait=S`, once it differs from `?status=` (by default: once it
 /// Why a job the caller may not change was left alone: 403 where it may read it (it views
 /// the job's project), 404 where it may not, as for anyone's.
 pub(super) async fn not_writable(
@@ -75,6 +75,7 @@ pub(super) async fn not_writable(
     }
 }
 
+/// The job's status; with `?wait=S`, once it differs from `?status=` (by default: once it
 /// ended) or `S` seconds passed.
 async fn status(
     State(state): State<AppState>,
@@ -192,7 +193,10 @@ async fn list(
     user: AuthUser,
     RawQuery(query): RawQuery,
 ) -> Result<Json<JobList>, ApiError> {
-    let request = JobListRequest::parse(&state, query.as_deref())?;
+    let mut request = JobListRequest::parse(&state, query.as_deref())?;
+    if request.filter.project.is_none() {
+        request.filter.project = default_project(&user).map(str::to_owned);
+    }
     if let Some(project) = &request.filter.project {
         // A project's jobs for anyone in it; 404 for anyone else.
         project_role(&state, &user, project).await?;

@@ -64,6 +64,7 @@ impl KeyCache {
             key: Some(KeyGrant {
                 scopes: api_key::scopes_of(&record),
                 id: record.id,
+                project: record.project_id,
             }),
         })
     }

@@ -23,6 +23,7 @@ mod job_input;
 mod jobs;
 mod key_access;
 mod labels;
+mod key_project;
 mod login;
 mod login_throttle;
 mod long_poll;

@@ -12,10 +12,11 @@ fn key_properties() -> Value {
         "created_at": {"type": "string", "format": "date-time"},
         "expires_at": {"type": ["string", "null"], "format": "date-time"},
         "last_used_at": {"type": ["string", "null"], "format": "date-time", "description": "To the minute."},
+        "project": {"type": ["string", "null"], "description": "The project the key is bound to: it launches, uploads and lists there, and reads no job of another. Null: wherever its owner may."},
     })
 }
 
-const KEY_FIELDS: [&str; 8] = [
+const KEY_FIELDS: [&str; 9] = [
     "id",
     "prefix",
     "name",
@@ -24,6 +25,7 @@ const KEY_FIELDS: [&str; 8] = [
     "created_at",
     "expires_at",
     "last_used_at",
+    "project",
 ];
 
 pub fn create_key() -> Value {
@@ -35,6 +37,7 @@ pub fn create_key() -> Value {
             "name": {"type": "string", "minLength": 1, "maxLength": 100},
             "scopes": {"type": "array", "minItems": 1, "items": {"enum": ["read", "launch", "publish", "admin"]}},
             "expires_at": {"type": ["string", "null"], "format": "date-time", "description": "When the key stops working (RFC 3339, in the future); never if absent."},
+            "project": {"type": ["string", "null"], "minLength": 1, "description": "A project of the caller's (GET /projects) to bind the key to; a viewer's key for it is read-only. Unbound if absent."},
         },
         "additionalProperties": false,
     })

@@ -15,7 +15,7 @@ use super::body_budget::BodyRoom;
 use super::labels::parse_labels;
 use super::options::{LaunchOptions, OptionContext, parse_options};
 use super::plugins::resolve_synced;
-use super::projects::launch_project;
+use super::projects::{launch_project, named_project};
 use super::warm_start::warm_start_field;
 use super::wire::{ProblemDetail, ProblemSummary, RunJobResponse};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path, declared_length};
@@ -65,9 +65,7 @@ async fn run_job(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let project = form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
-        .find(|(name, _)| name == "project")
-        .map(|(_, value)| value.into_owned());
+    let project = named_project(query.as_deref());
     let project = launch_project(&state, &user, project.as_deref()).await?;
     let LaunchRequest {
         plugin,
@@ -97,6 +95,7 @@ async fn run_job(
             fields,
             large,
             race,
+            project,
         };
         return super::races::launch(&state, &user, launch).await;
     }

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::admin::parse;
 use super::audit::record;
+use super::key_project::default_project;
 use super::wire::{
     MemberView, ProjectAccessView, ProjectDetail, ProjectList, UserProjectList, format_rfc3339,
 };
@@ -60,12 +61,21 @@ pub async fn project_role(
         .ok_or_else(|| ApiError::NotFound(format!("no project {project_id:?}")))
 }
 
-/// The project a launch goes to, if `?project=` names one: the caller must be a member.
+/// `?project=`'s value, decoded, if the query has one.
+pub fn named_project(query: Option<&str>) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(name, _)| name == "project")
+        .map(|(_, value)| value.into_owned())
+}
+
+/// The project a launch goes to, if `?project=` (or the key's project) names one: the
+/// caller must be a member.
 pub async fn launch_project(
     state: &AppState,
     user: &AuthUser,
     project_id: Option<&str>,
 ) -> Result<Option<String>, ApiError> {
+    let project_id = project_id.or(default_project(user));
     let Some(project_id) = project_id.filter(|project_id| *project_id != user.id) else {
         return Ok(None);
     };

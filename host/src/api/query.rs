@@ -36,6 +36,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/experiments", &Method::GET) => &["before", "limit"],
         ("/admin/audit", &Method::GET) => &["before", "limit"],
         ("/problem/{problem_id}", &Method::POST) => &["project"],
+        ("/problem/{problem_id}/batch", &Method::POST) => &["project"],
         _ => &[],
     }
 }

@@ -120,6 +120,8 @@ pub(super) struct RaceLaunch {
     /// Large enough that its checks belong on a blocking thread.
     pub large: bool,
     pub race: RaceRequest,
+    /// The project the race and its entrants go to, if not the launcher's personal one.
+    pub project: Option<String>,
 }
 
 /// Checks and stores a race: the race itself (never claimed) and its entrants, all or none;
@@ -136,6 +138,7 @@ pub(super) async fn launch(
         fields,
         large,
         race,
+        project,
     } = launch;
     let plugin = &plugin;
     let plugins = versions(state, plugin, &race).await?;
@@ -188,6 +191,10 @@ pub(super) async fn launch(
         }
     }
     race_job.race = Some(json!({"entrants": described}).to_string());
+    race_job.project_id = project.clone();
+    for job in &mut jobs {
+        job.project_id = project.clone();
+    }
     let race_id = race_job.id.clone();
     jobs.insert(0, race_job);
     check_quotas(state, user, jobs.len() as u64).await?;

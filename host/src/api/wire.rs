@@ -363,6 +363,7 @@ pub struct ApiKeyView {
     pub expires_at: Option<String>,
     /// To the minute.
     pub last_used_at: Option<String>,
+    pub project: Option<String>,
 }
 
 impl ApiKeyView {
@@ -376,6 +377,7 @@ impl ApiKeyView {
             created_at: format_rfc3339(key.created_at),
             expires_at: key.expires_at.map(format_rfc3339),
             last_used_at: key.last_used_at.map(format_rfc3339),
+            project: key.project_id.clone(),
         }
     }
 }

@@ -137,6 +137,10 @@ pub enum KeyCommand {
         /// Days until the key stops working (never, by default).
         #[arg(long)]
         expires_in_days: Option<u32>,
+        /// Bind the key to a project the user is in (its id, as GET /projects lists):
+        /// it launches and lists there and reads no job of another.
+        #[arg(long)]
+        project: Option<String>,
     },
     /// List the keys of a user, or of every user.
     List {

@@ -24,6 +24,8 @@ pub struct ApiKeyRecord {
     pub created_at: Millis,
     pub expires_at: Option<Millis>,
     pub last_used_at: Option<Millis>,
+    /// The project the key is bound to, if it is bound to one.
+    pub project_id: Option<String>,
 }
 
 #[async_trait]
@@ -41,6 +43,21 @@ pub trait ApiKeys: Send + Sync + 'static {
 
     /// Records that the key was used at `at`.
     async fn touch_api_key(&self, id: &str, at: Millis) -> Result<(), StoreError>;
+
+    /// The project a job or data file is in (`Some(None)`: one from before projects),
+    /// `None` if there is no such thing: what a key bound to a project is checked against.
+    async fn project_of(
+        &self,
+        kind: ProjectOwned,
+        id: &str,
+    ) -> Result<Option<Option<String>>, StoreError>;
+}
+
+/// What a project holds, by id, that a key bound to a project must stay within.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProjectOwned {
+    Job,
+    DataFile,
 }
 
 #[async_trait]
@@ -66,6 +83,7 @@ where
             .bind(key.scopes.join(",").as_str())
             .bind(key.created_at)
             .bind(key.expires_at)
+            .bind(key.project_id.as_deref())
             .execute(self.writer())
             .await?;
         Ok(())
@@ -104,6 +122,24 @@ where
             .await?;
         Ok(())
     }
+
+    async fn project_of(
+        &self,
+        kind: ProjectOwned,
+        id: &str,
+    ) -> Result<Option<Option<String>>, StoreError> {
+        let query = match kind {
+            ProjectOwned::Job => sql::JOB_PROJECT,
+            ProjectOwned::DataFile => sql::DATA_FILE_PROJECT,
+        };
+        let row = sqlx::query(query)
+            .bind(id)
+            .fetch_optional(self.readers())
+            .await?;
+        row.as_ref()
+            .map(|row| row.text_or_null("project_id"))
+            .transpose()
+    }
 }
 
 /// `API_KEY`'s and `API_KEYS`' columns.
@@ -124,6 +160,7 @@ impl FromRow for ApiKeyRecord {
             created_at: row.integer("created_at")?,
             expires_at: row.integer_or_null("expires_at")?,
             last_used_at: row.integer_or_null("last_used_at")?,
+            project_id: row.text_or_null("project_id")?,
         })
     }
 }

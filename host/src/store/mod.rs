@@ -34,7 +34,7 @@ mod tests;
 mod users;
 mod webhooks;
 
-pub use self::api_keys::{ApiKeyRecord, ApiKeys};
+pub use self::api_keys::{ApiKeyRecord, ApiKeys, ProjectOwned};
 pub use self::audit::{Audit, AuditEvent};
 pub use self::batch::QueuedWrite;
 pub use self::datasets::{DataFile, DataSets};

@@ -118,6 +118,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         29,
         include_str!("../../migrations/postgres/0029_projects.sql"),
     ),
+    (
+        30,
+        include_str!("../../migrations/postgres/0030_api_key_projects.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

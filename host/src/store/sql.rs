@@ -606,8 +606,9 @@ pub(super) const PRUNE_INCUMBENTS: &str = "DELETE FROM incumbents
          WHERE place = 1 OR (place <= $2 AND kept_bytes <= $3))";
 
 pub(super) const INSERT_API_KEY: &str =
-    "INSERT INTO api_keys (id, owner_id, name, secret_hash, scopes, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+    "INSERT INTO api_keys (id, owner_id, name, secret_hash, scopes, created_at, expires_at,
+                           project_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
 pub(super) const API_KEY: &str = "SELECT api_keys.*, users.username AS owner_name
      FROM api_keys JOIN users ON users.id = api_keys.owner_id WHERE api_keys.id = $1";
@@ -620,6 +621,13 @@ pub(super) const API_KEYS: &str = "SELECT api_keys.*, users.username AS owner_na
 /// `$2` null: whoever owns it.
 pub(super) const DELETE_API_KEY: &str =
     "DELETE FROM api_keys WHERE id = $1 AND ($2 IS NULL OR owner_id = $2)";
+
+/// The project a job is in, whoever may read it: what a key bound to a project is checked
+/// against.
+pub(super) const JOB_PROJECT: &str = "SELECT project_id FROM jobs WHERE id = $1";
+
+/// The project a data file is in, as `JOB_PROJECT`.
+pub(super) const DATA_FILE_PROJECT: &str = "SELECT project_id FROM data_files WHERE id = $1";
 
 pub(super) const TOUCH_API_KEY: &str = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1";
 

@@ -108,6 +108,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         29,
         include_str!("../../migrations/sqlite/0029_projects.sql"),
     ),
+    (
+        30,
+        include_str!("../../migrations/sqlite/0030_api_key_projects.sql"),
+    ),
 ];
 
 /// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.

@@ -14,6 +14,7 @@ fn key(id: &str, owner: &User) -> ApiKeyRecord {
         created_at: now_millis(),
         expires_at: Some(now_millis() + 60_000),
         last_used_at: None,
+        project_id: None,
     }
 }
 
@@ -25,10 +26,11 @@ pub(super) async fn api_keys_are_kept_listed_touched_and_revoked(backend: Backen
         .create_api_key(&key("aaaaaaaaaaaa", &alice))
         .await
         .expect("create");
-    store
-        .create_api_key(&key("bbbbbbbbbbbb", &bob))
-        .await
-        .expect("create");
+    let mut bobs = key("bbbbbbbbbbbb", &bob);
+    bobs.project_id = Some(bob.id.clone());
+    store.create_api_key(&bobs).await.expect("create");
+    let read = store.api_key("bbbbbbbbbbbb").await.expect("read");
+    assert_eq!(read.expect("the key").project_id, Some(bob.id.clone()));
 
     let read = store
         .api_key("aaaaaaaaaaaa")
@@ -67,6 +69,24 @@ pub(super) async fn api_keys_are_kept_listed_touched_and_revoked(backend: Backen
             .expect("revoke")
     );
     assert!(store.api_key("aaaaaaaaaaaa").await.expect("read").is_none());
+
+    // What a key bound to a project checks a job against: its project, whoever asks.
+    let job = NewJob {
+        project_id: Some("team".into()),
+        ..new_job(&alice)
+    };
+    store.insert_job(&job).await.expect("insert");
+    let project = store
+        .project_of(ProjectOwned::Job, &job.id)
+        .await
+        .expect("read");
+    assert_eq!(project, Some(Some("team".into())));
+    let missing = store.project_of(ProjectOwned::Job, "no-such-job").await;
+    assert_eq!(missing.expect("read"), None);
+    let missing = store
+        .project_of(ProjectOwned::DataFile, "no-such-file")
+        .await;
+    assert_eq!(missing.expect("read"), None);
 
     // A deleted user's keys go with it.
     assert!(store.delete_user("bob").await.expect("delete"));
