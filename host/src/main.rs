@@ -28,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
         Some(_) => None,
     };
     // Kept to the end of main: dropping it flushes the last traces.
-    let _telemetry = caseload::telemetry::init(default_level, otlp)?;
+    let _telemetry = caseload::telemetry::init(default_level, cli.log_format, otlp)?;
     match &cli.command {
         None => caseload::serve(&cli.storage, &cli.serve).await,
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,

@@ -13,6 +13,8 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::EnvFilter;
+
+use crate::config::LogFormat;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -32,20 +34,46 @@ impl Drop for Telemetry {
     }
 }
 
-/// Logs to stderr at `default_level` (or `RUST_LOG`), and exports traces to `otlp` if given.
-pub fn init(default_level: &str, otlp: Option<&url::Url>) -> anyhow::Result<Telemetry> {
+/// Logs to stderr at `default_level` (or `RUST_LOG`), in `format`, and exports traces to
+/// `otlp` if given.
+pub fn init(
+    default_level: &str,
+    format: LogFormat,
+    otlp: Option<&url::Url>,
+) -> anyhow::Result<Telemetry> {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
-    let log = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
+    let (text, json) = match format {
+        LogFormat::Text => (
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::stderr().is_terminal()),
+            ),
+            None,
+        ),
+        // One object a line: time, level, message and fields, and the fields of the spans
+        // it is in (the request's id, route, user; the job's id) flattened beside them.
+        LogFormat::Json => (
+            None,
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .flatten_event(true)
+                    .with_current_span(false)
+                    .with_span_list(true)
+                    .with_writer(std::io::stderr),
+            ),
+        ),
+    };
     let provider = otlp.map(exporter).transpose()?;
     let traces = provider
         .as_ref()
         .map(|provider| tracing_opentelemetry::layer().with_tracer(provider.tracer("caseload")));
     tracing_subscriber::registry()
         .with(filter)
-        .with(log)
+        .with(text)
+        .with(json)
         .with(traces)
         .init();
     if let Some(endpoint) = otlp {

@@ -74,6 +74,7 @@ impl FromRequestParts<AppState> for AuthUser {
             user.admin &= key.scopes.iter().any(|scope| scope.needs_admin());
         }
         confine(state, &user, parts).await?;
+        tracing::Span::current().record("user", user.username.as_str());
         Ok(user)
     }
 }

@@ -280,11 +280,14 @@ pub fn app(state: AppState) -> Router {
                         .get("x-request-id")
                         .and_then(|value| value.to_str().ok())
                         .unwrap_or("");
+                    // The route and the user are recorded once known.
                     tracing::info_span!(
                         "request",
                         id = %request_id,
                         method = %request.method(),
                         path = %request.uri().path(),
+                        route = tracing::field::Empty,
+                        user = tracing::field::Empty,
                     )
                 })
                 .on_request(())
@@ -315,6 +318,7 @@ async fn time_request(
 ) -> axum::response::Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
+    tracing::Span::current().record("route", route.as_str());
     let response = next.run(request).await;
     metrics.request_answered(
         route.as_str(),

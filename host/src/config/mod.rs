@@ -25,8 +25,28 @@ pub struct Cli {
     #[command(flatten)]
     pub serve: ServeArgs,
 
+    /// How log lines are written: `text` for a person, `json` (one object a line: time,
+    /// level, message, fields, and the spans it is in: request id, route, user, job) for a
+    /// log collector.
+    #[arg(
+        long,
+        env = "CASELOAD_LOG_FORMAT",
+        value_enum,
+        default_value = "text",
+        global = true
+    )]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
