@@ -26,6 +26,7 @@ mod logins;
 mod objectives;
 mod oidc;
 mod openapi_tools;
+mod operations;
 mod plugin_check;
 mod plugin_kit;
 mod projects;

@@ -57,6 +57,21 @@ pub struct Get<'a> {
     pub user_agent: &'static str,
 }
 
+/// The first address the URL's host resolves to, at its port (or its scheme's).
+pub async fn address_of(url: &Url) -> Result<SocketAddr, String> {
+    let host = url
+        .host_str()
+        .ok_or("the URL names no host")?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let port = url.port_or_known_default().ok_or("the URL names no port")?;
+    tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|error| format!("cannot resolve {host}: {error}"))?
+        .next()
+        .ok_or_else(|| format!("{host} has no address"))
+}
+
 /// Sends the GET; the answer.
 pub async fn get(get: Get<'_>) -> Result<Answer, String> {
     let request = Post {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use url::Url;
 
 use crate::config::{JobCommand, JobTarget};
-use crate::http_post::{Post, exchange};
+use crate::http_post::{Post, address_of, exchange};
 
 /// The longest one held request waits (the server's own bound).
 const HOLD_S: u64 = 60;
@@ -163,18 +163,9 @@ async fn call(
     let url = base
         .join(path_and_query)
         .with_context(|| format!("{path_and_query} under {}", target.url))?;
-    let host = url
-        .host_str()
-        .context("--url names no host")?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let port = url.port_or_known_default().unwrap_or(80);
-    let address = tokio::net::lookup_host((host.as_str(), port))
+    let address = address_of(&url)
         .await
-        .with_context(|| format!("cannot resolve {host}"))?
-        .next()
-        .with_context(|| format!("{host} has no address"))?;
+        .map_err(|error| anyhow::anyhow!("--url {}: {error}", target.url))?;
     let mut headers = vec![
         ("authorization", format!("Bearer {}", target.key)),
         ("accept", "application/json".to_owned()),

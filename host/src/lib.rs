@@ -21,6 +21,7 @@ pub mod oidc;
 pub mod options;
 pub mod plugins;
 pub mod private_file;
+pub mod readiness;
 pub mod replica;
 pub mod runtime;
 pub mod store;
@@ -46,11 +47,33 @@ use crate::metrics::Metrics;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::plugins::{PluginRegistry, PluginSync};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
-use crate::store::{JobStore, PostgresStore, Role, SqliteStore, StoreError, UserChange};
+use crate::store::{
+    JobStore, Migrations, PostgresStore, Role, SqliteStore, StoreError, UserChange,
+};
 use crate::worker::{LocalJobs, WorkerPool};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
 pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStore>> {
+    open_store_with(storage, Migrations::Apply).await
+}
+
+/// `caseload migrate`: applies the migrations the database lacks (one process at a time,
+/// however many start together) and exits.
+pub async fn migrate(storage: &StorageArgs) -> anyhow::Result<()> {
+    let store = open_store_with(storage, Migrations::Apply).await?;
+    let applied = store.applied_migrations().await?;
+    println!(
+        "the database has all {} migrations of this build",
+        applied.len()
+    );
+    Ok(())
+}
+
+/// Opens the store, applying the migrations it lacks or refusing it for lacking them.
+pub async fn open_store_with(
+    storage: &StorageArgs,
+    migrations: Migrations,
+) -> anyhow::Result<Arc<dyn JobStore>> {
     create_private_dir(&storage.data_dir).with_context(|| {
         format!(
             "cannot create the data directory {}",
@@ -62,7 +85,7 @@ pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStor
         Some(url) if url.starts_with("sqlite://") => PathBuf::from(&url["sqlite://".len()..]),
         Some(url) if url.starts_with("sqlite:") => PathBuf::from(&url["sqlite:".len()..]),
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let store = PostgresStore::open(url)
+            let store = PostgresStore::open_with(url, migrations)
                 .await
                 .context("cannot open the PostgreSQL database")?;
             return Ok(Arc::new(store));
@@ -78,7 +101,7 @@ pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStor
         private_file::make_private(&file, "the database")
             .with_context(|| format!("cannot make {} private", file.display()))?;
     }
-    let store = SqliteStore::open(&path)
+    let store = SqliteStore::open_with(&path, migrations)
         .await
         .with_context(|| format!("cannot open the database {}", path.display()))?;
     Ok(Arc::new(store))
@@ -166,7 +189,15 @@ async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<(
 /// `caseload serve`: opens the store, loads the plugins, starts the workers and serves HTTP
 /// until SIGINT or SIGTERM.
 pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()> {
-    let store = open_store(storage).await?;
+    let migrations = if args.no_migrate {
+        Migrations::Require
+    } else {
+        Migrations::Apply
+    };
+    if args.no_api && args.workers == Some(0) {
+        bail!("--no-api with --workers 0 would serve nothing and run nothing");
+    }
+    let store = open_store_with(storage, migrations).await?;
     let per_use_case = match &args.plugin_limits {
         Some(path) => config::read_limit_overrides(path)
             .map_err(|error| anyhow::anyhow!("--plugin-limits {}: {error}", path.display()))?,
@@ -343,9 +374,14 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         max_connections: connection_cap(args.max_connections),
     };
     tracing::info!(?connection_limits, "accepting connections");
-    let app = match api::cors(&args.cors_origins)? {
-        Some(cors) => app(state).layer(cors),
-        None => app(state),
+    let app = if args.no_api {
+        tracing::info!("serving /healthz, /readyz and /metrics only (--no-api)");
+        api::operations_app(state)
+    } else {
+        match api::cors(&args.cors_origins)? {
+            Some(cors) => app(state).layer(cors),
+            None => app(state),
+        }
     };
     let waiters = changes_for_stop;
     let shutdown = async move {

@@ -25,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // A command's report is its output; the server's log lines would only bury it.
     let default_level = match cli.command {
-        Some(Command::Plugin(_) | Command::Job(_)) => "warn",
+        Some(Command::Plugin(_) | Command::Job(_) | Command::Ready { .. }) => "warn",
         _ => "info",
     };
     let otlp = match &cli.command {
@@ -44,6 +44,14 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Key(command)) => {
             caseload::key_command::manage_keys(&cli.storage, command).await
         }
+        Some(Command::Migrate) => caseload::migrate(&cli.storage).await,
+        Some(Command::Ready { url }) => match caseload::readiness::probe(url).await {
+            Ok(()) => Ok(()),
+            Err(why) => {
+                eprintln!("not ready: {why:#}");
+                std::process::exit(1);
+            }
+        },
         Some(Command::Job(command)) => match caseload::job_command::run(command).await {
             Ok(true) => Ok(()),
             Ok(false) => std::process::exit(1),

@@ -10,7 +10,6 @@
 //! refused. `iss` must be the issuer, `aud` must hold the audience, `exp` must not have
 //! passed (30 s of leeway for clocks).
 
-use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -20,7 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use crate::http_post::{Get, get};
+use crate::http_post::{Get, address_of, get};
 
 /// The password hash of a user made by single sign-on: no password ever matches it (it is
 /// not a PHC string), and it marks the name as the issuer's.
@@ -252,15 +251,7 @@ pub fn check_issuer_url(issuer: &str) -> Result<(), String> {
 async fn fetch_json<T: serde::de::DeserializeOwned>(url: &str) -> Result<T, String> {
     check_issuer_url(url)?;
     let parsed = Url::parse(url).map_err(|error| error.to_string())?;
-    let host = parsed.host_str().ok_or("the URL names no host")?.to_owned();
-    let port = parsed
-        .port_or_known_default()
-        .ok_or("the URL names no port")?;
-    let address: SocketAddr = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
-        .await
-        .map_err(|error| format!("cannot resolve {host}: {error}"))?
-        .next()
-        .ok_or_else(|| format!("{host} has no address"))?;
+    let address = address_of(&parsed).await?;
     let request = get(Get {
         url: &parsed,
         address,

@@ -98,6 +98,10 @@ pub enum ApiError {
     /// The server is stopping and takes no more work; another replica will.
     #[error("the server is shutting down; retry the request")]
     ShuttingDown,
+    /// Something the server depends on does not answer (the database), or the server is not
+    /// ready: 503, for a moment; the detail says what.
+    #[error("{0}")]
+    Unavailable(String),
     /// Anything the client cannot fix. Logged in full; the response says nothing of it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -119,6 +123,13 @@ impl From<StoreError> for ApiError {
             StoreError::Closed => ApiError::ShuttingDown,
             StoreError::Refused(refusal) => refusal.into(),
             StoreError::Conflict(message) => ApiError::Conflict(message),
+            // The database is down or out of reach: the request may succeed in a moment.
+            StoreError::Database(
+                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
+            ) => {
+                tracing::warn!(error = %error, "the database does not answer");
+                ApiError::Unavailable("the database does not answer; retry in a moment".into())
+            }
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -186,6 +197,7 @@ impl ApiError {
             }
             ApiError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting-down"),
             ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -236,6 +248,9 @@ impl IntoResponse for ApiError {
             if let Ok(value) = HeaderValue::from_str(&seconds.max(1).to_string()) {
                 headers.insert(header::RETRY_AFTER, value);
             }
+        }
+        if let ApiError::Unavailable(_) = &self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if status == StatusCode::UNAUTHORIZED {
             let challenge = match self {

@@ -16,14 +16,15 @@ mod events;
 mod experiment_summary;
 mod experiments;
 mod finish;
+mod health;
 mod held;
 mod incumbents;
 mod job_filter;
 mod job_input;
 mod jobs;
 mod key_access;
-mod labels;
 mod key_project;
+mod labels;
 mod login;
 mod login_throttle;
 mod long_poll;
@@ -235,6 +236,17 @@ fn cpus() -> usize {
 /// `--max-dataset-bytes` when not given: 256 MiB.
 pub const DEFAULT_MAX_DATASET_BYTES: u64 = 256 << 20;
 
+/// What a replica that only runs jobs (`serve --no-api`) serves: `/healthz`, `/readyz`
+/// and `/metrics`, for its orchestrator and its autoscaler; anything else is 404.
+pub fn operations_app(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", axum::routing::get(health::healthz))
+        .route("/readyz", axum::routing::get(health::readyz))
+        .route("/metrics", axum::routing::get(metrics))
+        .fallback(not_found)
+        .with_state(state)
+}
+
 /// The whole API, ready to serve.
 pub fn app(state: AppState) -> Router {
     let request_id = HeaderName::from_static("x-request-id");
@@ -259,7 +271,8 @@ pub fn app(state: AppState) -> Router {
         .merge(experiments::router())
         .merge(service::router())
         .merge(console::router())
-        .route("/healthz", axum::routing::get(healthz))
+        .route("/healthz", axum::routing::get(health::healthz))
+        .route("/readyz", axum::routing::get(health::readyz))
         .route("/openapi.json", axum::routing::get(openapi))
         .route("/metrics", axum::routing::get(metrics))
         .route_layer(axum::middleware::from_fn(query::reject_unknown_parameters))
@@ -354,10 +367,6 @@ fn is_usable_request_id(id: &[u8]) -> bool {
         && id
             .iter()
             .all(|byte| byte.is_ascii_alphanumeric() || b"-_.:".contains(byte))
-}
-
-async fn healthz() -> impl IntoResponse {
-    axum::Json(serde_json::json!({ "status": "ok" }))
 }
 
 /// The OpenAPI document: `schemas/api/openapi.json` with the body schemas of `schemas/api/`

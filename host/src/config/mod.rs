@@ -66,6 +66,16 @@ pub enum Command {
     /// Launch, follow and read jobs on a server, from a shell or CI, with an API key.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Apply the database's migrations and exit (what a deployment's init step runs before
+    /// replicas that start with `serve --no-migrate`).
+    Migrate,
+    /// Exit 0 if a server is ready (`GET /readyz` answers 200), 1 otherwise, saying why: a
+    /// container's health check, where there is no curl.
+    Ready {
+        /// The server's address.
+        #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+    },
 }
 
 /// The server a `caseload job` command calls, and the key it calls with.
@@ -270,6 +280,16 @@ pub struct ServeArgs {
     /// changes the use cases served (default: `<data-dir>/plugins`).
     #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,
+
+    /// Apply no migration: refuse to start on a database that lacks one of this build's
+    /// (`caseload migrate` applies them, as a deployment's init step).
+    #[arg(long, env = "CASELOAD_NO_MIGRATE")]
+    pub no_migrate: bool,
+
+    /// Run jobs and serve only `/healthz`, `/readyz` and `/metrics`: a worker replica that
+    /// takes no API traffic.
+    #[arg(long, env = "CASELOAD_NO_API")]
+    pub no_api: bool,
 
     /// Worker threads running jobs [default: the number of CPUs]; 0 for a replica that
     /// serves the API and runs no job (others sharing its PostgreSQL database run them).

@@ -6,6 +6,7 @@
 //! (directory loads, refusals) to the store.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,6 +43,8 @@ pub struct PluginSync {
     running: tokio::sync::Mutex<i64>,
     /// Components this replica refused, by digest: refused once, not at every sync.
     refused: Mutex<HashSet<String>>,
+    /// Whether the last sync read the store (what readiness reports).
+    read: AtomicBool,
 }
 
 impl PluginSync {
@@ -53,7 +56,14 @@ impl PluginSync {
             changed: tokio::sync::Notify::new(),
             running: tokio::sync::Mutex::new(-1),
             refused: Mutex::default(),
+            read: AtomicBool::new(true),
         }
+    }
+
+    /// Whether the last look at the store's catalog read it: a replica that cannot may
+    /// serve versions the store no longer lists, or lack new ones.
+    pub fn catalog_read(&self) -> bool {
+        self.read.load(Ordering::Relaxed)
     }
 
     /// The registry it keeps in step.
@@ -221,9 +231,10 @@ impl PluginSync {
                 } else {
                     sync.sync_if_changed().await
                 };
-                if let Err(error) = synced {
+                if let Err(error) = &synced {
                     tracing::warn!(%error, "cannot read the plugins the store lists");
                 }
+                sync.read.store(synced.is_ok(), Ordering::Relaxed);
             }
         });
     }

@@ -25,6 +25,7 @@ mod postgres;
 mod projects;
 mod races;
 mod rows;
+mod schema;
 pub mod scratch;
 mod service;
 mod sql;
@@ -55,6 +56,7 @@ pub use self::plugins::{
 pub use self::postgres::PostgresStore;
 pub use self::projects::{ProjectMember, ProjectRecord, Projects};
 pub use self::races::{RaceEntrant, Races};
+pub use self::schema::{Migrations, latest_migration, missing_migrations};
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite::SqliteStore;
 pub use self::users::{Role, Usage, User, UserAccess, UserChange, UserEntry, UserQuotas, Users};
@@ -83,6 +85,10 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
+    /// The database lacks migrations this build needs, and opening it was not to apply
+    /// them (`serve --no-migrate`).
+    #[error("{}", schema::behind(.missing))]
+    SchemaBehind { missing: Vec<i64> },
     /// The store is shutting down and takes no more writes.
     #[error("the store is closed")]
     Closed,

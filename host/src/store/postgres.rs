@@ -13,6 +13,7 @@ use super::backend::{Backend, FINISH_PREFIX, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
+use super::schema::{self, Migrations};
 use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
@@ -183,6 +184,12 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects and brings the schema up to date (one replica at a time).
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        PostgresStore::open_with(url, Migrations::Apply).await
+    }
+
+    /// Connects, and applies the migrations the database lacks or refuses it for lacking
+    /// them, as `migrations` says.
+    pub async fn open_with(url: &str, migrations: Migrations) -> Result<PostgresStore, StoreError> {
         let pool = |connections: usize| {
             PgPoolOptions::new()
                 // Long-lived connections; a ping before every use costs a round trip per
@@ -194,7 +201,10 @@ impl PostgresStore {
         };
         // One connection per lane, one for the reaper, one for retention.
         let writer = pool(WRITE_LANES + 2).await?;
-        migrate(&writer).await?;
+        match migrations {
+            Migrations::Apply => migrate(&writer).await?,
+            Migrations::Require => require_migrations(&writer).await?,
+        }
         let readers = pool(READ_CONNECTIONS).await?;
         let batcher = Batcher::start(
             Arc::new(PostgresWriter {
@@ -208,6 +218,21 @@ impl PostgresStore {
             batcher,
         })
     }
+}
+
+/// Refuses a database that lacks a migration of this build, applying none.
+async fn require_migrations(pool: &PgPool) -> Result<(), StoreError> {
+    let present: bool = sqlx::query_scalar("SELECT to_regclass('caseload_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await?;
+    let applied: Vec<i64> = if present {
+        sqlx::query_scalar("SELECT version FROM caseload_migrations")
+            .fetch_all(pool)
+            .await?
+    } else {
+        Vec::new()
+    };
+    schema::require(&applied)
 }
 
 async fn migrate(pool: &PgPool) -> Result<(), StoreError> {

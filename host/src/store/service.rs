@@ -69,6 +69,10 @@ pub trait Service: Send + Sync + 'static {
     /// The replicas' last reports, the queue per use case, and the jobs accepted and ended
     /// per minute from `since` on.
     async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError>;
+
+    /// The migrations the database has applied, by version (what readiness checks, and
+    /// what a replica started with `--no-migrate` requires).
+    async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError>;
 }
 
 #[async_trait]
@@ -120,6 +124,13 @@ where
                 .fetch_all(self.readers())
                 .await?,
         )
+    }
+
+    async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
+        let rows = sqlx::query(sql::APPLIED_MIGRATIONS)
+            .fetch_all(self.readers())
+            .await?;
+        rows.iter().map(|row| row.integer("version")).collect()
     }
 
     async fn service_stats(&self, since: Millis) -> Result<ServiceStats, StoreError> {

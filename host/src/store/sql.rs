@@ -622,6 +622,9 @@ pub(super) const API_KEYS: &str = "SELECT api_keys.*, users.username AS owner_na
 pub(super) const DELETE_API_KEY: &str =
     "DELETE FROM api_keys WHERE id = $1 AND ($2 IS NULL OR owner_id = $2)";
 
+pub(super) const APPLIED_MIGRATIONS: &str =
+    "SELECT version FROM caseload_migrations ORDER BY version";
+
 /// The project a job is in, whoever may read it: what a key bound to a project is checked
 /// against.
 pub(super) const JOB_PROJECT: &str = "SELECT project_id FROM jobs WHERE id = $1";

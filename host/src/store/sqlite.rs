@@ -18,10 +18,11 @@ use super::backend::{Backend, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
+use super::schema::{self, Migrations};
 use super::{JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
-const MIGRATIONS: &[(i64, &str)] = &[
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/sqlite/0001_initial.sql")),
     (
         2,
@@ -147,6 +148,12 @@ fn tell(events: &OnceLock<Arc<dyn JobEvents>>, changes: &[JobChange]) {
 impl SqliteStore {
     /// Opens (creating if needed) the database file and brings its schema up to date.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Migrations::Apply).await
+    }
+
+    /// Opens the database, and applies the migrations it lacks or refuses it for lacking
+    /// them, as `migrations` says.
+    pub async fn open_with(path: &Path, migrations: Migrations) -> Result<SqliteStore, StoreError> {
         let options = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)
@@ -163,7 +170,10 @@ impl SqliteStore {
             .min_connections(1)
             .connect_with(options.clone())
             .await?;
-        migrate(&writer).await?;
+        match migrations {
+            Migrations::Apply => migrate(&writer).await?,
+            Migrations::Require => require_migrations(&writer).await?,
+        }
         let readers = SqlitePoolOptions::new()
             // The connection is local or long-lived; a ping before every use costs a round
             // trip per transaction on the group-commit path.
@@ -187,6 +197,23 @@ impl SqliteStore {
             events,
         })
     }
+}
+
+/// Refuses a database that lacks a migration of this build, applying none.
+async fn require_migrations(pool: &SqlitePool) -> Result<(), StoreError> {
+    let present: Option<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'caseload_migrations'",
+    )
+    .fetch_optional(pool)
+    .await?;
+    let applied: Vec<i64> = if present.is_some() {
+        sqlx::query_scalar("SELECT version FROM caseload_migrations")
+            .fetch_all(pool)
+            .await?
+    } else {
+        Vec::new()
+    };
+    schema::require(&applied)
 }
 
 async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {

@@ -1,0 +1,425 @@
+//! What an operator deploys with: `caseload migrate` as a step of its own and `serve
+//! --no-migrate` refusing an old schema; `/readyz` beside `/healthz`; JSON logs a collector
+//! reads; API replicas that run no job beside worker replicas that serve no API; and a
+//! replica that waits out its PostgreSQL server going away, then carries on with no job lost.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use caseload::store::scratch::ScratchDatabase;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{ADMIN_PASSWORD, ServerOptions, TestServer, expect_problem};
+
+/// Runs `caseload ARGS...` to its end: whether it succeeded, and what it printed.
+fn caseload(args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("caseload runs");
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+fn tiny_graph(seconds: f64) -> Value {
+    json!({
+        "num_nodes": 4,
+        "adj_matrix": [[0, 1, 1, 0], [1, 0, 1, 1], [1, 1, 0, 1], [0, 1, 1, 0]],
+        "options": {"time_limit_s": seconds},
+    })
+}
+
+#[tokio::test]
+async fn migrations_are_a_step_of_their_own_and_logs_can_be_json() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let dir = data_dir.path().to_str().unwrap().to_owned();
+
+    // A replica that may not migrate refuses an empty database, and says what to run.
+    let (ok, said) = caseload(&[
+        "serve",
+        "--no-migrate",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &dir,
+    ]);
+    assert!(!ok, "started on an empty database: {said}");
+    assert!(said.contains("caseload migrate"), "{said}");
+
+    let (ok, said) = caseload(&["migrate", "--data-dir", &dir]);
+    assert!(ok, "{said}");
+    // Twice is nothing more.
+    let (ok, again) = caseload(&["migrate", "--data-dir", &dir]);
+    assert!(ok, "{again}");
+    assert!(said.contains("applied database migration"), "{said}");
+    assert!(!again.contains("applied database migration"), "{again}");
+    assert!(again.contains("the database has all"), "{again}");
+
+    let server = TestServer::start_in(data_dir, &["--no-migrate", "--log-format", "json"]);
+    let ready = server
+        .client
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["status"], "ready");
+    let (ok, said) = caseload(&["ready", "--url", &server.base_url]);
+    assert!(ok, "{said}");
+
+    let token = server.admin_token().await;
+    let job = server.launch(&token, "maxcut", &tiny_graph(0.1)).await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
+
+    // Every line of the log is one JSON object; the launch's names its route and its user,
+    // and the run's its job.
+    let log = std::fs::read_to_string(server.data_dir().join("server.log")).unwrap();
+    let lines: Vec<Value> = log
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .all(|line| line["timestamp"].is_string() && line["level"].is_string())
+    );
+    let launch = lines
+        .iter()
+        .find(|line| {
+            line["spans"].as_array().is_some_and(|spans| {
+                spans
+                    .iter()
+                    .any(|span| span["route"] == "/problem/{problem_id}" && span["user"] == "admin")
+            }) && line["status"].as_u64() == Some(202)
+        })
+        .unwrap_or_else(|| panic!("no line of the launch in:\n{log}"));
+    assert!(
+        launch["latency"].is_string() || launch["latency"].is_number(),
+        "{launch}"
+    );
+    assert!(
+        lines.iter().any(|line| line["spans"]
+            .as_array()
+            .is_some_and(|spans| spans.iter().any(|span| span["job"] == job.as_str()))),
+        "no line of job {job} in:\n{log}"
+    );
+}
+
+/// `caseload migrate ARGS...` run by `count` processes at once: each one's outcome.
+fn migrate_together(count: usize, url: &str) -> Vec<(bool, String)> {
+    let children: Vec<_> = (0..count)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_caseload"))
+                .args(["migrate", "--database-url", url])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("caseload migrate starts")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| {
+            let output = child.wait_with_output().unwrap();
+            (
+                output.status.success(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn api_replicas_and_worker_replicas_split_the_work() {
+    let database = ScratchDatabase::create().await;
+    // Replicas starting at once on an empty database take turns at migrating.
+    for (ok, said) in migrate_together(3, &database.url) {
+        assert!(ok, "{said}");
+    }
+    let shared = tempfile::tempdir().unwrap();
+    let key_file = shared.path().join("jwt-ed25519.pem");
+    let key_file = key_file.to_str().unwrap();
+    let common = [
+        "--database-url",
+        &database.url,
+        "--jwt-key-file",
+        key_file,
+        "--no-migrate",
+    ];
+    let api_args: Vec<&str> = common.iter().copied().chain(["--workers", "0"]).collect();
+    let worker_args: Vec<&str> = common.iter().copied().chain(["--no-api"]).collect();
+    let api = TestServer::start_with(ServerOptions {
+        args: &api_args,
+        ..Default::default()
+    });
+    let worker = TestServer::start_with(ServerOptions {
+        args: &worker_args,
+        ..Default::default()
+    });
+
+    // The worker replica answers its orchestrator and its autoscaler, and nothing else.
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let answer = worker.client.get(worker.url(path)).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "{path}");
+    }
+    let login = worker
+        .client
+        .post(worker.url("/login"))
+        .json(&json!({"username": "admin", "password": ADMIN_PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(login, StatusCode::NOT_FOUND).await;
+
+    // Jobs launched on the API replica run on the worker replica.
+    let token = api.token("admin", ADMIN_PASSWORD).await;
+    let graph = tiny_graph(0.1);
+    let mut jobs = Vec::new();
+    for _ in 0..4 {
+        jobs.push(api.launch(&token, "maxcut", &graph).await);
+    }
+    for job in &jobs {
+        assert_eq!(
+            api.wait_until_ended(&token, job).await["status"],
+            "COMPLETED"
+        );
+    }
+    let service: Value = api.get(&token, "/service").await.json().await.unwrap();
+    let replicas = service["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 2, "{service}");
+    let mut workers: Vec<u64> = replicas
+        .iter()
+        .map(|replica| replica["workers"].as_u64().unwrap())
+        .collect();
+    workers.sort_unstable();
+    assert_eq!(workers[0], 0, "{service}");
+    assert!(workers[1] > 0, "{service}");
+}
+
+/// A PostgreSQL cluster of the test's own, which it can stop and start under a replica.
+struct OwnCluster {
+    dir: tempfile::TempDir,
+    bin: std::path::PathBuf,
+    port: u16,
+}
+
+impl OwnCluster {
+    /// A new cluster on a free port, started; `None` (and why) where the machine has no
+    /// PostgreSQL server programs.
+    fn start() -> Result<OwnCluster, String> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .map_err(|_| "no /usr/lib/postgresql (Debian's postgresql package)".to_owned())?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path().join("bin"))
+            .find(|bin| bin.join("initdb").exists() && bin.join("pg_ctl").exists())
+            .ok_or("no initdb and pg_ctl under /usr/lib/postgresql/*/bin")?;
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cluster = OwnCluster { dir, bin, port };
+        // PostgreSQL refuses to run as root: as root, the cluster is the postgres user's.
+        if cluster.as_root() {
+            let owner = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(cluster.dir.path())
+                .status()
+                .unwrap();
+            assert!(owner.success());
+        }
+        let data = cluster.data();
+        cluster.run(&[
+            cluster.bin.join("initdb").to_str().unwrap(),
+            "-D",
+            &data,
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+        ])?;
+        cluster.pg_ctl("start")?;
+        Ok(cluster)
+    }
+
+    fn as_root(&self) -> bool {
+        Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|output| output.stdout.starts_with(b"0\n"))
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").to_str().unwrap().to_owned()
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn pg_ctl(&self, action: &str) -> Result<(), String> {
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -k {}",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("server.log");
+        let (data, log) = (self.data(), log.to_str().unwrap().to_owned());
+        let pg_ctl = self.bin.join("pg_ctl");
+        let mut args = vec![pg_ctl.to_str().unwrap(), "-D", &data, "-l", &log, "-w"];
+        if action == "stop" {
+            args.extend(["-m", "fast"]);
+        } else {
+            args.extend(["-o", &options]);
+        }
+        args.push(action);
+        self.run(&args)
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(), String> {
+        let mut command = if self.as_root() {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).args(args);
+            command
+        } else {
+            let mut command = Command::new(args[0]);
+            command.args(&args[1..]);
+            command
+        };
+        let output = command
+            .current_dir(self.dir.path())
+            .output()
+            .map_err(|error| format!("{}: {error}", args[0]))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = self.pg_ctl("stop");
+    }
+}
+
+async fn status_of(server: &TestServer, path: &str) -> Option<StatusCode> {
+    let answer = server
+        .client
+        .get(server.url(path))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await;
+    answer.ok().map(|answer| answer.status())
+}
+
+async fn until_status(server: &TestServer, path: &str, wanted: StatusCode, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let status = status_of(server, path).await;
+        if status == Some(wanted) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} still {status:?}, not {wanted}, after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL's initdb and pg_ctl (Debian's postgresql); pass --include-ignored"]
+async fn a_replica_waits_out_its_database_and_loses_no_job() {
+    let cluster = match OwnCluster::start() {
+        Ok(cluster) => cluster,
+        Err(why) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI must run this test: {why}");
+            }
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let url = cluster.url();
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--database-url", &url, "--workers", "2", "--lease", "3s"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    let before = server.launch(&token, "maxcut", &tiny_graph(0.1)).await;
+    assert_eq!(
+        server.wait_until_ended(&token, &before).await["status"],
+        "COMPLETED"
+    );
+    // Running while the database goes away: its end is written once it is back.
+    let running = server.launch(&token, "maxcut", &tiny_graph(2.0)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    cluster.pg_ctl("stop").unwrap();
+    until_status(
+        &server,
+        "/readyz",
+        StatusCode::SERVICE_UNAVAILABLE,
+        Duration::from_secs(15),
+    )
+    .await;
+    let unready = server
+        .client
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .unwrap();
+    let problem = expect_problem(unready, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("database"),
+        "{problem}"
+    );
+    // Alive all the same, and a request that needs the database is told to come back.
+    assert_eq!(status_of(&server, "/healthz").await, Some(StatusCode::OK));
+    let login = server
+        .client
+        .post(server.url("/login"))
+        .json(&json!({"username": "admin", "password": ADMIN_PASSWORD}))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(login.headers().contains_key("retry-after"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    cluster.pg_ctl("start").unwrap();
+    until_status(&server, "/readyz", StatusCode::OK, Duration::from_secs(30)).await;
+    let ended = server.wait_until_ended(&token, &running).await;
+    assert_eq!(ended["status"], "COMPLETED", "{ended}");
+    let after = server.launch(&token, "maxcut", &tiny_graph(0.1)).await;
+    assert_eq!(
+        server.wait_until_ended(&token, &after).await["status"],
+        "COMPLETED"
+    );
+    let listed: Value = server.get(&token, "/jobs").await.json().await.unwrap();
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 3, "{listed}");
+}
