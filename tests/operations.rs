@@ -145,7 +145,7 @@ fn migrate_together(count: usize, url: &str) -> Vec<(bool, String)> {
 
 #[tokio::test]
 #[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
-async fn api_replicas_and_worker_replicas_split_the_work() {
+async fn api_replicas_and_worker_pools_split_the_work() {
     let database = ScratchDatabase::create().await;
     // Replicas starting at once on an empty database take turns at migrating.
     for (ok, said) in migrate_together(3, &database.url) {
@@ -154,32 +154,46 @@ async fn api_replicas_and_worker_replicas_split_the_work() {
     let shared = tempfile::tempdir().unwrap();
     let key_file = shared.path().join("jwt-ed25519.pem");
     let key_file = key_file.to_str().unwrap();
+    // QUBO jobs run in the bigmem pool only; every replica reads the same file.
+    let limits = shared.path().join("limits.toml");
+    std::fs::write(&limits, "[qubo]\npools = [\"bigmem\"]\n").unwrap();
+    let limits = limits.to_str().unwrap();
     let common = [
         "--database-url",
         &database.url,
         "--jwt-key-file",
         key_file,
+        "--plugin-limits",
+        limits,
         "--no-migrate",
     ];
-    let api_args: Vec<&str> = common.iter().copied().chain(["--workers", "0"]).collect();
-    let worker_args: Vec<&str> = common.iter().copied().chain(["--no-api"]).collect();
+    let with = |more: &[&'static str]| -> Vec<&str> {
+        common.iter().copied().chain(more.iter().copied()).collect()
+    };
+    let api_args = with(&["--workers", "0"]);
     let api = TestServer::start_with(ServerOptions {
         args: &api_args,
         ..Default::default()
     });
-    let worker = TestServer::start_with(ServerOptions {
-        args: &worker_args,
+    let default_args = with(&["--no-api"]);
+    let default_pool = TestServer::start_with(ServerOptions {
+        args: &default_args,
         ..Default::default()
     });
 
-    // The worker replica answers its orchestrator and its autoscaler, and nothing else.
+    // A worker replica answers its orchestrator and its autoscaler, and nothing else.
     for path in ["/healthz", "/readyz", "/metrics"] {
-        let answer = worker.client.get(worker.url(path)).send().await.unwrap();
+        let answer = default_pool
+            .client
+            .get(default_pool.url(path))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(answer.status(), StatusCode::OK, "{path}");
     }
-    let login = worker
+    let login = default_pool
         .client
-        .post(worker.url("/login"))
+        .post(default_pool.url("/login"))
         .json(&json!({"username": "admin", "password": ADMIN_PASSWORD}))
         .send()
         .await
@@ -199,16 +213,58 @@ async fn api_replicas_and_worker_replicas_split_the_work() {
             "COMPLETED"
         );
     }
+
+    // A QUBO job waits while no replica runs the bigmem pool, and the service says why.
+    let qubo = json!({"Q": [[1, -2], [-2, 3]], "sense": "maximize"});
+    let waiting = api.launch(&token, "qubo", &qubo).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(api.job(&token, &waiting).await["status"], "PENDING");
     let service: Value = api.get(&token, "/service").await.json().await.unwrap();
-    let replicas = service["replicas"].as_array().unwrap();
-    assert_eq!(replicas.len(), 2, "{service}");
-    let mut workers: Vec<u64> = replicas
+    let queued = service["queue"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|replica| replica["workers"].as_u64().unwrap())
+        .find(|entry| entry["problem"] == "qubo")
+        .unwrap_or_else(|| panic!("no qubo in {service}"));
+    assert_eq!(queued["pools"], json!(["bigmem"]), "{service}");
+    assert!(
+        queued["waiting"].as_str().unwrap().contains("bigmem"),
+        "{service}"
+    );
+    let metrics = api.client.get(api.url("/metrics")).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(
+        metrics.contains("caseload_pool_pending{pool=\"bigmem\",problem=\"qubo\"} 1"),
+        "{metrics}"
+    );
+
+    let bigmem_args = with(&["--no-api", "--pool", "bigmem"]);
+    let _bigmem = TestServer::start_with(ServerOptions {
+        args: &bigmem_args,
+        ..Default::default()
+    });
+    let ended = api.wait_until_ended(&token, &waiting).await;
+    assert_eq!(ended["status"], "COMPLETED", "{ended}");
+    let service: Value = api.get(&token, "/service").await.json().await.unwrap();
+    let mut pools: Vec<(String, u64)> = service["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|replica| {
+            (
+                replica["pool"].as_str().unwrap().to_owned(),
+                replica["workers"].as_u64().unwrap(),
+            )
+        })
         .collect();
-    workers.sort_unstable();
-    assert_eq!(workers[0], 0, "{service}");
-    assert!(workers[1] > 0, "{service}");
+    pools.sort();
+    assert_eq!(pools.len(), 3, "{service}");
+    assert_eq!(pools[0].0, "bigmem", "{service}");
+    assert!(
+        pools
+            .iter()
+            .any(|(pool, workers)| pool == "default" && *workers == 0)
+    );
 }
 
 /// A PostgreSQL cluster of the test's own, which it can stop and start under a replica.

@@ -50,7 +50,7 @@ use crate::runtime::{Limits, Runtime, RuntimeConfig};
 use crate::store::{
     JobStore, Migrations, PostgresStore, Role, SqliteStore, StoreError, UserChange,
 };
-use crate::worker::{LocalJobs, WorkerPool};
+use crate::worker::{LocalJobs, WorkerPool, Workers};
 
 /// Opens the store the storage arguments name, creating the data directory if needed.
 pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStore>> {
@@ -312,9 +312,18 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
-    replica::start(replica_id, store.clone(), metrics.clone(), workers);
-    let workers = WorkerPool::start(
+    replica::start(
+        replica_id,
+        store.clone(),
+        metrics.clone(),
         workers,
+        args.pool.clone(),
+    );
+    let workers = WorkerPool::start(
+        Workers {
+            count: workers,
+            pool: &args.pool,
+        },
         store.clone(),
         plugin_sync.clone(),
         job_limits.clone(),

@@ -34,6 +34,7 @@ pub struct Metrics {
     logins_throttled: Counter,
     jobs_pending: Gauge,
     queue_depth: Family<Labels, Gauge>,
+    pool_pending: Family<Labels, Gauge>,
     plugins_loaded: Gauge,
     waiters: Family<Labels, Gauge>,
     /// Totals for this replica's report, whatever their labels.
@@ -77,6 +78,7 @@ impl Default for Metrics {
             logins_throttled: Counter::default(),
             jobs_pending: Gauge::default(),
             queue_depth: Family::default(),
+            pool_pending: Family::default(),
             plugins_loaded: Gauge::default(),
             waiters: Family::default(),
             accepted_total: AtomicU64::new(0),
@@ -97,6 +99,11 @@ impl Default for Metrics {
             "caseload_queue_depth",
             "Jobs waiting (state=pending) or claimed by a worker (state=running), per use case, in the whole store.",
             metrics.queue_depth.clone(),
+        );
+        registry.register(
+            "caseload_pool_pending",
+            "Jobs waiting that the workers of a pool may claim, per pool and use case, in the whole store: what a pool's autoscaler scales on (a use case in two pools counts in both).",
+            metrics.pool_pending.clone(),
         );
         registry.register(
             "caseload_executions_running",
@@ -217,6 +224,7 @@ impl Metrics {
     pub fn render(
         &self,
         queue: &[QueueDepth],
+        pools_of: &dyn Fn(&str) -> Vec<String>,
         plugins_loaded: usize,
         waiters: (usize, usize),
     ) -> String {
@@ -231,6 +239,14 @@ impl Metrics {
                         ("state", state.to_owned()),
                     ])
                     .set(count as i64);
+            }
+        }
+        self.pool_pending.clear();
+        for depth in queue {
+            for pool in pools_of(&depth.problem) {
+                self.pool_pending
+                    .get_or_create(&vec![("pool", pool), ("problem", depth.problem.clone())])
+                    .set(depth.pending as i64);
             }
         }
         self.plugins_loaded.set(plugins_loaded as i64);
@@ -267,7 +283,7 @@ mod tests {
             pending: 4,
             running: 1,
         }];
-        let text = metrics.render(&queue, 2, (3, 0));
+        let text = metrics.render(&queue, &|_| vec!["bigmem".to_owned()], 2, (3, 0));
         for line in [
             "caseload_jobs_accepted_total{problem=\"maxcut\"} 1",
             "caseload_executions_ended_total{status=\"COMPLETED\",error_code=\"\"} 1",
@@ -275,6 +291,7 @@ mod tests {
             "caseload_job_wait_seconds_bucket{le=\"0.004\",problem=\"maxcut\"} 1",
             "caseload_http_request_seconds_count{route=\"/job/{job_id}\",method=\"GET\",status=\"200\"} 1",
             "caseload_queue_depth{problem=\"qubo\",state=\"pending\"} 4",
+            "caseload_pool_pending{pool=\"bigmem\",problem=\"qubo\"} 4",
             "caseload_jobs_pending 4",
             "caseload_plugins_loaded 2",
             "caseload_waiters{kind=\"job\"} 3",

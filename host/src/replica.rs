@@ -14,7 +14,13 @@ const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 const FORGET_AFTER: Duration = Duration::from_secs(3600);
 
 /// Starts the reports on the current tokio runtime.
-pub fn start(id: String, store: Arc<dyn JobStore>, metrics: Arc<Metrics>, workers: usize) {
+pub fn start(
+    id: String,
+    store: Arc<dyn JobStore>,
+    metrics: Arc<Metrics>,
+    workers: usize,
+    pool: String,
+) {
     let name = format!("{} pid {}", host_name(), std::process::id());
     let started_at = now_millis();
     tokio::spawn(async move {
@@ -32,6 +38,7 @@ pub fn start(id: String, store: Arc<dyn JobStore>, metrics: Arc<Metrics>, worker
                 ended: totals.ended,
                 started_at,
                 seen_at: now_millis(),
+                pool: pool.clone(),
             };
             let forget_before = report.seen_at - FORGET_AFTER.as_millis() as Millis;
             if let Err(error) = store.report_replica(&report, forget_before).await {

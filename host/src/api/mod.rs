@@ -393,9 +393,12 @@ async fn metrics(
         }
     }
     let queue = state.store.queue_depth().await?;
-    let text = state
-        .metrics
-        .render(&queue, state.registry.list().len(), state.changes.waiters());
+    let text = state.metrics.render(
+        &queue,
+        &|problem| state.job_limits.pools_of(problem),
+        state.registry.list().len(),
+        state.changes.waiters(),
+    );
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,

@@ -1,5 +1,6 @@
-//! The service as operators watch it: `GET /service` (replicas and their workers, the queue
-//! per use case, jobs accepted and ended per minute) and `GET /plugin_events` (the plugin
+//! The service as operators watch it: `GET /service` (replicas, their workers and pools, the
+//! queue per use case with its pools and why it waits if no worker may claim it, jobs
+//! accepted and ended per minute) and `GET /plugin_events` (the plugin
 //! registry's changes, and each replica's loads, replacements, removals and refusals). Counts only, no job of anyone's and,
 //! but for administrators, nothing of the machines (a replica is named by its place in the
 //! list, not by its host name and process id): any signed-in user may read them.
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
+use crate::config::JobLimits;
 use crate::store::{ServiceStats, now_millis};
 
 /// The per-minute counts cover this many minutes up to the current one.
@@ -49,6 +51,8 @@ struct ReplicaView {
     ended_total: u64,
     started_at: String,
     seen_at: String,
+    /// The worker pool its workers are in.
+    pool: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -56,6 +60,11 @@ struct QueueView {
     problem: String,
     pending: u64,
     running: u64,
+    /// The pools whose workers run its jobs.
+    pools: Vec<String>,
+    /// Why its pending jobs are claimed by no worker, if they are not: no live replica has
+    /// workers in any of its pools.
+    waiting: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -67,7 +76,35 @@ struct MinuteView {
 
 impl ServiceView {
     /// The view for a user; `admin` also sees each replica's host and process.
-    fn new(stats: ServiceStats, now: i64, admin: bool) -> ServiceView {
+    fn new(stats: ServiceStats, limits: &JobLimits, now: i64, admin: bool) -> ServiceView {
+        let running_pools: Vec<&str> = stats
+            .replicas
+            .iter()
+            .filter(|replica| now - replica.seen_at < REPLICA_SILENT_MILLIS && replica.workers > 0)
+            .map(|replica| replica.pool.as_str())
+            .collect();
+        let queue = stats
+            .queue
+            .iter()
+            .map(|depth| {
+                let pools = limits.pools_of(&depth.problem);
+                let served = pools
+                    .iter()
+                    .any(|pool| running_pools.contains(&pool.as_str()));
+                QueueView {
+                    waiting: (depth.pending > 0 && !served).then(|| {
+                        format!(
+                            "no live replica runs workers in pool {}: start one with --pool",
+                            pools.join(" or ")
+                        )
+                    }),
+                    problem: depth.problem.clone(),
+                    pending: depth.pending,
+                    running: depth.running,
+                    pools,
+                }
+            })
+            .collect();
         ServiceView {
             replicas: stats
                 .replicas
@@ -88,17 +125,10 @@ impl ServiceView {
                     ended_total: replica.ended,
                     started_at: format_rfc3339(replica.started_at),
                     seen_at: format_rfc3339(replica.seen_at),
+                    pool: replica.pool,
                 })
                 .collect(),
-            queue: stats
-                .queue
-                .into_iter()
-                .map(|depth| QueueView {
-                    problem: depth.problem,
-                    pending: depth.pending,
-                    running: depth.running,
-                })
-                .collect(),
+            queue,
             per_minute: stats
                 .minutes
                 .into_iter()
@@ -119,7 +149,12 @@ async fn service(
     let now = now_millis();
     let since = (now.div_euclid(60_000) - (MINUTES - 1)) * 60_000;
     let stats = state.store.service_stats(since).await?;
-    Ok(Json(ServiceView::new(stats, now, user.admin)))
+    Ok(Json(ServiceView::new(
+        stats,
+        &state.job_limits,
+        now,
+        user.admin,
+    )))
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::options::JobOptions;
 use crate::runtime::Limits;
+use crate::store::ClaimFilter;
 
 /// The limits jobs run under, from the server's configuration: the defaults, and the
 /// overrides of each use case (`--plugin-limits`).
@@ -35,7 +36,13 @@ pub struct LimitOverrides {
     pub max_time_limit: Option<Duration>,
     pub memory_bytes: Option<usize>,
     pub output_bytes: Option<usize>,
+    /// The worker pools that run the use case's jobs (`pools = ["bigmem"]`); the default
+    /// pool's if not set.
+    pub pools: Option<Vec<String>>,
 }
+
+/// The pool of a replica started without `--pool`, and of a use case bound to none.
+pub const DEFAULT_POOL: &str = "default";
 
 /// The limits of one use case's jobs. A job's options may lower them, never raise them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +61,44 @@ impl JobLimits {
             .values()
             .filter_map(|overrides| overrides.memory_bytes)
             .fold(self.sandbox.memory_bytes, usize::max)
+    }
+
+    /// The pools whose workers run the named use case's jobs.
+    pub fn pools_of(&self, use_case: &str) -> Vec<String> {
+        self.per_use_case
+            .get(use_case)
+            .and_then(|overrides| overrides.pools.clone())
+            .unwrap_or_else(|| vec![DEFAULT_POOL.to_owned()])
+    }
+
+    /// Which jobs a worker of `pool` claims: in the default pool, those of every use case
+    /// not bound away from it; in another, only those of the use cases bound to it.
+    pub fn claim_filter(&self, pool: &str) -> ClaimFilter {
+        let bound = |wanted: bool| -> Vec<String> {
+            let mut names: Vec<String> = self
+                .per_use_case
+                .iter()
+                .filter(|(_, overrides)| {
+                    overrides
+                        .pools
+                        .as_ref()
+                        .is_some_and(|pools| pools.iter().any(|name| name == pool) == wanted)
+                })
+                .map(|(name, _)| name.clone())
+                .collect();
+            names.sort_unstable();
+            names
+        };
+        if pool == DEFAULT_POOL {
+            let away = bound(false);
+            if away.is_empty() {
+                ClaimFilter::All
+            } else {
+                ClaimFilter::Except(away)
+            }
+        } else {
+            ClaimFilter::Only(bound(true))
+        }
     }
 
     /// The limits of the named use case.
@@ -107,6 +152,7 @@ pub fn read_limit_overrides(
         max_time_limit: Option<String>,
         memory_limit_mib: Option<u64>,
         max_output_bytes: Option<toml::Value>,
+        pools: Option<Vec<String>>,
     }
 
     let text = std::fs::read_to_string(path).map_err(|error| error.to_string())?;
@@ -150,10 +196,41 @@ pub fn read_limit_overrides(
                     .memory_limit_mib
                     .map(|mib| (mib as usize).saturating_mul(1 << 20)),
                 output_bytes,
+                pools: match entry.pools {
+                    None => None,
+                    Some(pools) if pools.is_empty() => {
+                        return Err(format!(
+                            "[{use_case}] pools: name at least one pool, or leave it out for \
+                             the default one"
+                        ));
+                    }
+                    Some(pools) => {
+                        for pool in &pools {
+                            named(&use_case, "pools", check_pool_name(pool))?;
+                        }
+                        Some(pools)
+                    }
+                },
             },
         );
     }
     Ok(overrides)
+}
+
+/// A pool's name: 1 to 63 lowercase letters, digits and `-`, as a Kubernetes label value
+/// and a metrics label take it.
+pub fn check_pool_name(name: &str) -> Result<(), String> {
+    let fits = (1..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a pool name: 1 to 63 lowercase letters, digits and '-'"
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -188,6 +265,8 @@ mod tests {
         assert_eq!(maxcut.sandbox.output_bytes, 1 << 20);
         assert_eq!(limits.of("other").sandbox.output_bytes, 1000);
         assert_eq!(limits.of("unlisted").sandbox, Limits::default());
+        assert_eq!(limits.pools_of("maxcut"), [DEFAULT_POOL]);
+        assert_eq!(limits.claim_filter(DEFAULT_POOL), ClaimFilter::All);
 
         // A job's memory option lowers the cap; it never raises it.
         let options = |memory_limit_mib| JobOptions {
@@ -206,6 +285,34 @@ mod tests {
     }
 
     #[test]
+    fn use_cases_bound_to_pools_run_only_there() {
+        let overrides = limits_from(
+            "[big]\npools = [\"bigmem\"]\n[both]\npools = [\"default\", \"bigmem\"]\n\
+             [gpu]\npools = [\"gpu\"]\n[small]\nmemory_limit_mib = 64\n",
+        )
+        .expect("valid");
+        let limits = JobLimits {
+            default_time_limit: Duration::from_secs(10),
+            max_time_limit: Duration::from_secs(60),
+            sandbox: Limits::default(),
+            max_attempts: 3,
+            lease: Duration::from_secs(30),
+            per_use_case: Arc::new(overrides),
+        };
+        assert_eq!(limits.pools_of("big"), ["bigmem"]);
+        assert_eq!(limits.pools_of("small"), [DEFAULT_POOL]);
+        assert_eq!(
+            limits.claim_filter(DEFAULT_POOL),
+            ClaimFilter::Except(vec!["big".into(), "gpu".into()])
+        );
+        assert_eq!(
+            limits.claim_filter("bigmem"),
+            ClaimFilter::Only(vec!["big".into(), "both".into()])
+        );
+        assert_eq!(limits.claim_filter("idle"), ClaimFilter::Only(Vec::new()));
+    }
+
+    #[test]
     fn bad_limit_files_say_what_is_wrong() {
         for (text, expected) in [
             (
@@ -218,6 +325,11 @@ mod tests {
                 "[maxcut] max_output_bytes",
             ),
             ("[maxcut]\nmax_output_bytes = -1\n", "must not be negative"),
+            (
+                "[maxcut]\npools = []\n",
+                "[maxcut] pools: name at least one",
+            ),
+            ("[maxcut]\npools = [\"Big Mem\"]\n", "[maxcut] pools"),
             ("not toml", ""),
         ] {
             let error = limits_from(text).expect_err(text);

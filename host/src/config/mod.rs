@@ -11,7 +11,9 @@ use crate::store::Role;
 mod limits;
 mod plugin;
 
-pub use self::limits::{JobLimits, LimitOverrides, UseCaseLimits, read_limit_overrides};
+pub use self::limits::{
+    DEFAULT_POOL, JobLimits, LimitOverrides, UseCaseLimits, check_pool_name, read_limit_overrides,
+};
 pub use self::plugin::{BuildArgs, CheckArgs, Language, PluginCommand};
 
 /// caseload: run optimization jobs over HTTP, each use case a WebAssembly plugin.
@@ -39,6 +41,10 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+fn parse_pool(text: &str) -> Result<String, String> {
+    check_pool_name(text).map(|()| text.to_owned())
 }
 
 /// How log lines are written.
@@ -281,6 +287,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,
 
+    /// The worker pool this replica's workers are in: they claim only the jobs of the use
+    /// cases bound to it (`pools = ["NAME"]` in `--plugin-limits`), or, in the default pool,
+    /// those of every use case not bound elsewhere.
+    #[arg(long, env = "CASELOAD_POOL", default_value = limits::DEFAULT_POOL, value_parser = parse_pool)]
+    pub pool: String,
+
     /// Apply no migration: refuse to start on a database that lacks one of this build's
     /// (`caseload migrate` applies them, as a deployment's init step).
     #[arg(long, env = "CASELOAD_NO_MIGRATE")]
@@ -372,7 +384,8 @@ pub struct ServeArgs {
 
     /// A TOML file of limits per use case, overriding the flags above for that use case:
     /// `[maxcut]` then any of `max_time_limit = "2m"`, `default_time_limit = "5s"`,
-    /// `memory_limit_mib = 256`, `max_output_bytes = "1MiB"`.
+    /// `memory_limit_mib = 256`, `max_output_bytes = "1MiB"`, `pools = ["bigmem"]` (the
+    /// worker pools that run its jobs; every replica should read the same file).
     #[arg(long, env = "CASELOAD_PLUGIN_LIMITS")]
     pub plugin_limits: Option<PathBuf>,
 

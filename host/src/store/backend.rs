@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
 
 use super::batch::{Batcher, Outcome, Write};
-use super::executions::{ClaimedJob, finish};
+use super::executions::{ClaimFilter, ClaimedJob, finish};
 use super::jobs::{Inserted, check_job_quotas, insert_job};
 use super::outcome::{JobEnds, Retry};
 use super::{ExecutionStatus, JobChange, JobEvents, StoreError, now_millis, sql};
@@ -26,9 +26,10 @@ pub(super) const FINISH_PREFIX: &str = "finish:";
 pub(super) trait Backend: Send + Sync + 'static {
     type Db: Database<Arguments: IntoArguments<Self::Db>>;
 
-    /// Claims up to `$2` of the oldest pending jobs with lease expiry `$1`, returning the
-    /// columns [`ClaimedJob`]'s `from_row` reads.
-    const CLAIM: &'static str;
+    /// The statement that claims up to `$2` of the oldest pending jobs with lease expiry
+    /// `$1`, of the use cases `filter` lets through (named in `$3`, a JSON array, unless it
+    /// lets all through), returning the columns [`ClaimedJob`]'s `from_row` reads.
+    fn claim_statement(filter: &ClaimFilter) -> &'static str;
 
     fn rows_affected(result: &<Self::Db as Database>::QueryResult) -> u64;
 
@@ -149,12 +150,16 @@ where
         Write::Claim {
             lease_expires_at,
             limit,
+            filter,
         } => {
-            let rows = sqlx::query(B::CLAIM)
+            let claim = sqlx::query(B::claim_statement(filter))
                 .bind(lease_expires_at)
-                .bind(i64::from(*limit))
-                .fetch_all(&mut *connection)
-                .await?;
+                .bind(i64::from(*limit));
+            let claim = match **filter {
+                ClaimFilter::All => claim,
+                _ => claim.bind(filter.names_json()),
+            };
+            let rows = claim.fetch_all(&mut *connection).await?;
             let mut claimed: Vec<ClaimedJob> = rows::all(&rows)?;
             // RETURNING has no order: oldest first, as the queue promises.
             claimed.sort_by(|a, b| {

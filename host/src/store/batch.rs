@@ -14,8 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::PluginRef;
 use super::experiments::ExperimentRecord;
+use super::{ClaimFilter, JobStatus, StoreError};
 use super::{ClaimedJob, ExecutionEnd, Inserted, JobChange, Lease, LiveUpdate, Millis, NewJob};
-use super::{JobStatus, StoreError};
 
 /// The most writes one transaction carries.
 const MAX_BATCH: usize = 256;
@@ -33,6 +33,7 @@ pub(crate) enum Write {
     Claim {
         lease_expires_at: Millis,
         limit: u32,
+        filter: Arc<ClaimFilter>,
     },
     Release {
         lease: Lease,
@@ -228,10 +229,12 @@ impl Batcher {
         &self,
         lease_expires_at: Millis,
         limit: u32,
+        filter: Arc<ClaimFilter>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
         let write = Write::Claim {
             lease_expires_at,
             limit,
+            filter,
         };
         match self.submit(write).await? {
             Outcome::Claimed(claimed) => Ok(claimed),

@@ -1,5 +1,6 @@
 //! Executions: claims, leases, starts, progress, heartbeats, ends, and the reaper.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -115,7 +116,19 @@ pub trait Executions: Send + Sync + 'static {
     /// Claims up to `limit` of the oldest pending jobs, oldest first: marks them `RUNNING`,
     /// bumps their attempt counts and lease tokens, and sets their leases to expire after
     /// `lease`.
-    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError>;
+    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError> {
+        self.claim_jobs_of(lease, limit, Arc::new(ClaimFilter::All))
+            .await
+    }
+
+    /// [`Executions::claim_jobs`], of the use cases `filter` lets through only: what a
+    /// worker of one pool claims.
+    async fn claim_jobs_of(
+        &self,
+        lease: Duration,
+        limit: u32,
+        filter: Arc<ClaimFilter>,
+    ) -> Result<Vec<ClaimedJob>, StoreError>;
 
     /// Gives back a claimed job that never started: `PENDING` again, its attempt not counted.
     /// Its outcome is false if the lease is no longer held.
@@ -182,9 +195,14 @@ where
     for<'a> Option<&'a str>: Param<'a, B::Db>,
     for<'a> Option<&'a String>: Param<'a, B::Db>,
 {
-    async fn claim_jobs(&self, lease: Duration, limit: u32) -> Result<Vec<ClaimedJob>, StoreError> {
+    async fn claim_jobs_of(
+        &self,
+        lease: Duration,
+        limit: u32,
+        filter: Arc<ClaimFilter>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
         self.batcher()
-            .claim(now_millis() + lease.as_millis() as Millis, limit)
+            .claim(now_millis() + lease.as_millis() as Millis, limit, filter)
             .await
     }
 
@@ -344,6 +362,29 @@ impl FromRow for ExecutionRecord {
             objective: super::jobs::objective_from(row)?,
             incumbents: u32::try_from(row.count("incumbents")?).unwrap_or(u32::MAX),
         })
+    }
+}
+
+/// The use cases whose jobs a claim may take: a worker pool's share of the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimFilter {
+    /// Every use case's.
+    All,
+    /// Only these use cases'.
+    Only(Vec<String>),
+    /// Every use case's but these.
+    Except(Vec<String>),
+}
+
+impl ClaimFilter {
+    /// The use cases named, as the JSON array the claim statements read (`$3`).
+    pub(super) fn names_json(&self) -> String {
+        match self {
+            ClaimFilter::All => "[]".to_owned(),
+            ClaimFilter::Only(names) | ClaimFilter::Except(names) => {
+                serde_json::to_string(names).unwrap_or_else(|_| "[]".to_owned())
+            }
+        }
     }
 }
 

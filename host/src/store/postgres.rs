@@ -2,7 +2,7 @@
 //! skip rows other replicas hold locked (`FOR UPDATE SKIP LOCKED`), idle workers wake through
 //! `LISTEN/NOTIFY`, and migrations run under an advisory lock so replicas may start together.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -14,7 +14,7 @@ use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::schema::{self, Migrations};
-use super::{JobChange, JobEvents, StoreError, now_millis, sql};
+use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
 pub(super) const MIGRATIONS: &[(i64, &str)] = &[
@@ -123,6 +123,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         30,
         include_str!("../../migrations/postgres/0030_api_key_projects.sql"),
     ),
+    (
+        31,
+        include_str!("../../migrations/postgres/0031_replica_pools.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -152,17 +156,29 @@ const PLUGINS_CHANNEL: &str = "caseload_plugins";
 /// Below PostgreSQL's 8,000-byte limit on a notification's payload.
 const CHANGES_PAYLOAD: usize = 7_000;
 
-/// Claims the oldest pending jobs no other transaction holds. The selection is a CTE, which
-/// runs once: as an `IN (subquery)` the planner may run it again and claim more than `$2`.
-/// It returns the columns of a [`super::ClaimedJob`].
-const CLAIM: &str = "WITH picked AS (
-         SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' AND race IS NULL ORDER BY fair_key, id
-         LIMIT $2 FOR UPDATE SKIP LOCKED)
-     UPDATE jobs
-     SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
-         lease_expires_at = $1
-     FROM picked WHERE jobs.id = picked.picked_id
-     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of";
+/// Claims the oldest pending jobs no other transaction holds, of the use cases `condition`
+/// lets through. The selection is a CTE, which runs once: as an `IN (subquery)` the planner
+/// may run it again and claim more than `$2`. It returns the columns of a
+/// [`super::ClaimedJob`].
+fn claim(condition: &str) -> String {
+    format!(
+        "WITH picked AS (
+             SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' AND race IS NULL {condition}
+             ORDER BY fair_key, id
+             LIMIT $2 FOR UPDATE SKIP LOCKED)
+         UPDATE jobs
+         SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
+             lease_expires_at = $1
+         FROM picked WHERE jobs.id = picked.picked_id
+         RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
+    )
+}
+
+static CLAIM: LazyLock<String> = LazyLock::new(|| claim(""));
+static CLAIM_ONLY: LazyLock<String> =
+    LazyLock::new(|| claim("AND problem IN (SELECT jsonb_array_elements_text($3::jsonb))"));
+static CLAIM_EXCEPT: LazyLock<String> =
+    LazyLock::new(|| claim("AND problem NOT IN (SELECT jsonb_array_elements_text($3::jsonb))"));
 
 /// Serialises webhook claims across replicas, so that each counts the deliveries in flight
 /// that the others claimed ("webhooks" in ASCII).
@@ -390,7 +406,13 @@ impl BatchWriter for PostgresWriter {
 impl Backend for PostgresStore {
     type Db = Postgres;
 
-    const CLAIM: &'static str = CLAIM;
+    fn claim_statement(filter: &ClaimFilter) -> &'static str {
+        match filter {
+            ClaimFilter::All => CLAIM.as_str(),
+            ClaimFilter::Only(_) => CLAIM_ONLY.as_str(),
+            ClaimFilter::Except(_) => CLAIM_EXCEPT.as_str(),
+        }
+    }
 
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = Some(LOCK_WEBHOOK_CLAIMS);
     const ANNOUNCE_PLUGINS: Option<&'static str> = Some("NOTIFY caseload_plugins");

@@ -23,6 +23,8 @@ pub struct ReplicaReport {
     pub ended: u64,
     pub started_at: Millis,
     pub seen_at: Millis,
+    /// The worker pool its workers are in (`--pool`).
+    pub pool: String,
 }
 
 /// Jobs of one use case waiting or claimed.
@@ -109,6 +111,7 @@ where
             .bind(report.ended as i64)
             .bind(report.started_at)
             .bind(report.seen_at)
+            .bind(&report.pool)
             .execute(self.writer())
             .await?;
         sqlx::query(sql::FORGET_REPLICAS)
@@ -208,6 +211,7 @@ impl FromRow for ReplicaReport {
             ended: row.count("ended")?,
             started_at: row.integer("started_at")?,
             seen_at: row.integer("seen_at")?,
+            pool: row.text("pool")?,
         })
     }
 }

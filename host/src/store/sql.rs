@@ -410,8 +410,8 @@ pub(super) const WEBHOOK_SECRET: &str = "SELECT webhook_secret FROM users WHERE 
 
 /// A replica's report of itself, replacing its last one.
 pub(super) const REPORT_REPLICA: &str =
-    "INSERT INTO replicas (id, name, workers, busy, accepted, ended, started_at, seen_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    "INSERT INTO replicas (id, name, workers, busy, accepted, ended, started_at, seen_at, pool)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy,
          accepted = excluded.accepted, ended = excluded.ended, seen_at = excluded.seen_at";
 
@@ -419,7 +419,7 @@ pub(super) const REPORT_REPLICA: &str =
 pub(super) const FORGET_REPLICAS: &str = "DELETE FROM replicas WHERE seen_at < $1";
 
 pub(super) const REPLICAS: &str =
-    "SELECT id, name, workers, busy, accepted, ended, started_at, seen_at
+    "SELECT id, name, workers, busy, accepted, ended, started_at, seen_at, pool
      FROM replicas ORDER BY started_at, id";
 
 /// Jobs waiting and claimed, per use case. Each status on its own, so that each part reads

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,7 +19,7 @@ use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::schema::{self, Migrations};
-use super::{JobChange, JobEvents, StoreError, now_millis, sql};
+use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
 pub(super) const MIGRATIONS: &[(i64, &str)] = &[
@@ -113,15 +113,31 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         30,
         include_str!("../../migrations/sqlite/0030_api_key_projects.sql"),
     ),
+    (
+        31,
+        include_str!("../../migrations/sqlite/0031_replica_pools.sql"),
+    ),
 ];
 
-/// Claims the oldest pending job; `BEGIN IMMEDIATE` around the batch makes it exclusive.
-/// It returns the columns of a [`super::ClaimedJob`].
-const CLAIM: &str = "UPDATE jobs
-     SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
-         lease_expires_at = $1
-     WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' AND race IS NULL ORDER BY fair_key, id LIMIT $2)
-     RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of";
+/// Claims the oldest pending jobs, of the use cases `condition` lets through;
+/// `BEGIN IMMEDIATE` around the batch makes it exclusive. It returns the columns of a
+/// [`super::ClaimedJob`].
+fn claim(condition: &str) -> String {
+    format!(
+        "UPDATE jobs
+         SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
+             lease_expires_at = $1
+         WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' AND race IS NULL {condition}
+                      ORDER BY fair_key, id LIMIT $2)
+         RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
+    )
+}
+
+static CLAIM: LazyLock<String> = LazyLock::new(|| claim(""));
+static CLAIM_ONLY: LazyLock<String> =
+    LazyLock::new(|| claim("AND problem IN (SELECT value FROM json_each($3))"));
+static CLAIM_EXCEPT: LazyLock<String> =
+    LazyLock::new(|| claim("AND problem NOT IN (SELECT value FROM json_each($3))"));
 
 const ABANDON_EXECUTIONS: &str = "UPDATE executions
      SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
@@ -288,7 +304,13 @@ impl BatchWriter for SqliteWriter {
 impl Backend for SqliteStore {
     type Db = Sqlite;
 
-    const CLAIM: &'static str = CLAIM;
+    fn claim_statement(filter: &ClaimFilter) -> &'static str {
+        match filter {
+            ClaimFilter::All => CLAIM.as_str(),
+            ClaimFilter::Only(_) => CLAIM_ONLY.as_str(),
+            ClaimFilter::Except(_) => CLAIM_EXCEPT.as_str(),
+        }
+    }
 
     // One statement on the one writer connection: claims are serial already.
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = None;

@@ -9,7 +9,7 @@ use super::local_jobs::LocalJobs;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
 use crate::plugins::PluginSync;
-use crate::store::JobStore;
+use crate::store::{ClaimFilter, JobStore};
 
 /// Short jobs are claimed several at a time, so that one commit serves many of them; a job
 /// that ran at least this long sets the claim back to one job, so that a replica never holds
@@ -25,6 +25,8 @@ pub(super) struct WorkerContext {
     /// The registry, and the store's components it loads on demand.
     pub(super) plugins: Arc<PluginSync>,
     pub(super) limits: JobLimits,
+    /// The use cases this process's pool runs.
+    pub(super) claim_filter: Arc<ClaimFilter>,
     pub(super) local: Arc<LocalJobs>,
     pub(super) metrics: Arc<Metrics>,
     /// Set when the server stops: claim nothing more.

@@ -12,4 +12,4 @@ mod race;
 mod wakeup;
 
 pub use self::local_jobs::LocalJobs;
-pub use self::pool::WorkerPool;
+pub use self::pool::{WorkerPool, Workers};

@@ -20,8 +20,8 @@ use crate::metrics::{ExecutionOutcome, Metrics};
 use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSync};
 use crate::store::{
-    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef, QueuedWrite,
-    Retry, now_millis,
+    ClaimFilter, ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef,
+    QueuedWrite, Retry, now_millis,
 };
 
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
@@ -49,11 +49,18 @@ impl std::fmt::Debug for WorkerPool {
     }
 }
 
+/// How many workers a replica runs, and the pool they are in.
+#[derive(Debug, Clone, Copy)]
+pub struct Workers<'a> {
+    pub count: usize,
+    pub pool: &'a str,
+}
+
 impl WorkerPool {
     /// Starts `count` workers (none: a replica that serves the API and runs no job).
     /// `runtime` is the tokio runtime the store's futures run on.
     pub fn start(
-        count: usize,
+        workers: Workers<'_>,
         store: Arc<dyn JobStore>,
         plugins: Arc<PluginSync>,
         limits: JobLimits,
@@ -61,9 +68,19 @@ impl WorkerPool {
         metrics: Arc<Metrics>,
         runtime: tokio::runtime::Handle,
     ) -> WorkerPool {
+        let Workers { count, pool } = workers;
+        let claim_filter = Arc::new(limits.claim_filter(pool));
+        if count > 0 && claim_filter.as_ref() == &ClaimFilter::Only(Vec::new()) {
+            tracing::warn!(
+                pool,
+                "no use case is bound to this pool (pools = [...] in --plugin-limits): \
+                 its workers will claim nothing"
+            );
+        }
         let context = Arc::new(WorkerContext {
             store,
             plugins,
+            claim_filter,
             limits,
             local,
             metrics,
@@ -207,9 +224,10 @@ fn work(context: &WorkerContext) {
         let seen = context.local.wakeup.generation();
         // The claim rides in the same group commit as the ends queued just before it, so a
         // worker waits for one commit per claim, not one per write.
-        let claimed = context.runtime.block_on(context.store.claim_jobs(
+        let claimed = context.runtime.block_on(context.store.claim_jobs_of(
             context.limits.lease,
             context.claim_size.load(Ordering::Relaxed),
+            context.claim_filter.clone(),
         ));
         // Held (renewed by the heartbeat) before anything else can take time.
         let claimed = claimed.map(|claimed| {

@@ -24,6 +24,43 @@ pub(super) async fn claims_take_the_oldest_jobs_first(backend: Backend) {
     assert_eq!(rest[0].lease.job_id, ids[3]);
 }
 
+pub(super) async fn a_pool_claims_only_the_use_cases_it_runs(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let mut ids = HashMap::new();
+    for problem in ["maxcut", "qubo", "knapsack"] {
+        let new = NewJob {
+            problem: problem.into(),
+            ..new_job(&alice)
+        };
+        store.insert_job(&new).await.expect("insert");
+        ids.insert(problem, new.id);
+    }
+    let claim = |filter: ClaimFilter| async move {
+        let claimed = store
+            .claim_jobs_of(LONG, 10, Arc::new(filter))
+            .await
+            .expect("claim");
+        claimed
+            .into_iter()
+            .map(|claim| claim.lease.job_id)
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(
+        claim(ClaimFilter::Only(Vec::new())).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        claim(ClaimFilter::Only(vec!["qubo".into()])).await,
+        [ids["qubo"].clone()]
+    );
+    assert_eq!(
+        claim(ClaimFilter::Except(vec!["knapsack".into()])).await,
+        [ids["maxcut"].clone()]
+    );
+    assert_eq!(claim(ClaimFilter::All).await, [ids["knapsack"].clone()]);
+}
+
 pub(super) async fn an_unstarted_claim_goes_back_uncounted(backend: Backend) {
     let store = backend.store.as_ref();
     let alice = user(store, "alice").await;

@@ -86,6 +86,7 @@ macro_rules! for_each_backend {
 for_each_backend!(
     a_job_is_stored_and_listed,
     claims_take_the_oldest_jobs_first,
+    a_pool_claims_only_the_use_cases_it_runs,
     an_unstarted_claim_goes_back_uncounted,
     a_reaped_claim_that_never_started_stays_in_the_history,
     a_claimed_job_runs_to_completion,

@@ -32,6 +32,7 @@ pub(super) async fn the_service_view_counts_replicas_queues_and_minutes(backend:
         ended: 1,
         started_at: since,
         seen_at: now_millis(),
+        pool: "bigmem".into(),
     };
     store.report_replica(&report, 0).await.expect("report");
     store
