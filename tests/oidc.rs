@@ -153,6 +153,8 @@ async fn tokens_of_the_configured_issuer_are_accepted_and_bad_ones_refused() {
         AUDIENCE,
         "--oidc-role-claim",
         "caseload_role",
+        "--oidc-projects-claim",
+        "caseload_projects",
     ];
     let server = TestServer::start_with(ServerOptions {
         args: &args,
@@ -229,6 +231,44 @@ async fn tokens_of_the_configured_issuer_are_accepted_and_bad_ones_refused() {
             .status(),
         StatusCode::ACCEPTED
     );
+    // The projects claim says which projects the user is in, and how.
+    for name in ["routing", "ops"] {
+        let made = server
+            .post_json(&admin, "/admin/projects", &json!({"name": name}))
+            .await;
+        assert_eq!(made.status(), StatusCode::CREATED);
+    }
+    let projects_of = |entries: Value| {
+        let token = sign(
+            &rsa,
+            rsa.kid,
+            &claims("sso-dave", json!({"caseload_projects": entries})),
+        );
+        let server = &server;
+        async move {
+            let listed: Value = server.get(&token, "/projects").await.json().await.unwrap();
+            listed["projects"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|project| project["personal"] == false)
+                .map(|project| {
+                    format!(
+                        "{}:{}",
+                        project["name"].as_str().unwrap(),
+                        project["role"].as_str().unwrap()
+                    )
+                })
+                .collect::<Vec<String>>()
+        }
+    };
+    assert_eq!(
+        projects_of(json!(["routing", "ops:viewer", "nowhere"])).await,
+        ["ops:viewer", "routing:member"]
+    );
+    assert_eq!(projects_of(json!(["ops"])).await, ["ops:member"]);
+    assert_eq!(projects_of(json!(null)).await, Vec::<String>::new());
+
     // An SSO user has no password to log in with.
     assert_eq!(
         server.login("sso-alice", "!oidc").await.status(),

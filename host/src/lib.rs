@@ -357,6 +357,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
             audience: audience.clone(),
             username_claim: args.oidc_username_claim.clone(),
             role_claim: args.oidc_role_claim.clone(),
+            projects_claim: args.oidc_projects_claim.clone(),
         })));
     }
     if let Some(bytes) = args.max_inflight_body_bytes {

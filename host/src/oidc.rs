@@ -10,7 +10,8 @@
 //! refused. `iss` must be the issuer, `aud` must hold the audience, `exp` must not have
 //! passed (30 s of leeway for clocks).
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet};
@@ -47,6 +48,8 @@ pub struct OidcConfig {
     pub username_claim: String,
     /// The claim that names the user's role (`admin`, `member`, `viewer`), if any.
     pub role_claim: Option<String>,
+    /// The claim that lists the user's projects (`["routing", "ops:viewer"]`), if any.
+    pub projects_claim: Option<String>,
 }
 
 /// Who a verified token is for.
@@ -55,6 +58,9 @@ pub struct OidcIdentity {
     pub username: String,
     /// The role claim's value, if the token has one.
     pub role: Option<String>,
+    /// The projects claim's entries (`name` or `name:role`), if the server reads one; an
+    /// empty list where the token lacks it (the user is then in no project).
+    pub projects: Option<Vec<String>>,
     /// When the token was issued, in milliseconds (0 if it does not say).
     pub issued_ms: u64,
 }
@@ -75,7 +81,13 @@ pub struct OidcVerifier {
     keys: tokio::sync::Mutex<Option<Keys>>,
     /// When the keys were last fetched for an unknown key id.
     last_refetch: Mutex<Option<Instant>>,
+    /// The projects claim last applied for each user, by user id: applied again only when
+    /// a token says otherwise.
+    applied_projects: Mutex<HashMap<String, Vec<String>>>,
 }
+
+/// Users whose applied projects claim is remembered at most; beyond, it starts over.
+const MAX_REMEMBERED_CLAIMS: usize = 10_000;
 
 impl OidcVerifier {
     pub fn new(config: OidcConfig) -> OidcVerifier {
@@ -83,7 +95,29 @@ impl OidcVerifier {
             config,
             keys: tokio::sync::Mutex::new(None),
             last_refetch: Mutex::new(None),
+            applied_projects: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether `projects` differs from the projects claim last applied for the user here.
+    pub fn projects_changed(&self, user_id: &str, projects: &[String]) -> bool {
+        let applied = self
+            .applied_projects
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        applied.get(user_id).map(Vec::as_slice) != Some(projects)
+    }
+
+    /// Remembers that the user's memberships now follow `projects`.
+    pub fn projects_applied(&self, user_id: &str, projects: &[String]) {
+        let mut applied = self
+            .applied_projects
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if applied.len() >= MAX_REMEMBERED_CLAIMS {
+            applied.clear();
+        }
+        applied.insert(user_id.to_owned(), projects.to_vec());
     }
 
     /// Whether `token` is one this verifier should read: a JWT whose algorithm is not the
@@ -145,10 +179,22 @@ impl OidcVerifier {
             .as_deref()
             .and_then(|claim| claims[claim].as_str())
             .map(str::to_owned);
+        let projects = self.config.projects_claim.as_deref().map(|claim| {
+            claims[claim]
+                .as_array()
+                .map(|entries| {
+                    entries
+                        .iter()
+                        .filter_map(|entry| entry.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
         let issued_ms = claims["iat"].as_u64().unwrap_or(0).saturating_mul(1000);
         Ok(OidcIdentity {
             username,
             role,
+            projects,
             issued_ms,
         })
     }
@@ -181,7 +227,7 @@ impl OidcVerifier {
         let mut last = self
             .last_refetch
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(PoisonError::into_inner);
         if last.is_some_and(|at| at.elapsed() < REFETCH_AFTER) {
             return false;
         }

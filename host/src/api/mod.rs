@@ -28,6 +28,7 @@ mod labels;
 mod login;
 mod login_throttle;
 mod long_poll;
+mod oidc_projects;
 mod oidc_user;
 mod openapi;
 mod openapi_accounts;

@@ -1,5 +1,6 @@
 //! The user a single sign-on token acts for: made on its first request (a member, unless the
-//! role claim says otherwise), its role kept to the claim's on each request. A name that
+//! role claim says otherwise), its role kept to the claim's on each request, and its
+//! projects to the projects claim's where the server reads one. A name that
 //! belongs to a local user (one with a password) is not taken over.
 
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::audit::record;
+use super::oidc_projects::follow_projects_claim;
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::oidc::{NO_PASSWORD, OidcVerifier};
@@ -68,6 +70,9 @@ pub async fn oidc_user(
             Err(error) => return Err(error.into()),
         },
     };
+    if let Some(entries) = &identity.projects {
+        follow_projects_claim(state, verifier, &user, entries).await?;
+    }
     Ok(AuthUser {
         id: user.id,
         username: user.username,

@@ -359,6 +359,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CASELOAD_OIDC_ROLE_CLAIM")]
     pub oidc_role_claim: Option<String>,
 
+    /// A claim listing the user's projects by name (`["routing", "ops:viewer"]`, members
+    /// unless `:viewer`): its memberships follow the claim of each token it comes with.
+    #[arg(long, env = "CASELOAD_OIDC_PROJECTS_CLAIM")]
+    pub oidc_projects_claim: Option<String>,
+
     /// How long a worker's claim on a job lasts without a heartbeat (it renews every third of
     /// this). A job whose replica died runs again after at most this plus `--reaper-interval`.
     #[arg(long, env = "CASELOAD_LEASE", default_value = "30s", value_parser = parse_duration)]
