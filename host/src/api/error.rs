@@ -123,15 +123,26 @@ impl From<StoreError> for ApiError {
             StoreError::Closed => ApiError::ShuttingDown,
             StoreError::Refused(refusal) => refusal.into(),
             StoreError::Conflict(message) => ApiError::Conflict(message),
-            // The database is down or out of reach: the request may succeed in a moment.
-            StoreError::Database(
-                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
-            ) => {
+            // The database is down, out of reach or shutting down: the request may succeed
+            // in a moment.
+            StoreError::Database(ref cause) if database_away(cause) => {
                 tracing::warn!(error = %error, "the database does not answer");
                 ApiError::Unavailable("the database does not answer; retry in a moment".into())
             }
             other => ApiError::Internal(other.to_string()),
         }
+    }
+}
+
+/// Whether the database failed the request by not being there (its connections lost, none
+/// to be had, or the server stopping: SQLSTATE classes 08 and 57), not by refusing it.
+fn database_away(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(error) => error
+            .code()
+            .is_some_and(|code| code.starts_with("08") || code.starts_with("57")),
+        _ => false,
     }
 }
 
