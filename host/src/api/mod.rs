@@ -393,11 +393,23 @@ async fn metrics(
             ));
         }
     }
-    let queue = state.store.queue_depth().await?;
+    let mut queue = state.store.queue_depth().await?;
+    // Every use case served has its series, at 0 while nothing waits: an autoscaler then
+    // reads a zero, not nothing, and scales down.
+    let served = state.registry.list();
+    for plugin in &served {
+        if !queue.iter().any(|depth| depth.problem == plugin.info.name) {
+            queue.push(crate::store::QueueDepth {
+                problem: plugin.info.name.clone(),
+                pending: 0,
+                running: 0,
+            });
+        }
+    }
     let text = state.metrics.render(
         &queue,
         &|problem| state.job_limits.pools_of(problem),
-        state.registry.list().len(),
+        served.len(),
         state.changes.waiters(),
     );
     Ok((
