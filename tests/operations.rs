@@ -6,6 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use caseload::store::cluster::OwnCluster;
 use caseload::store::scratch::ScratchDatabase;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -267,120 +268,6 @@ async fn api_replicas_and_worker_pools_split_the_work() {
     );
 }
 
-/// A PostgreSQL cluster of the test's own, which it can stop and start under a replica.
-struct OwnCluster {
-    dir: tempfile::TempDir,
-    bin: std::path::PathBuf,
-    port: u16,
-}
-
-impl OwnCluster {
-    /// A new cluster on a free port, started; `None` (and why) where the machine has no
-    /// PostgreSQL server programs.
-    fn start() -> Result<OwnCluster, String> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .map_err(|_| "no /usr/lib/postgresql (Debian's postgresql package)".to_owned())?
-            .filter_map(Result::ok)
-            .map(|entry| entry.path().join("bin"))
-            .find(|bin| bin.join("initdb").exists() && bin.join("pg_ctl").exists())
-            .ok_or("no initdb and pg_ctl under /usr/lib/postgresql/*/bin")?;
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let cluster = OwnCluster { dir, bin, port };
-        // PostgreSQL refuses to run as root: as root, the cluster is the postgres user's.
-        if cluster.as_root() {
-            let owner = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(cluster.dir.path())
-                .status()
-                .unwrap();
-            assert!(owner.success());
-        }
-        let data = cluster.data();
-        cluster.run(&[
-            cluster.bin.join("initdb").to_str().unwrap(),
-            "-D",
-            &data,
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "--no-sync",
-        ])?;
-        cluster.pg_ctl("start")?;
-        Ok(cluster)
-    }
-
-    fn as_root(&self) -> bool {
-        Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|output| output.stdout.starts_with(b"0\n"))
-    }
-
-    fn data(&self) -> String {
-        self.dir.path().join("data").to_str().unwrap().to_owned()
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn pg_ctl(&self, action: &str) -> Result<(), String> {
-        let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {}",
-            self.port,
-            self.dir.path().display()
-        );
-        let log = self.dir.path().join("server.log");
-        let (data, log) = (self.data(), log.to_str().unwrap().to_owned());
-        let pg_ctl = self.bin.join("pg_ctl");
-        let mut args = vec![pg_ctl.to_str().unwrap(), "-D", &data, "-l", &log, "-w"];
-        if action == "stop" {
-            args.extend(["-m", "fast"]);
-        } else {
-            args.extend(["-o", &options]);
-        }
-        args.push(action);
-        self.run(&args)
-    }
-
-    fn run(&self, args: &[&str]) -> Result<(), String> {
-        let mut command = if self.as_root() {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).args(args);
-            command
-        } else {
-            let mut command = Command::new(args[0]);
-            command.args(&args[1..]);
-            command
-        };
-        let output = command
-            .current_dir(self.dir.path())
-            .output()
-            .map_err(|error| format!("{}: {error}", args[0]))?;
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} failed: {}{}",
-                args.join(" "),
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ))
-        }
-    }
-}
-
-impl Drop for OwnCluster {
-    fn drop(&mut self) {
-        let _ = self.pg_ctl("stop");
-    }
-}
-
 async fn status_of(server: &TestServer, path: &str) -> Option<StatusCode> {
     let answer = server
         .client
@@ -434,7 +321,7 @@ async fn a_replica_waits_out_its_database_and_loses_no_job() {
     let running = server.launch(&token, "maxcut", &tiny_graph(2.0)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    cluster.pg_ctl("stop").unwrap();
+    cluster.stop().unwrap();
     until_status(
         &server,
         "/readyz",
@@ -467,7 +354,7 @@ async fn a_replica_waits_out_its_database_and_loses_no_job() {
     assert!(login.headers().contains_key("retry-after"));
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    cluster.pg_ctl("start").unwrap();
+    cluster.resume().unwrap();
     until_status(&server, "/readyz", StatusCode::OK, Duration::from_secs(30)).await;
     let ended = server.wait_until_ended(&token, &running).await;
     assert_eq!(ended["status"], "COMPLETED", "{ended}");

@@ -13,6 +13,7 @@ mod api_keys;
 mod audit;
 mod backend;
 mod batch;
+pub mod cluster;
 mod datasets;
 mod executions;
 mod experiments;
