@@ -10,6 +10,7 @@ mod api_keys;
 mod auth;
 mod cancel;
 mod console;
+mod container;
 mod datasets;
 mod durability;
 mod experiments;
