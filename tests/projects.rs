@@ -6,7 +6,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{TestServer, expect_problem};
+use crate::support::{ServerOptions, TestServer, expect_problem};
 
 async fn put_member(
     server: &TestServer,
@@ -425,4 +425,95 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_project_s_own_cap_on_pending_jobs_holds_beside_its_members_quotas() {
+    // No workers: every job stays pending.
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "0"],
+        ..Default::default()
+    });
+    let admin = server.admin_token().await;
+    for name in ["mark", "dana"] {
+        server.add_user(name, &format!("{name}-password-1"));
+    }
+    let mark = server.token("mark", "mark-password-1").await;
+    let dana = server.token("dana", "dana-password-1").await;
+    let made = server
+        .post_json(&admin, "/admin/projects", &json!({"name": "batch"}))
+        .await;
+    let made: Value = made.json().await.unwrap();
+    assert_eq!(made["max_pending_jobs"], Value::Null);
+    let project = made["id"].as_str().unwrap().to_owned();
+    for name in ["mark", "dana"] {
+        put_member(&server, &admin, &project, name, "member").await;
+    }
+    let set_quota = |body: Value| {
+        server
+            .client
+            .patch(server.url(&format!("/admin/projects/{project}")))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+    };
+    let capped = set_quota(json!({"max_pending_jobs": 2})).await.unwrap();
+    assert_eq!(capped.status(), StatusCode::OK);
+    assert_eq!(capped.json::<Value>().await.unwrap()["max_pending_jobs"], 2);
+    expect_problem(
+        set_quota(json!({"max_pending_jobs": -1})).await.unwrap(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    expect_problem(
+        server
+            .client
+            .patch(server.url("/admin/projects/no-such-project"))
+            .bearer_auth(&admin)
+            .json(&json!({"max_pending_jobs": 1}))
+            .send()
+            .await
+            .unwrap(),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    server
+        .launch_in(&mark, "maxcut", &project, &launch_body(0.1))
+        .await;
+    server
+        .launch_in(&dana, "maxcut", &project, &launch_body(0.1))
+        .await;
+    let refused = server
+        .post_json(
+            &dana,
+            &format!("/problem/maxcut?project={project}"),
+            &launch_body(0.1),
+        )
+        .await;
+    let problem = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS).await;
+    assert_eq!(
+        problem["type"],
+        "urn:caseload:problem:quota-project-pending-jobs"
+    );
+    // The cap is the project's: a member's own jobs are not in it.
+    server.launch(&dana, "maxcut", &launch_body(0.1)).await;
+    // Lifted, the project takes more.
+    assert_eq!(
+        set_quota(json!({"max_pending_jobs": null}))
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+    server
+        .launch_in(&dana, "maxcut", &project, &launch_body(0.1))
+        .await;
+    let audit: Value = server
+        .get(&admin, "/admin/audit")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(audit.to_string().contains("project.quota_set"), "{audit}");
 }

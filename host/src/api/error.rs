@@ -39,6 +39,12 @@ pub enum ApiError {
          have started"
     )]
     PendingJobsQuota(u64),
+    /// The shared project would have more jobs pending than its own cap.
+    #[error(
+        "quota reached: {0} jobs pending in this project, the most it may have; submit more \
+         once some have started, or ask an administrator for a larger project quota"
+    )]
+    ProjectPendingJobsQuota(u64),
     /// The user's datasets would exceed its storage quota.
     #[error(
         "quota reached: your inputs would take more than the {0} bytes one user may store \
@@ -112,6 +118,7 @@ impl From<Refusal> for ApiError {
         match refusal {
             Refusal::PendingJobs(quota) => ApiError::PendingJobsQuota(quota),
             Refusal::DatasetBytes(quota) => ApiError::DatasetBytesQuota(quota),
+            Refusal::ProjectPendingJobs(quota) => ApiError::ProjectPendingJobsQuota(quota),
             Refusal::NoSuchOwner => ApiError::InvalidToken("the token's user no longer exists"),
         }
     }
@@ -181,6 +188,9 @@ impl ApiError {
             ApiError::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid-credentials"),
             ApiError::TooManyAttempts(_) => (StatusCode::TOO_MANY_REQUESTS, "too-many-attempts"),
             ApiError::PendingJobsQuota(_) => (StatusCode::TOO_MANY_REQUESTS, "quota-pending-jobs"),
+            ApiError::ProjectPendingJobsQuota(_) => {
+                (StatusCode::TOO_MANY_REQUESTS, "quota-project-pending-jobs")
+            }
             ApiError::HeldRequestsQuota(_) => {
                 (StatusCode::TOO_MANY_REQUESTS, "quota-held-requests")
             }

@@ -472,6 +472,7 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
         ("UserProjectList", accounts::user_project_list()),
         ("NewProject", accounts::new_project()),
         ("ProjectMembership", accounts::project_membership()),
+        ("ProjectQuota", accounts::project_quota()),
         (
             "Rerun",
             json!({

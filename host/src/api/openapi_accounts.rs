@@ -176,11 +176,12 @@ pub fn audit_page() -> Value {
 fn project() -> Value {
     json!({
         "type": "object",
-        "required": ["id", "name", "created_at", "members"],
+        "required": ["id", "name", "created_at", "members", "max_pending_jobs"],
         "properties": {
             "id": {"type": "string"},
             "name": {"type": "string"},
             "created_at": {"type": "string", "format": "date-time"},
+            "max_pending_jobs": {"type": ["integer", "null"], "minimum": 0, "description": "The project's own cap on pending jobs, beside each member's; null if none."},
             "members": {"type": "array", "items": {
                 "type": "object",
                 "required": ["username", "role"],
@@ -234,6 +235,15 @@ pub fn new_project() -> Value {
         "type": "object",
         "required": ["name"],
         "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 100}},
+        "additionalProperties": false,
+    })
+}
+
+pub fn project_quota() -> Value {
+    json!({
+        "title": "ProjectQuota",
+        "type": "object",
+        "properties": {"max_pending_jobs": {"type": ["integer", "null"], "minimum": 0, "description": "The project's own cap on pending jobs; null or absent: none."}},
         "additionalProperties": false,
     })
 }

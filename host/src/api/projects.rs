@@ -1,6 +1,6 @@
 //! Projects: `GET /projects` (the caller's, its personal one first), and for administrators
-//! `/admin/projects` (make, list with members, add or change a member, remove one, delete an
-//! empty project). A project's members launch in it (`POST /problem/<id>?project=`), read,
+//! `/admin/projects` (make, list with members, add or change a member, remove one, set its
+//! own cap on pending jobs, delete an empty project). A project's members launch in it (`POST /problem/<id>?project=`), read,
 //! cancel and finish its jobs; its viewers read them (`GET /jobs?project=`, `GET /job/<id>`);
 //! anyone else gets 404, as for another user's job.
 
@@ -33,7 +33,7 @@ pub fn router() -> Router<AppState> {
         .route("/admin/projects", get(list).post(create))
         .route(
             "/admin/projects/{project_id}",
-            axum::routing::delete(remove),
+            axum::routing::delete(remove).patch(set_quota),
         )
         .route(
             "/admin/projects/{project_id}/members/{username}",
@@ -115,6 +115,7 @@ async fn detail(state: &AppState, project: ProjectRecord) -> Result<ProjectDetai
         id: project.id,
         name: project.name,
         created_at: format_rfc3339(project.created_at),
+        max_pending_jobs: project.max_pending_jobs,
         members: members
             .into_iter()
             .map(|member| MemberView {
@@ -177,6 +178,44 @@ async fn create(
     .await?;
     let view = detail(&state, project).await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuotaChange {
+    /// Absent or null: no cap of the project's own.
+    #[serde(default)]
+    max_pending_jobs: Option<u64>,
+}
+
+/// Sets a project's own cap on pending jobs: a launch into it must fit both its launcher's
+/// quota and this one.
+async fn set_quota(
+    State(state): State<AppState>,
+    admin: AuthUser,
+    Path(project_id): Path<String>,
+    body: Bytes,
+) -> Result<Json<ProjectDetail>, ApiError> {
+    let request: QuotaChange = parse(&body, "{max_pending_jobs: integer or null}", &[])?;
+    if !state
+        .store
+        .set_project_quota(&project_id, request.max_pending_jobs)
+        .await?
+    {
+        return Err(no_project(&project_id));
+    }
+    let project = find(&state, &project_id).await?;
+    let detail_json =
+        json!({"project": project.name, "max_pending_jobs": request.max_pending_jobs});
+    record(
+        &state,
+        &admin.username,
+        "project.quota_set",
+        &project_id,
+        detail_json,
+    )
+    .await?;
+    Ok(Json(detail(&state, project).await?))
 }
 
 #[derive(Debug, Deserialize)]

@@ -497,6 +497,8 @@ pub struct ProjectDetail {
     pub name: String,
     pub created_at: String,
     pub members: Vec<MemberView>,
+    /// Its own cap on pending jobs, beside each member's; null if none.
+    pub max_pending_jobs: Option<u64>,
 }
 
 /// `GET /admin/projects`.

@@ -66,6 +66,10 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// excludes every other writer already).
     const LOCK_USER: Option<&'static str>;
 
+    /// Locks project `$1`'s row until the transaction ends, as [`Backend::LOCK_USER`] does a
+    /// user's, for the project's quota check.
+    const LOCK_PROJECT: Option<&'static str>;
+
     /// A statement that tells every replica at commit that the plugins the store lists
     /// changed, where the backend can (`None`: replicas poll).
     const ANNOUNCE_PLUGINS: Option<&'static str>;

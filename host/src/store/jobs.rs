@@ -571,6 +571,32 @@ where
     if state.dataset_bytes + bytes > state.max_dataset_bytes {
         return Ok(Some(Refusal::DatasetBytes(state.max_dataset_bytes)));
     }
+    // A shared project's own cap, after its member's: both hold, the first reached refuses.
+    if let Some(project_id) = first
+        .project_id
+        .as_deref()
+        .filter(|project_id| *project_id != first.owner_id)
+    {
+        if let Some(lock) = B::LOCK_PROJECT {
+            sqlx::query(lock)
+                .bind(project_id)
+                .execute(&mut *connection)
+                .await?;
+        }
+        let row = sqlx::query(sql::PROJECT_QUOTA_STATE)
+            .bind(project_id)
+            .fetch_optional(&mut *connection)
+            .await?;
+        if let Some(row) = row {
+            let pending = row.integer("pending")?.max(0) as u64;
+            if let Some(cap) = row.integer_or_null("max_pending_jobs")? {
+                let cap = cap.max(0) as u64;
+                if pending + count > cap {
+                    return Ok(Some(Refusal::ProjectPendingJobs(cap)));
+                }
+            }
+        }
+    }
     Ok(None)
 }
 
@@ -596,7 +622,7 @@ where
     for<'a> Option<&'a str>: Param<'a, B::Db>,
     for<'a> Option<&'a String>: Param<'a, B::Db>,
 {
-    let inserted = sqlx::query(sql::INSERT_JOB)
+    let inserted = sqlx::query(sql::INSERT_JOB.as_str())
         .bind(&job.id)
         .bind(&job.owner_id)
         .bind(&job.problem)

@@ -127,6 +127,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         31,
         include_str!("../../migrations/postgres/0031_replica_pools.sql"),
     ),
+    (
+        32,
+        include_str!("../../migrations/postgres/0032_project_quotas.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -418,6 +422,8 @@ impl Backend for PostgresStore {
     const ANNOUNCE_PLUGINS: Option<&'static str> = Some("NOTIFY caseload_plugins");
 
     const LOCK_USER: Option<&'static str> = Some("SELECT id FROM users WHERE id = $1 FOR UPDATE");
+    const LOCK_PROJECT: Option<&'static str> =
+        Some("SELECT id FROM projects WHERE id = $1 FOR UPDATE");
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()

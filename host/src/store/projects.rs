@@ -14,6 +14,8 @@ pub struct ProjectRecord {
     pub id: String,
     pub name: String,
     pub created_at: Millis,
+    /// Its own cap on pending jobs, beside each member's; none if not set.
+    pub max_pending_jobs: Option<u64>,
 }
 
 /// A project's member as listed: who, and in which role.
@@ -56,6 +58,14 @@ pub trait Projects: Send + Sync + 'static {
 
     /// The projects the user is in, with its role in each, by name.
     async fn user_projects(&self, user_id: &str) -> Result<Vec<(ProjectRecord, Role)>, StoreError>;
+
+    /// Sets the project's cap on pending jobs (`None`: none of its own); false if there is
+    /// no such project.
+    async fn set_project_quota(
+        &self,
+        project_id: &str,
+        max_pending_jobs: Option<u64>,
+    ) -> Result<bool, StoreError>;
 }
 
 #[async_trait]
@@ -70,12 +80,14 @@ where
     bool: Column<B::Db>,
     String: Column<B::Db>,
     for<'a> i64: Param<'a, B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
 {
     async fn create_project(&self, name: &str) -> Result<ProjectRecord, StoreError> {
         let project = ProjectRecord {
             id: uuid::Uuid::now_v7().to_string(),
             name: name.to_owned(),
             created_at: now_millis(),
+            max_pending_jobs: None,
         };
         let inserted = sqlx::query(sql::INSERT_PROJECT)
             .bind(project.id.as_str())
@@ -112,6 +124,20 @@ where
             .bind(project_id)
             .bind(user_id)
             .bind(role.as_str())
+            .execute(self.writer())
+            .await?;
+        Ok(B::rows_affected(&set) == 1)
+    }
+
+    async fn set_project_quota(
+        &self,
+        project_id: &str,
+        max_pending_jobs: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let stored = max_pending_jobs.map(|quota| i64::try_from(quota).unwrap_or(i64::MAX));
+        let set = sqlx::query(sql::SET_PROJECT_QUOTA)
+            .bind(project_id)
+            .bind(stored)
             .execute(self.writer())
             .await?;
         Ok(B::rows_affected(&set) == 1)
@@ -173,6 +199,9 @@ impl FromRow for ProjectRecord {
             id: row.text("id")?,
             name: row.text("name")?,
             created_at: row.integer("created_at")?,
+            max_pending_jobs: row
+                .integer_or_null("max_pending_jobs")?
+                .map(|quota| quota.max(0) as u64),
         })
     }
 }

@@ -117,6 +117,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         31,
         include_str!("../../migrations/sqlite/0031_replica_pools.sql"),
     ),
+    (
+        32,
+        include_str!("../../migrations/sqlite/0032_project_quotas.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;
@@ -317,6 +321,7 @@ impl Backend for SqliteStore {
     const ANNOUNCE_PLUGINS: Option<&'static str> = None;
 
     const LOCK_USER: Option<&'static str> = None;
+    const LOCK_PROJECT: Option<&'static str> = None;
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()

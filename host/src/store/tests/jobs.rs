@@ -370,6 +370,100 @@ pub(super) async fn a_user_s_backlog_does_not_hold_back_another_user_s_job(backe
     assert_eq!(claim(1).await, [backlog[1].clone()]);
 }
 
+/// A shared project's backlog is spread as one user's is, whoever launched its jobs: a
+/// member's job lands after the project's pending jobs, not beside its own first place.
+pub(super) async fn a_project_s_backlog_takes_one_share(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let carol = user(store, "carol").await;
+    let team = store.create_project("team").await.expect("a project");
+    let mut backlog = Vec::new();
+    for _ in 0..5 {
+        let job = NewJob {
+            project_id: Some(team.id.clone()),
+            ..new_job(&alice)
+        };
+        store.insert_job(&job).await.expect("insert");
+        backlog.push(job.id);
+    }
+    let bobs = NewJob {
+        created_at: now_millis() + 5,
+        project_id: Some(team.id.clone()),
+        ..new_job(&bob)
+    };
+    store.insert_job(&bobs).await.expect("insert");
+    let carols = NewJob {
+        created_at: now_millis() + 10,
+        ..new_job(&carol)
+    };
+    store.insert_job(&carols).await.expect("insert");
+    let claim = |count| async move {
+        let mut ids: Vec<String> = store
+            .claim_jobs(LONG, count)
+            .await
+            .expect("claim")
+            .into_iter()
+            .map(|claim| claim.lease.job_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    // The project's first job and carol's; then the project's, bob's after alice's.
+    let mut first_two = vec![backlog[0].clone(), carols.id];
+    first_two.sort();
+    assert_eq!(claim(2).await, first_two);
+    let mut next = backlog[1..].to_vec();
+    next.sort();
+    assert_eq!(claim(4).await, next);
+    assert_eq!(claim(1).await, [bobs.id]);
+}
+
+/// A shared project's own cap on pending jobs holds beside its members' quotas.
+pub(super) async fn a_project_s_cap_on_pending_jobs_holds(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let team = store.create_project("team").await.expect("a project");
+    assert!(
+        store
+            .set_project_quota(&team.id, Some(2))
+            .await
+            .expect("set")
+    );
+    assert!(
+        !store
+            .set_project_quota("nowhere", Some(2))
+            .await
+            .expect("set")
+    );
+    let in_team = || NewJob {
+        project_id: Some(team.id.clone()),
+        ..new_job(&alice)
+    };
+    for _ in 0..2 {
+        assert_eq!(
+            store.insert_job(&in_team()).await.expect("insert"),
+            Inserted::Created
+        );
+    }
+    assert_eq!(
+        store.insert_job(&in_team()).await.expect("insert"),
+        Inserted::Refused(Refusal::ProjectPendingJobs(2))
+    );
+    // The member's personal project is not the team's.
+    assert_eq!(
+        store.insert_job(&new_job(&alice)).await.expect("insert"),
+        Inserted::Created
+    );
+    assert!(store.set_project_quota(&team.id, None).await.expect("set"));
+    assert_eq!(
+        store.insert_job(&in_team()).await.expect("insert"),
+        Inserted::Created
+    );
+    let listed = store.projects().await.expect("projects");
+    assert_eq!(listed[0].max_pending_jobs, None);
+}
+
 /// A job of higher priority takes its owner's first place in the queue, and the owner's
 /// other jobs move back one place each: another user's place is where it was.
 pub(super) async fn a_priority_job_goes_first_among_its_owner_s_jobs_only(backend: Backend) {

@@ -107,6 +107,8 @@ for_each_backend!(
     a_claimed_job_is_listed_pending_until_it_starts,
     users_are_disabled_revoked_and_deleted_with_their_data,
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
+    a_project_s_backlog_takes_one_share,
+    a_project_s_cap_on_pending_jobs_holds,
     a_user_s_usage_is_counted_for_quotas,
     quotas_hold_under_concurrent_launches_and_uploads,
     a_user_s_pending_count_follows_each_job_s_status,
