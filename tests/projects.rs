@@ -351,9 +351,21 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
     )
     .await;
     // A user's own things are not a project's.
-    for path in ["/experiments", "/jobs/counts", "/webhook_secret"] {
+    for path in ["/experiments", "/jobs/counts"] {
         expect_problem(server.get(&key, path).await, StatusCode::FORBIDDEN).await;
     }
+    // Its webhook secret is the project's.
+    let secret_of = |bearer: String, path: String| {
+        let server = &server;
+        async move {
+            let body: Value = server.get(&bearer, &path).await.json().await.unwrap();
+            body["secret"].as_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(
+        secret_of(key.clone(), "/webhook_secret".into()).await,
+        secret_of(mark.clone(), format!("/webhook_secret?project={project}")).await
+    );
     // The keys a bound key makes (with the admin scope that takes) are bound where it is.
     let admins: Value = server.get(&admin, "/projects").await.json().await.unwrap();
     let admins_own = admins["projects"][0]["id"].as_str().unwrap().to_owned();

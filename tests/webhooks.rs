@@ -212,6 +212,78 @@ async fn a_job_s_end_is_posted_signed_and_retried_after_a_failure() {
 }
 
 #[tokio::test]
+async fn a_project_s_jobs_are_signed_with_the_project_s_secret() {
+    let receiver = Receiver::start(0).await;
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--webhook-allow", "127.0.0.1"],
+        ..Default::default()
+    });
+    let admin = server.admin_token().await;
+    for name in ["mark", "vera"] {
+        server.add_user(name, &format!("{name}-password-1"));
+    }
+    let mark = server.token("mark", "mark-password-1").await;
+    let vera = server.token("vera", "vera-password-1").await;
+    let made: Value = server
+        .post_json(&admin, "/admin/projects", &json!({"name": "team"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let project = made["id"].as_str().unwrap().to_owned();
+    for (name, role) in [("mark", "member"), ("vera", "viewer")] {
+        let set = server
+            .client
+            .put(server.url(&format!("/admin/projects/{project}/members/{name}")))
+            .bearer_auth(&admin)
+            .json(&json!({"role": role}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(set.status(), StatusCode::OK);
+    }
+    let own = secret(&server, &mark).await;
+    let team_secret: Value = server
+        .get(&mark, &format!("/webhook_secret?project={project}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let team_secret = team_secret["secret"].as_str().unwrap().to_owned();
+    assert_ne!(team_secret, own);
+    // The project's secret is its members', not its viewers'.
+    expect_problem(
+        server
+            .get(&vera, &format!("/webhook_secret?project={project}"))
+            .await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    expect_problem(
+        server.get(&admin, "/webhook_secret?project=no-such-project").await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    server
+        .launch_in(&mark, "maxcut", &project, &with_callback(&receiver.url))
+        .await;
+    server
+        .launch(&mark, "maxcut", &with_callback(&receiver.url))
+        .await;
+    let received = receiver.until(2).await;
+    let by_team = received
+        .iter()
+        .filter(|message| signed_by(&team_secret, message))
+        .count();
+    let by_own = received
+        .iter()
+        .filter(|message| signed_by(&own, message))
+        .count();
+    assert_eq!((by_team, by_own), (1, 1), "{received:?}");
+}
+
+#[tokio::test]
 async fn callbacks_into_the_server_s_network_are_refused_unless_allowed() {
     let server = TestServer::start();
     let token = server.admin_token().await;

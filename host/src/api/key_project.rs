@@ -1,8 +1,8 @@
 //! Keys bound to a project: such a key launches, uploads and lists in its project (the
 //! default where a request names none, a 403 where it names another), and reads no job or
 //! data file of another project (404, as for anyone's). A key bound to a shared project
-//! goes only where projects are understood: the routes of jobs, data files, use cases and
-//! keys; a user's experiments, webhook secret and job feed are its own, not a project's.
+//! goes only where projects are understood: the routes of jobs, data files, use cases, keys
+//! and webhook secrets; a user's experiments and job feed are its own, not a project's.
 
 use axum::http::request::Parts;
 
@@ -12,7 +12,7 @@ use crate::auth::AuthUser;
 use crate::store::ProjectOwned;
 
 /// The routes a key bound to a shared project may take, by path prefix; `/jobs` exactly.
-const SHARED_PROJECT_ROUTES: [&str; 7] = [
+const SHARED_PROJECT_ROUTES: [&str; 8] = [
     "/problem/",
     "/problems",
     "/data_file",
@@ -20,6 +20,7 @@ const SHARED_PROJECT_ROUTES: [&str; 7] = [
     "/projects",
     "/api_keys",
     "/service",
+    "/webhook_secret",
 ];
 
 /// Refuses what a request's project-bound key may not do; nothing for other requests.

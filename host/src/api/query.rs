@@ -35,6 +35,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/plugins", &Method::POST) => &["current", "gate"],
         ("/experiments", &Method::GET) => &["before", "limit"],
         ("/admin/audit", &Method::GET) => &["before", "limit"],
+        ("/webhook_secret", &Method::GET | &Method::POST) => &["project"],
         ("/problem/{problem_id}", &Method::POST) => &["project"],
         ("/problem/{problem_id}/batch", &Method::POST) => &["project"],
         _ => &[],

@@ -131,6 +131,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         32,
         include_str!("../../migrations/postgres/0032_project_quotas.sql"),
     ),
+    (
+        33,
+        include_str!("../../migrations/postgres/0033_project_webhook_secrets.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

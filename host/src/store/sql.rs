@@ -424,6 +424,14 @@ pub(super) const SET_WEBHOOK_SECRET: &str = "UPDATE users
 
 pub(super) const WEBHOOK_SECRET: &str = "SELECT webhook_secret FROM users WHERE id = $1";
 
+/// A shared project's secret, as `SET_WEBHOOK_SECRET` sets a user's.
+pub(super) const SET_PROJECT_WEBHOOK_SECRET: &str = "UPDATE projects
+     SET webhook_secret = CASE WHEN $3 OR webhook_secret IS NULL THEN $2 ELSE webhook_secret END
+     WHERE id = $1";
+
+pub(super) const PROJECT_WEBHOOK_SECRET: &str =
+    "SELECT webhook_secret FROM projects WHERE id = $1";
+
 /// A replica's report of itself, replacing its last one.
 pub(super) const REPORT_REPLICA: &str =
     "INSERT INTO replicas (id, name, workers, busy, accepted, ended, started_at, seen_at, pool)

@@ -121,6 +121,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         32,
         include_str!("../../migrations/sqlite/0032_project_quotas.sql"),
     ),
+    (
+        33,
+        include_str!("../../migrations/sqlite/0033_project_webhook_secrets.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;

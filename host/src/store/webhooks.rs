@@ -59,14 +59,21 @@ pub trait Webhooks: Send + Sync + 'static {
     /// Records how a claimed delivery's attempt went.
     async fn settle_webhook(&self, id: &str, outcome: &WebhookOutcome) -> Result<(), StoreError>;
 
-    /// The user's webhook signing secret, made on first use, or a new one with `rotate`;
-    /// `None` for no such user.
+    /// A user's or a shared project's webhook signing secret, made on first use, or a new
+    /// one with `rotate`; `None` for no such user or project.
     async fn webhook_secret(
         &self,
-        owner_id: &str,
+        holder: SecretHolder<'_>,
         fresh: &str,
         rotate: bool,
     ) -> Result<Option<String>, StoreError>;
+}
+
+/// Whose secret signs a job's callbacks: its owner's, or its shared project's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretHolder<'a> {
+    User(&'a str),
+    Project(&'a str),
 }
 
 #[async_trait]
@@ -130,19 +137,27 @@ where
 
     async fn webhook_secret(
         &self,
-        owner_id: &str,
+        holder: SecretHolder<'_>,
         fresh: &str,
         rotate: bool,
     ) -> Result<Option<String>, StoreError> {
+        let (set, read, id) = match holder {
+            SecretHolder::User(id) => (sql::SET_WEBHOOK_SECRET, sql::WEBHOOK_SECRET, id),
+            SecretHolder::Project(id) => (
+                sql::SET_PROJECT_WEBHOOK_SECRET,
+                sql::PROJECT_WEBHOOK_SECRET,
+                id,
+            ),
+        };
         let mut transaction = self.writer().begin().await?;
-        sqlx::query(sql::SET_WEBHOOK_SECRET)
-            .bind(owner_id)
+        sqlx::query(set)
+            .bind(id)
             .bind(fresh)
             .bind(rotate)
             .execute(&mut *transaction)
             .await?;
-        let secret: Option<Option<String>> = sqlx::query_scalar(sql::WEBHOOK_SECRET)
-            .bind(owner_id)
+        let secret: Option<Option<String>> = sqlx::query_scalar(read)
+            .bind(id)
             .fetch_optional(&mut *transaction)
             .await?;
         transaction.commit().await?;

@@ -17,7 +17,9 @@ use tokio::task::JoinSet;
 use url::Url;
 
 pub use self::policy::WebhookPolicy;
-use crate::store::{JobStore, Millis, WebhookClaim, WebhookDelivery, WebhookOutcome, now_millis};
+use crate::store::{
+    JobStore, Millis, SecretHolder, WebhookClaim, WebhookDelivery, WebhookOutcome, now_millis,
+};
 
 /// After a failed attempt, the wait before the next; past the last, the delivery is given
 /// up: retries for a little over a day, as the specification suggests.
@@ -128,16 +130,21 @@ async fn send(
     delivery: &WebhookDelivery,
 ) -> Result<(), String> {
     let url = Url::parse(&delivery.url).map_err(|error| error.to_string())?;
-    let secret = store
-        .webhook_secret(&delivery.owner_id, &sign::new_secret(), false)
-        .await
-        .map_err(|error| error.to_string())?
-        .ok_or("the job's owner no longer exists")?;
     let job = store
         .job(&delivery.owner_id, &delivery.job_id)
         .await
         .ok()
         .flatten();
+    // A shared project's job is signed with the project's secret, whoever launched it.
+    let holder = match job.as_ref().and_then(|job| job.project_id.as_deref()) {
+        Some(project) if project != delivery.owner_id => SecretHolder::Project(project),
+        _ => SecretHolder::User(&delivery.owner_id),
+    };
+    let secret = store
+        .webhook_secret(holder, &sign::new_secret(), false)
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or("the job's owner or project no longer exists")?;
     let rfc3339 = |millis: Millis| {
         chrono::DateTime::from_timestamp_millis(millis)
             .map(|time| time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))

@@ -79,17 +79,17 @@ pub(super) async fn a_job_s_end_queues_its_callback_once(backend: Backend) {
     );
     // The secret is made once and kept, until rotated.
     let secret = store
-        .webhook_secret(&alice.id, "whsec_first", false)
+        .webhook_secret(SecretHolder::User(&alice.id), "whsec_first", false)
         .await
         .expect("secret");
     assert_eq!(secret.as_deref(), Some("whsec_first"));
     let kept = store
-        .webhook_secret(&alice.id, "whsec_second", false)
+        .webhook_secret(SecretHolder::User(&alice.id), "whsec_second", false)
         .await
         .expect("secret");
     assert_eq!(kept.as_deref(), Some("whsec_first"));
     let rotated = store
-        .webhook_secret(&alice.id, "whsec_third", true)
+        .webhook_secret(SecretHolder::User(&alice.id), "whsec_third", true)
         .await
         .expect("secret");
     assert_eq!(rotated.as_deref(), Some("whsec_third"));
