@@ -447,3 +447,124 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
         expect_problem(response, status).await;
     }
 }
+
+#[tokio::test]
+async fn a_project_s_experiments_are_its_members_to_read_and_cancel() {
+    // No workers: the experiment's jobs wait, to be cancelled.
+    let server = TestServer::start_with(crate::support::ServerOptions {
+        args: &["--workers", "0"],
+        ..Default::default()
+    });
+    let admin = server.admin_token().await;
+    server.publish_versioned(&admin, "", "v1").await;
+    for name in ["mark", "dana", "vera", "omar"] {
+        server.add_user(name, &format!("{name}-password-1"));
+    }
+    let token = |name: &'static str| {
+        let server = &server;
+        async move { server.token(name, &format!("{name}-password-1")).await }
+    };
+    let (mark, dana, vera, omar) = (
+        token("mark").await,
+        token("dana").await,
+        token("vera").await,
+        token("omar").await,
+    );
+    let made: Value = server
+        .post_json(&admin, "/admin/projects", &json!({"name": "lab"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let project = made["id"].as_str().unwrap().to_owned();
+    for (name, role) in [("mark", "member"), ("dana", "member"), ("vera", "viewer")] {
+        let set = server
+            .client
+            .put(server.url(&format!("/admin/projects/{project}/members/{name}")))
+            .bearer_auth(&admin)
+            .json(&json!({"role": role}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(set.status(), StatusCode::OK);
+    }
+    let body = json!({"problem": "versioned", "inputs": [{"value": 1}], "seeds": [1, 2]});
+    // A viewer launches none there.
+    expect_problem(
+        server
+            .post_json(&vera, &format!("/experiments?project={project}"), &body)
+            .await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    let launched = server
+        .post_json(&mark, &format!("/experiments?project={project}"), &body)
+        .await;
+    assert_eq!(launched.status(), StatusCode::CREATED);
+    let launched: Value = launched.json().await.unwrap();
+    let id = launched["experiment"].as_str().unwrap().to_owned();
+
+    // Its members and viewers read it and list it; its jobs are the project's.
+    for reader in [&mark, &dana, &vera] {
+        let view: Value = server
+            .get(reader, &format!("/experiments/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(view["project"], project.as_str(), "{view}");
+        let listed: Value = server
+            .get(reader, &format!("/experiments?project={project}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(listed["experiments"][0]["id"], id.as_str(), "{listed}");
+    }
+    let jobs: Value = server
+        .get(&dana, &format!("/jobs?project={project}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 2, "{jobs}");
+    // Without ?project=, a list is of the experiments one launched, as for jobs.
+    let launcher_s: Value = server
+        .get(&mark, "/experiments")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        launcher_s["experiments"][0]["id"],
+        id.as_str(),
+        "{launcher_s}"
+    );
+    let member_s: Value = server
+        .get(&dana, "/experiments")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(member_s["experiments"], json!([]), "{member_s}");
+    // Anyone else sees nothing of it.
+    for response in [
+        server.get(&omar, &format!("/experiments/{id}")).await,
+        server
+            .get(&omar, &format!("/experiments?project={project}"))
+            .await,
+        server.delete(&omar, &format!("/experiments/{id}")).await,
+    ] {
+        expect_problem(response, StatusCode::NOT_FOUND).await;
+    }
+    expect_problem(
+        server.delete(&vera, &format!("/experiments/{id}")).await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    // Another member cancels it.
+    let cancelled = server.delete(&dana, &format!("/experiments/{id}")).await;
+    assert_eq!(cancelled.status(), StatusCode::OK);
+    let cancelled: Value = cancelled.json().await.unwrap();
+    assert_eq!(cancelled["cancelled"], 2, "{cancelled}");
+}

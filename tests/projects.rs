@@ -351,9 +351,14 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
     )
     .await;
     // A user's own things are not a project's.
-    for path in ["/experiments", "/jobs/counts"] {
-        expect_problem(server.get(&key, path).await, StatusCode::FORBIDDEN).await;
-    }
+    expect_problem(
+        server.get(&key, "/jobs/counts").await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    // Its experiments are the project's.
+    let experiments: Value = server.get(&key, "/experiments").await.json().await.unwrap();
+    assert_eq!(experiments["experiments"], json!([]), "{experiments}");
     // Its webhook secret is the project's.
     let secret_of = |bearer: String, path: String| {
         let server = &server;

@@ -260,7 +260,9 @@ async fn a_project_s_jobs_are_signed_with_the_project_s_secret() {
     )
     .await;
     expect_problem(
-        server.get(&admin, "/webhook_secret?project=no-such-project").await,
+        server
+            .get(&admin, "/webhook_secret?project=no-such-project")
+            .await,
         StatusCode::NOT_FOUND,
     )
     .await;

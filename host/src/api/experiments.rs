@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Query, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -17,8 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::experiment_summary::{INPUT_LABEL, SEED_LABEL, VERSION_LABEL, summarize};
+use super::key_project::default_project;
 use super::plugins::resolve_synced;
 use super::problems::{Prepared, check_quotas, invalid, prepare_with};
+use super::projects::{launch_project, named_project, project_role};
 use super::rerun::input_fields;
 use super::wire::{ExperimentItem, ExperimentView, VersionRefView};
 use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path};
@@ -79,13 +81,15 @@ pub struct ResolvedVersion {
 async fn create(
     State(state): State<AppState>,
     user: AuthUser,
+    RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let project = launch_project(&state, &user, named_project(query.as_deref()).as_deref()).await?;
     if body.len() >= INLINE_BODY_LIMIT {
         return Err(ApiError::PayloadTooLarge(INLINE_BODY_LIMIT));
     }
     let request = parse_request(&body)?;
-    let record = launch(&state, &user, &request, None).await?;
+    let record = launch(&state, &user, &request, None, project).await?;
     let definition: Definition = serde_json::from_str(&record.definition)
         .map_err(|error| ApiError::Internal(error.to_string()))?;
     let location = format!("/experiments/{}", record.id);
@@ -269,12 +273,13 @@ pub fn parse_fields(
 
 /// Resolves, checks and launches an experiment: its record and jobs stored, or nothing.
 /// `extra` is one more version to compare, last: a publish gate's candidate, stored but not
-/// served.
+/// served. `project`: the shared project it and its jobs go to, if not the user's own.
 pub async fn launch(
     state: &AppState,
     user: &AuthUser,
     request: &ExperimentRequest,
     extra: Option<Arc<Plugin>>,
+    project: Option<String>,
 ) -> Result<ExperimentRecord, ApiError> {
     let plugins = resolve_versions(state, request, extra).await?;
     let sources = read_inputs(state, user, &request.inputs).await?;
@@ -342,6 +347,7 @@ pub async fn launch(
                     state.quotas,
                 )?;
                 job.experiment_id = Some(id.clone());
+                job.project_id = project.clone();
                 jobs.push(job);
             }
         }
@@ -372,6 +378,7 @@ pub async fn launch(
             .map_err(|error| ApiError::Internal(error.to_string()))?,
         created_at: now_millis(),
         cancelled_at: None,
+        project_id: project,
     };
     // The experiment and its jobs are stored together, or neither is.
     let inserted = state.store.insert_experiment(&record, &jobs).await?;
@@ -567,6 +574,7 @@ pub async fn view(
         problem: record.problem,
         created_at: super::wire::format_rfc3339(record.created_at),
         cancelled_at: record.cancelled_at.map(super::wire::format_rfc3339),
+        project: record.project_id,
         versions: definition
             .versions
             .into_iter()
@@ -598,6 +606,7 @@ fn not_found(experiment_id: &str) -> ApiError {
 struct ListQuery {
     before: Option<String>,
     limit: Option<u32>,
+    project: Option<String>,
 }
 
 async fn list(
@@ -615,9 +624,19 @@ async fn list(
             )));
         }
     };
+    // A project's experiments for anyone in it (404 for anyone else); the caller's own
+    // otherwise (a key bound to a project: the project's).
+    let project = query
+        .project
+        .as_deref()
+        .or(default_project(&user))
+        .filter(|project| *project != user.id);
+    if let Some(project) = project {
+        project_role(&state, &user, project).await?;
+    }
     let records = state
         .store
-        .experiments(&user.id, query.before.as_deref(), limit)
+        .experiments(&user.id, project, query.before.as_deref(), limit)
         .await?;
     let items = records
         .iter()
@@ -628,6 +647,7 @@ async fn list(
                 problem: record.problem.clone(),
                 created_at: super::wire::format_rfc3339(record.created_at),
                 cancelled_at: record.cancelled_at.map(super::wire::format_rfc3339),
+                project: record.project_id.clone(),
                 versions: definition
                     .versions
                     .into_iter()
@@ -645,17 +665,30 @@ async fn list(
     Ok(Json(json!({"experiments": items, "next_before": next})))
 }
 
-/// Cancels the experiment's jobs that have not run; those running finish.
+/// Cancels the experiment's jobs that have not run; those running finish. Its launcher and
+/// its project's members may.
 async fn cancel(
     State(state): State<AppState>,
     user: AuthUser,
     Path(experiment_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let runs = state
+    let Some(runs) = state
         .store
         .cancel_experiment(&user.id, &experiment_id, now_millis())
         .await?
-        .ok_or_else(|| not_found(&experiment_id))?;
+    else {
+        // One it may read is a project's it only views: told why, not that none exists.
+        return Err(
+            match state.store.experiment(&user.id, &experiment_id).await? {
+                Some(record) => ApiError::Forbidden(format!(
+                    "{} is a viewer of project {:?}, and cancelling its experiments needs a member",
+                    user.username,
+                    record.project_id.unwrap_or_default()
+                )),
+                None => not_found(&experiment_id),
+            },
+        );
+    };
     // Claimed here and not started: stopped before they start (other replicas were told).
     for job_id in &runs.claimed {
         state.local_jobs.cancel(job_id);

@@ -1,8 +1,9 @@
 //! Keys bound to a project: such a key launches, uploads and lists in its project (the
 //! default where a request names none, a 403 where it names another), and reads no job or
 //! data file of another project (404, as for anyone's). A key bound to a shared project
-//! goes only where projects are understood: the routes of jobs, data files, use cases, keys
-//! and webhook secrets; a user's experiments and job feed are its own, not a project's.
+//! goes only where projects are understood: the routes of jobs, data files, experiments, use
+//! cases, keys and webhook secrets; a user's job feed and counts are its own, not a
+//! project's.
 
 use axum::http::request::Parts;
 
@@ -12,7 +13,8 @@ use crate::auth::AuthUser;
 use crate::store::ProjectOwned;
 
 /// The routes a key bound to a shared project may take, by path prefix; `/jobs` exactly.
-const SHARED_PROJECT_ROUTES: [&str; 8] = [
+const SHARED_PROJECT_ROUTES: [&str; 9] = [
+    "/experiments",
     "/problem/",
     "/problems",
     "/data_file",
@@ -51,6 +53,8 @@ pub async fn confine(state: &AppState, user: &AuthUser, parts: &Parts) -> Result
         (ProjectOwned::Job, rest, "job")
     } else if let Some(rest) = path.strip_prefix("/data_file/") {
         (ProjectOwned::DataFile, rest, "data file")
+    } else if let Some(rest) = path.strip_prefix("/experiments/") {
+        (ProjectOwned::Experiment, rest, "experiment")
     } else {
         return Ok(());
     };

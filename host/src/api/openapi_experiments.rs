@@ -113,13 +113,14 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                 "type": "object",
                 "required": [
                     "id", "problem", "created_at", "cancelled_at", "versions", "inputs", "seeds",
-                    "options", "progress", "summary", "results"
+                    "options", "progress", "summary", "results", "project"
                 ],
                 "properties": {
                     "id": {"type": "string"},
                     "problem": {"type": "string"},
                     "created_at": {"type": "string", "format": "date-time"},
                     "cancelled_at": {"type": ["string", "null"], "format": "date-time"},
+                    "project": {"type": ["string", "null"], "description": "The shared project it belongs to; null for its launcher's personal one."},
                     "versions": {
                         "type": "array",
                         "items": {
@@ -159,12 +160,13 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                         "type": "array",
                         "items": {
                             "type": "object",
-                            "required": ["id", "problem", "created_at", "cancelled_at", "versions", "inputs", "seeds", "jobs"],
+                            "required": ["id", "problem", "created_at", "cancelled_at", "versions", "inputs", "seeds", "jobs", "project"],
                             "properties": {
                                 "id": {"type": "string"},
                                 "problem": {"type": "string"},
                                 "created_at": {"type": "string", "format": "date-time"},
                                 "cancelled_at": {"type": ["string", "null"], "format": "date-time"},
+                                "project": {"type": ["string", "null"]},
                                 "versions": {"type": "array", "items": {"type": "string"}},
                                 "inputs": count, "seeds": count, "jobs": count,
                             },

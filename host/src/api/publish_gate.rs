@@ -72,7 +72,7 @@ pub async fn run_gate(
         versions: vec![current.digest.clone()],
         ..template.clone()
     };
-    let record = match launch(state, user, &request, Some(candidate.clone())).await {
+    let record = match launch(state, user, &request, Some(candidate.clone()), None).await {
         Ok(record) => record,
         // The version is stored; what kept its experiment from running is the answer.
         Err(

@@ -660,6 +660,8 @@ pub struct ExperimentView {
     pub problem: String,
     pub created_at: String,
     pub cancelled_at: Option<String>,
+    /// The shared project it belongs to; null for its launcher's personal one.
+    pub project: Option<String>,
     pub versions: Vec<VersionRefView>,
     /// How each input was given: `{"job": id}`, `{"data_file": id}` or `{"inline": n}`.
     pub inputs: Vec<Value>,
@@ -686,6 +688,7 @@ pub struct ExperimentItem {
     pub problem: String,
     pub created_at: String,
     pub cancelled_at: Option<String>,
+    pub project: Option<String>,
     pub versions: Vec<String>,
     pub inputs: usize,
     pub seeds: usize,

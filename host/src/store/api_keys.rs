@@ -58,6 +58,7 @@ pub trait ApiKeys: Send + Sync + 'static {
 pub enum ProjectOwned {
     Job,
     DataFile,
+    Experiment,
 }
 
 #[async_trait]
@@ -131,6 +132,7 @@ where
         let query = match kind {
             ProjectOwned::Job => sql::JOB_PROJECT,
             ProjectOwned::DataFile => sql::DATA_FILE_PROJECT,
+            ProjectOwned::Experiment => sql::EXPERIMENT_PROJECT,
         };
         let row = sqlx::query(query)
             .bind(id)

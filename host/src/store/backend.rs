@@ -135,6 +135,7 @@ where
                     .bind(experiment.problem.as_str())
                     .bind(experiment.definition.as_str())
                     .bind(experiment.created_at)
+                    .bind(experiment.project_id.as_deref())
                     .execute(&mut *connection)
                     .await?;
             }

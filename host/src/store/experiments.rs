@@ -23,6 +23,8 @@ pub struct ExperimentRecord {
     pub created_at: Millis,
     /// When its owner cancelled what had not run.
     pub cancelled_at: Option<Millis>,
+    /// The shared project it belongs to; `None` for its owner's personal one.
+    pub project_id: Option<String>,
 }
 
 /// What cancelling an experiment did to its jobs.
@@ -57,34 +59,39 @@ pub trait Experiments: Send + Sync + 'static {
         jobs: &[NewJob],
     ) -> Result<Vec<Inserted>, StoreError>;
 
-    /// The owner's experiment, if it is the owner's.
+    /// The experiment, if user `reader_id` may read it (its own, or its project's).
     async fn experiment(
         &self,
-        owner_id: &str,
+        reader_id: &str,
         id: &str,
     ) -> Result<Option<ExperimentRecord>, StoreError>;
 
-    /// The owner's experiments, newest first, below the id `before` if given.
+    /// The experiments the owner launched (in any project), or with `project` that
+    /// project's (whoever launched them; the caller checks the membership), newest first,
+    /// below the id `before` if given.
     async fn experiments(
         &self,
         owner_id: &str,
+        project: Option<&str>,
         before: Option<&str>,
         limit: u32,
     ) -> Result<Vec<ExperimentRecord>, StoreError>;
 
-    /// The jobs of the owner's experiment, in the order they were launched.
+    /// The jobs of the experiment that user `reader_id` may read, in the order they were
+    /// launched.
     async fn experiment_runs(
         &self,
-        owner_id: &str,
+        reader_id: &str,
         id: &str,
     ) -> Result<Vec<ExperimentRun>, StoreError>;
 
-    /// Cancels the owner's experiment: marks it, cancels its jobs still in the queue at once,
-    /// and asks those claimed but not started to stop before they run; running ones finish.
-    /// `None` if the owner has no such experiment.
+    /// Cancels the experiment, if user `user_id` may (its own, or a project's it is a member
+    /// of): marks it, cancels its jobs still in the queue at once, and asks those claimed but
+    /// not started to stop before they run; running ones finish. `None` if it may not, or
+    /// there is no such experiment.
     async fn cancel_experiment(
         &self,
-        owner_id: &str,
+        user_id: &str,
         id: &str,
         at: Millis,
     ) -> Result<Option<CancelledRuns>, StoreError>;
@@ -114,12 +121,12 @@ where
 
     async fn experiment(
         &self,
-        owner_id: &str,
+        reader_id: &str,
         id: &str,
     ) -> Result<Option<ExperimentRecord>, StoreError> {
-        let row = sqlx::query(sql::EXPERIMENT)
+        let row = sqlx::query(sql::EXPERIMENT.as_str())
             .bind(id)
-            .bind(owner_id)
+            .bind(reader_id)
             .fetch_optional(self.readers())
             .await?;
         row.map(|row| ExperimentRecord::from_row(&row)).transpose()
@@ -128,6 +135,7 @@ where
     async fn experiments(
         &self,
         owner_id: &str,
+        project: Option<&str>,
         before: Option<&str>,
         limit: u32,
     ) -> Result<Vec<ExperimentRecord>, StoreError> {
@@ -135,6 +143,7 @@ where
             .bind(owner_id)
             .bind(before)
             .bind(i64::from(limit))
+            .bind(project)
             .fetch_all(self.readers())
             .await?;
         rows::all(&rows)
@@ -142,12 +151,12 @@ where
 
     async fn experiment_runs(
         &self,
-        owner_id: &str,
+        reader_id: &str,
         id: &str,
     ) -> Result<Vec<ExperimentRun>, StoreError> {
         let rows = sqlx::query(sql::EXPERIMENT_RUNS.as_str())
             .bind(id)
-            .bind(owner_id)
+            .bind(reader_id)
             .fetch_all(self.readers())
             .await?;
         rows::all(&rows)
@@ -155,19 +164,21 @@ where
 
     async fn cancel_experiment(
         &self,
-        owner_id: &str,
+        user_id: &str,
         id: &str,
         at: Millis,
     ) -> Result<Option<CancelledRuns>, StoreError> {
         let mut transaction = self.writer().begin().await?;
-        let known: Option<String> = sqlx::query_scalar(sql::EXPERIMENT_OWNER)
+        // Its jobs are its launcher's: the statements below name them by their owner.
+        let owner: Option<String> = sqlx::query_scalar(sql::WRITABLE_EXPERIMENT_OWNER.as_str())
             .bind(id)
-            .bind(owner_id)
+            .bind(user_id)
             .fetch_optional(&mut *transaction)
             .await?;
-        if known.is_none() {
+        let Some(owner_id) = owner else {
             return Ok(None);
-        }
+        };
+        let owner_id = owner_id.as_str();
         sqlx::query(sql::CANCEL_EXPERIMENT)
             .bind(id)
             .bind(owner_id)
@@ -204,13 +215,18 @@ where
 
 impl FromRow for ExperimentRecord {
     fn from_row(row: &impl Columns) -> Result<ExperimentRecord, StoreError> {
+        let owner_id = row.text("owner_id")?;
         Ok(ExperimentRecord {
             id: row.text("id")?,
-            owner_id: row.text("owner_id")?,
             problem: row.text("problem")?,
             definition: row.text("definition")?,
             created_at: row.integer("created_at")?,
             cancelled_at: row.integer_or_null("cancelled_at")?,
+            // The personal project is its owner's id; `None` says so.
+            project_id: row
+                .text_or_null("project_id")?
+                .filter(|project| *project != owner_id),
+            owner_id,
         })
     }
 }

@@ -61,9 +61,7 @@ pub use self::schema::{Migrations, latest_migration, missing_migrations};
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite::SqliteStore;
 pub use self::users::{Role, Usage, User, UserAccess, UserChange, UserEntry, UserQuotas, Users};
-pub use self::webhooks::{
-    SecretHolder, WebhookClaim, WebhookDelivery, WebhookOutcome, Webhooks,
-};
+pub use self::webhooks::{SecretHolder, WebhookClaim, WebhookDelivery, WebhookOutcome, Webhooks};
 
 /// Milliseconds since the Unix epoch, the store's one representation of time.
 pub type Millis = i64;

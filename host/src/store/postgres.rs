@@ -135,6 +135,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         33,
         include_str!("../../migrations/postgres/0033_project_webhook_secrets.sql"),
     ),
+    (
+        34,
+        include_str!("../../migrations/postgres/0034_project_experiments.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -429,8 +429,7 @@ pub(super) const SET_PROJECT_WEBHOOK_SECRET: &str = "UPDATE projects
      SET webhook_secret = CASE WHEN $3 OR webhook_secret IS NULL THEN $2 ELSE webhook_secret END
      WHERE id = $1";
 
-pub(super) const PROJECT_WEBHOOK_SECRET: &str =
-    "SELECT webhook_secret FROM projects WHERE id = $1";
+pub(super) const PROJECT_WEBHOOK_SECRET: &str = "SELECT webhook_secret FROM projects WHERE id = $1";
 
 /// A replica's report of itself, replacing its last one.
 pub(super) const REPORT_REPLICA: &str =
@@ -523,19 +522,37 @@ pub(super) const JOBS_OF_DIGEST: &str = "SELECT COUNT(*) FROM jobs WHERE plugin_
 pub(super) const COMPONENT_BLOB: &str = "SELECT blob_id FROM plugin_versions WHERE sha256 = $1";
 
 pub(super) const INSERT_EXPERIMENT: &str =
-    "INSERT INTO experiments (id, owner_id, problem, definition, created_at)
-     VALUES ($1, $2, $3, $4, $5)";
+    "INSERT INTO experiments (id, owner_id, problem, definition, created_at, project_id)
+     VALUES ($1, $2, $3, $4, $5, COALESCE($6, $2))";
 
-pub(super) const EXPERIMENT: &str =
-    "SELECT id, owner_id, problem, definition, created_at, cancelled_at
-     FROM experiments WHERE id = $1 AND owner_id = $2";
+/// The experiments user `$2` may read: its own, and those of every project it is in.
+const READABLE_EXPERIMENT: &str = "(experiments.owner_id = $2 OR experiments.project_id IN (
+     SELECT project_id FROM project_members WHERE project_members.user_id = $2))";
 
-pub(super) const EXPERIMENT_OWNER: &str =
-    "SELECT owner_id FROM experiments WHERE id = $1 AND owner_id = $2";
+/// The experiments user `$2` may cancel: its own, and those of the projects it is a member
+/// of (not a viewer).
+const WRITABLE_EXPERIMENT: &str = "(experiments.owner_id = $2 OR experiments.project_id IN (
+     SELECT project_id FROM project_members
+     WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
 
+pub(super) static EXPERIMENT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT id, owner_id, problem, definition, created_at, cancelled_at, project_id
+         FROM experiments WHERE id = $1 AND {READABLE_EXPERIMENT}"
+    )
+});
+
+/// The owner of an experiment user `$2` may cancel.
+pub(super) static WRITABLE_EXPERIMENT_OWNER: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT owner_id FROM experiments WHERE id = $1 AND {WRITABLE_EXPERIMENT}")
+});
+
+/// The experiments user `$1` launched, or (`$4` set) a project's.
 pub(super) const EXPERIMENTS: &str =
-    "SELECT id, owner_id, problem, definition, created_at, cancelled_at
-     FROM experiments WHERE owner_id = $1 AND ($2 IS NULL OR id < $2)
+    "SELECT id, owner_id, problem, definition, created_at, cancelled_at, project_id
+     FROM experiments
+     WHERE (CASE WHEN $4 IS NULL THEN owner_id = $1 ELSE project_id = $4 END)
+       AND ($2 IS NULL OR id < $2)
      ORDER BY id DESC LIMIT $3";
 
 /// An experiment's jobs, with their status as clients see it, in launch order (job ids are
@@ -543,10 +560,11 @@ pub(super) const EXPERIMENTS: &str =
 pub(super) static EXPERIMENT_RUNS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT id, {CLIENT_STATUS} AS status, labels, objective, objective_sense, time_to_best
-         FROM jobs WHERE experiment_id = $1 AND owner_id = $2 ORDER BY id"
+         FROM jobs WHERE experiment_id = $1 AND {READABLE} ORDER BY id"
     )
 });
 
+/// `$2`: the experiment's owner (its launcher), as the jobs' owner is.
 pub(super) const CANCEL_EXPERIMENT: &str = "UPDATE experiments SET cancelled_at = $3
      WHERE id = $1 AND owner_id = $2 AND cancelled_at IS NULL";
 
@@ -655,6 +673,9 @@ pub(super) const JOB_PROJECT: &str = "SELECT project_id FROM jobs WHERE id = $1"
 
 /// The project a data file is in, as `JOB_PROJECT`.
 pub(super) const DATA_FILE_PROJECT: &str = "SELECT project_id FROM data_files WHERE id = $1";
+
+/// The project an experiment is in, as `JOB_PROJECT`.
+pub(super) const EXPERIMENT_PROJECT: &str = "SELECT project_id FROM experiments WHERE id = $1";
 
 pub(super) const TOUCH_API_KEY: &str = "UPDATE api_keys SET last_used_at = $2 WHERE id = $1";
 

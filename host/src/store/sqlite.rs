@@ -125,6 +125,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         33,
         include_str!("../../migrations/sqlite/0033_project_webhook_secrets.sql"),
     ),
+    (
+        34,
+        include_str!("../../migrations/sqlite/0034_project_experiments.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;

@@ -16,6 +16,7 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
         definition: r#"{"versions": []}"#.into(),
         created_at,
         cancelled_at: None,
+        project_id: None,
     };
     let run = |seed: &str| NewJob {
         experiment_id: Some("e1".into()),
@@ -104,18 +105,21 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
     assert_eq!(store.experiment(&bob.id, "e1").await.expect("read"), None);
     assert!(
         store
-            .experiments(&bob.id, None, 10)
+            .experiments(&bob.id, None, None, 10)
             .await
             .expect("list")
             .is_empty()
     );
 
     // Newest first, paged by id.
-    let listed = store.experiments(&alice.id, None, 10).await.expect("list");
+    let listed = store
+        .experiments(&alice.id, None, None, 10)
+        .await
+        .expect("list");
     let ids: Vec<&str> = listed.iter().map(|record| record.id.as_str()).collect();
     assert_eq!(ids, ["e2", "e1"]);
     let older = store
-        .experiments(&alice.id, Some("e2"), 10)
+        .experiments(&alice.id, None, Some("e2"), 10)
         .await
         .expect("list");
     assert_eq!(older.len(), 1);
@@ -169,11 +173,57 @@ pub(super) async fn an_experiment_s_runs_are_read_back_with_their_results(backen
         .await
         .expect("purge");
     let left: Vec<String> = store
-        .experiments(&alice.id, None, 10)
+        .experiments(&alice.id, None, None, 10)
         .await
         .expect("list")
         .into_iter()
         .map(|record| record.id)
         .collect();
     assert_eq!(left, ["e5"]);
+
+    // A project's experiment is its members' to read and cancel, and listed as the project's.
+    let lab = store.create_project("lab").await.expect("a project");
+    assert!(
+        store
+            .set_project_member(&lab.id, &bob.id, Role::Member)
+            .await
+            .expect("member")
+    );
+    let shared = ExperimentRecord {
+        project_id: Some(lab.id.clone()),
+        ..experiment("e6", 6)
+    };
+    let shared_run = NewJob {
+        experiment_id: Some("e6".into()),
+        project_id: Some(lab.id.clone()),
+        ..new_job(&alice)
+    };
+    store
+        .insert_experiment(&shared, std::slice::from_ref(&shared_run))
+        .await
+        .expect("insert");
+    let read = store.experiment(&bob.id, "e6").await.expect("read");
+    assert_eq!(
+        read.and_then(|record| record.project_id),
+        Some(lab.id.clone())
+    );
+    let listed = store
+        .experiments(&bob.id, Some(&lab.id), None, 10)
+        .await
+        .expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        store
+            .experiment_runs(&bob.id, "e6")
+            .await
+            .expect("runs")
+            .len(),
+        1
+    );
+    let cancelled = store
+        .cancel_experiment(&bob.id, "e6", 7)
+        .await
+        .expect("cancel")
+        .expect("bob may");
+    assert_eq!(cancelled.cancelled, [shared_run.id]);
 }
