@@ -5,9 +5,13 @@ use std::process::Command;
 use crate::support::{ServerOptions, TestServer, guest_wasm, wait_for_problem};
 
 fn check(files: &[&std::path::Path]) -> (Option<i32>, String) {
+    // A data directory of its own: the compile cache is written under it, not in the checkout.
+    let data_dir = tempfile::tempdir().expect("a temporary directory");
     let output = Command::new(env!("CARGO_BIN_EXE_caseload"))
         .args(["plugin", "check"])
         .args(files)
+        .arg("--data-dir")
+        .arg(data_dir.path())
         .output()
         .expect("the binary runs");
     (
