@@ -326,9 +326,13 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
             .iter()
             .all(|job| job["id"] != own.as_str())
     );
+    // The job's id percent-encoded is the same job to the handler, and as far out of reach.
+    let encoded = format!("%{:02X}{}", own.as_bytes()[0], &own[1..]);
     for path in [
         format!("/job/{own}"),
         format!("/job/{own}/output"),
+        format!("/job/{encoded}"),
+        format!("/job/{encoded}/input"),
         format!("/jobs?project={personal}"),
     ] {
         let answer = server.get(&key, &path).await;
@@ -348,6 +352,37 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
             )
             .await,
         StatusCode::FORBIDDEN,
+    )
+    .await;
+    // Nor does a launch's body reach its owner's personal data: a data file, or an earlier
+    // job as an experiment's input.
+    let uploaded = server
+        .client
+        .post(server.url("/data_file?filename=g.json"))
+        .bearer_auth(&mark)
+        .header("content-type", "application/json")
+        .body({
+            let mut graph = launch_body(0.1);
+            graph.as_object_mut().unwrap().remove("options");
+            graph.to_string()
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), StatusCode::CREATED);
+    let personal_file = uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    expect_problem(
+        server
+            .post_json(
+                &key,
+                "/problem/maxcut",
+                &json!({"data_file_identifier": personal_file}),
+            )
+            .await,
+        StatusCode::NOT_FOUND,
     )
     .await;
     // A user's own things are not a project's.

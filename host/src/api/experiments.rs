@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::experiment_summary::{INPUT_LABEL, SEED_LABEL, VERSION_LABEL, summarize};
-use super::key_project::default_project;
+use super::key_project::{default_project, within_key_project};
 use super::plugins::resolve_synced;
 use super::problems::{Prepared, check_quotas, invalid, prepare_with};
 use super::projects::{launch_project, named_project, project_role};
@@ -27,7 +27,7 @@ use super::{ApiError, AppState, INLINE_BODY_LIMIT, Json, Path};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
 use crate::plugins::objective::OBJECTIVE_KEYWORD;
-use crate::store::{ExperimentRecord, Inserted, JobDataset, NewJob, now_millis};
+use crate::store::{ExperimentRecord, Inserted, JobDataset, NewJob, ProjectOwned, now_millis};
 use crate::violation::Violation;
 
 /// The most jobs one experiment launches.
@@ -486,7 +486,19 @@ async fn read_inputs(
         let pointer = format!("/inputs/{index}");
         match input {
             Value::String(id) => {
-                if let Some(earlier) = state.store.job_input(&user.id, id).await? {
+                // A key bound to a project reaches no other project's inputs.
+                let reachable = within_key_project(state, user, ProjectOwned::Job, id)
+                    .await
+                    .is_ok()
+                    && within_key_project(state, user, ProjectOwned::DataFile, id)
+                        .await
+                        .is_ok();
+                if !reachable {
+                    errors.push(Violation::new(
+                        pointer,
+                        format!("no job or data file of yours has the id {id:?}"),
+                    ));
+                } else if let Some(earlier) = state.store.job_input(&user.id, id).await? {
                     sources.push(Source {
                         fields: input_fields(&earlier)?,
                         size: earlier.input.len(),

@@ -1,14 +1,16 @@
 //! Keys bound to a project: such a key launches, uploads and lists in its project (the
-//! default where a request names none, a 403 where it names another), and reads no job or
-//! data file of another project (404, as for anyone's). A key bound to a shared project
-//! goes only where projects are understood: the routes of jobs, data files, experiments, use
-//! cases, keys and webhook secrets; a user's job feed and counts are its own, not a
-//! project's.
+//! default where a request names none, a 403 where it names another), and reaches no job,
+//! data file or experiment of another project, whether a path or a launch's body names it
+//! (404, as for anyone's). A key bound to a shared project goes only where projects are
+//! understood: the routes of jobs, data files, experiments, use cases, keys and webhook
+//! secrets. A user's job feed and counts are its own, and the plugin registry the
+//! server's: not a project's.
 
 use axum::http::request::Parts;
 
 use super::projects::named_project;
 use super::{ApiError, AppState};
+use crate::api_key::Scope;
 use crate::auth::AuthUser;
 use crate::store::ProjectOwned;
 
@@ -27,16 +29,16 @@ const SHARED_PROJECT_ROUTES: [&str; 9] = [
 
 /// Refuses what a request's project-bound key may not do; nothing for other requests.
 pub async fn confine(state: &AppState, user: &AuthUser, parts: &Parts) -> Result<(), ApiError> {
-    let Some(project) = user.key.as_ref().and_then(|key| key.project.as_deref()) else {
+    let Some(project) = default_project(user) else {
         return Ok(());
     };
     let path = parts.uri.path();
-    if project != user.id
-        && path != "/jobs"
-        && !SHARED_PROJECT_ROUTES
+    let shared = project != user.id;
+    let routed = path == "/jobs"
+        || SHARED_PROJECT_ROUTES
             .iter()
-            .any(|prefix| path.starts_with(prefix))
-    {
+            .any(|prefix| path.starts_with(prefix));
+    if shared && (!routed || Scope::needed_for(&parts.method, path) == Scope::Publish) {
         return Err(ApiError::Forbidden(format!(
             "this API key is bound to project {project:?}, and {path} is not a project's; \
              use a key that is not bound to one"
@@ -49,19 +51,41 @@ pub async fn confine(state: &AppState, user: &AuthUser, parts: &Parts) -> Result
             "this API key is bound to project {project:?}, not {named:?}"
         )));
     }
-    let (kind, id, what) = if let Some(rest) = path.strip_prefix("/job/") {
-        (ProjectOwned::Job, rest, "job")
+    let (kind, id) = if let Some(rest) = path.strip_prefix("/job/") {
+        (ProjectOwned::Job, rest)
     } else if let Some(rest) = path.strip_prefix("/data_file/") {
-        (ProjectOwned::DataFile, rest, "data file")
+        (ProjectOwned::DataFile, rest)
     } else if let Some(rest) = path.strip_prefix("/experiments/") {
-        (ProjectOwned::Experiment, rest, "experiment")
+        (ProjectOwned::Experiment, rest)
     } else {
         return Ok(());
     };
+    // As the handler's `Path` will read it: percent-decoded.
     let id = id.split('/').next().unwrap_or_default();
+    let id = percent_encoding::percent_decode_str(id).decode_utf8_lossy();
+    within_key_project(state, user, kind, &id).await
+}
+
+/// 404, as for anyone's, for a job, data file or experiment outside the project the
+/// request's key is bound to; nothing where the key is not bound, or there is no such
+/// thing (its handler says so).
+pub async fn within_key_project(
+    state: &AppState,
+    user: &AuthUser,
+    kind: ProjectOwned,
+    id: &str,
+) -> Result<(), ApiError> {
+    let Some(project) = default_project(user) else {
+        return Ok(());
+    };
     match state.store.project_of(kind, id).await? {
-        // Jobs from before projects are their owner's: in the personal project.
+        // Things from before projects are their owner's: in the personal project.
         Some(found) if found.as_deref().unwrap_or(user.id.as_str()) != project => {
+            let what = match kind {
+                ProjectOwned::Job => "job",
+                ProjectOwned::DataFile => "data file",
+                ProjectOwned::Experiment => "experiment",
+            };
             Err(ApiError::NotFound(format!("no {what} {id:?}")))
         }
         _ => Ok(()),

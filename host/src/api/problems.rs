@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use super::body_budget::BodyRoom;
+use super::key_project::within_key_project;
 use super::labels::parse_labels;
 use super::options::{LaunchOptions, OptionContext, parse_options};
 use super::plugins::resolve_synced;
@@ -25,8 +26,8 @@ use crate::plugins::VersionRequest;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::CallError;
 use crate::store::{
-    DataFile, Idempotency, Inserted, JobDataset, NewJob, PluginBinding, Quotas, StoreError,
-    now_millis,
+    DataFile, Idempotency, Inserted, JobDataset, NewJob, PluginBinding, ProjectOwned, Quotas,
+    StoreError, now_millis,
 };
 use crate::violation::Violation;
 
@@ -681,6 +682,7 @@ async fn dataset_file(
             vec![Violation::new("/data_file_identifier", "must be a string")],
         ));
     };
+    within_key_project(state, user, ProjectOwned::DataFile, identifier).await?;
     state
         .store
         .data_file(&user.id, identifier)

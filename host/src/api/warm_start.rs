@@ -3,12 +3,13 @@
 
 use serde_json::Value;
 
+use super::key_project::within_key_project;
 use super::problems::invalid;
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
 use crate::plugins::warm_start::WARM_START_KEYWORD;
-use crate::store::JobOutput;
+use crate::store::{JobOutput, ProjectOwned};
 use crate::violation::Violation;
 
 /// Outputs longer than this are parsed on a blocking thread.
@@ -35,6 +36,7 @@ pub(super) async fn warm_start_field(
             plugin.info.name
         )));
     };
+    within_key_project(state, user, ProjectOwned::Job, job_id).await?;
     let earlier = state
         .store
         .job_input(&user.id, job_id)
