@@ -95,16 +95,16 @@ pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
 /// A job's place: after its owner's last pending job, or, if it has a higher priority than
 /// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back. A
-/// job of a shared project (`$24`, not the owner's personal one) is also placed after the
-/// project's last pending job, and the later of the two places wins: a team's backlog is
-/// spread as one user's is, so that ten members do not take ten shares of the queue.
+/// job of a shared project (`$24`, not the owner's personal one) without that priority is
+/// also placed after the project's last pending job, and the later of the two places wins:
+/// a team's backlog is spread as one user's is, so that ten members do not take ten shares
+/// of the queue.
 pub(super) static INSERT_JOB: LazyLock<String> = LazyLock::new(|| {
-    let owner_place = "COALESCE(
-             CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
-                  WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END,
-             (SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
+    let priority_place = "CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
+                  WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END";
+    let owner_place = "(SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
                           ELSE MAX(fair_key) + $12 END
-              FROM jobs WHERE owner_id = $2 AND status = 'PENDING'))";
+              FROM jobs WHERE owner_id = $2 AND status = 'PENDING')";
     let project_place =
         "(SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
                           ELSE MAX(fair_key) + $12 END
@@ -112,11 +112,12 @@ pub(super) static INSERT_JOB: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, experiment_id, race, race_of, project_id, fair_key)
          VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, COALESCE($24, $2),
-             CASE WHEN $24 IS NULL OR $24 = $2 THEN {owner_place}
-                  ELSE (SELECT CASE WHEN owner_place > project_place THEN owner_place
-                                    ELSE project_place END
-                        FROM (SELECT {owner_place} AS owner_place,
-                                     {project_place} AS project_place) AS places) END)
+             COALESCE({priority_place},
+                 CASE WHEN $24 IS NULL OR $24 = $2 THEN {owner_place}
+                      ELSE (SELECT CASE WHEN owner_place > project_place THEN owner_place
+                                        ELSE project_place END
+                            FROM (SELECT {owner_place} AS owner_place,
+                                         {project_place} AS project_place) AS places) END))
          ON CONFLICT DO NOTHING"
     )
 });

@@ -419,6 +419,29 @@ pub(super) async fn a_project_s_backlog_takes_one_share(backend: Backend) {
     assert_eq!(claim(1).await, [bobs.id]);
 }
 
+/// Priority orders an owner's jobs in a shared project as in its personal one: an urgent
+/// job goes before the owner's pending jobs of lower priority.
+pub(super) async fn a_priority_job_goes_first_in_a_project_too(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let team = store.create_project("team").await.expect("a project");
+    let in_team = |priority| NewJob {
+        project_id: Some(team.id.clone()),
+        priority,
+        ..new_job(&alice)
+    };
+    let mut backlog = Vec::new();
+    for _ in 0..3 {
+        let job = in_team(0);
+        store.insert_job(&job).await.expect("insert");
+        backlog.push(job.id);
+    }
+    let urgent = in_team(5);
+    store.insert_job(&urgent).await.expect("insert");
+    let first = store.claim_jobs(LONG, 1).await.expect("claim");
+    assert_eq!(first[0].lease.job_id, urgent.id);
+}
+
 /// A shared project's own cap on pending jobs holds beside its members' quotas.
 pub(super) async fn a_project_s_cap_on_pending_jobs_holds(backend: Backend) {
     let store = backend.store.as_ref();

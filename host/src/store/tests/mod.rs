@@ -108,6 +108,7 @@ for_each_backend!(
     users_are_disabled_revoked_and_deleted_with_their_data,
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
     a_project_s_backlog_takes_one_share,
+    a_priority_job_goes_first_in_a_project_too,
     a_project_s_cap_on_pending_jobs_holds,
     a_user_s_usage_is_counted_for_quotas,
     quotas_hold_under_concurrent_launches_and_uploads,
