@@ -18,9 +18,10 @@ enum Caller {
     AdminReadKey,
 }
 
-/// What an operation needs, by the table the issue gives: `read` is every GET; the
-/// registry's changes are an administrator's (`publish`); keys are their owner's to manage
-/// (by token, or by a key with the `admin` scope); the rest launches.
+/// What an operation needs, by the table the issue gives: `read` is every GET but the
+/// webhook secret's (which signs callbacks: a launcher's); the registry's changes are an
+/// administrator's (`publish`); keys are their owner's to manage (by token, or by a key with
+/// the `admin` scope); the rest launches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Needs {
     Read,
@@ -33,6 +34,8 @@ enum Needs {
 fn needs(method: &Method, path: &str) -> Needs {
     if path.starts_with("/admin") {
         Needs::Admin
+    } else if path == "/webhook_secret" {
+        Needs::Launch
     } else if *method == Method::GET {
         Needs::Read
     } else if path.starts_with("/api_keys") {

@@ -78,6 +78,11 @@ impl Scope {
         if path.starts_with("/admin") {
             return Scope::Admin;
         }
+        // Reading a webhook signing secret lets its holder sign callbacks: a launcher's
+        // right, not a reader's.
+        if path == "/webhook_secret" {
+            return Scope::Launch;
+        }
         if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
             return Scope::Read;
         }
@@ -216,6 +221,10 @@ mod tests {
             Scope::Publish
         );
         assert_eq!(Scope::needed_for(&Method::POST, "/api_keys"), Scope::Admin);
+        assert_eq!(
+            Scope::needed_for(&Method::GET, "/webhook_secret"),
+            Scope::Launch
+        );
         assert_eq!(
             Scope::needed_for(&Method::GET, "/admin/audit"),
             Scope::Admin
