@@ -130,11 +130,12 @@ async fn send(
     delivery: &WebhookDelivery,
 ) -> Result<(), String> {
     let url = Url::parse(&delivery.url).map_err(|error| error.to_string())?;
+    // Read, not guessed: a shared project's job signed with its owner's secret would not
+    // verify, so a read that fails fails the attempt, to be tried again.
     let job = store
         .job(&delivery.owner_id, &delivery.job_id)
         .await
-        .ok()
-        .flatten();
+        .map_err(|error| error.to_string())?;
     // A shared project's job is signed with the project's secret, whoever launched it.
     let holder = match job.as_ref().and_then(|job| job.project_id.as_deref()) {
         Some(project) if project != delivery.owner_id => SecretHolder::Project(project),
