@@ -47,7 +47,8 @@ pub fn record_later(state: &AppState, actor: &str, action: &str, target: &str, d
 
 #[derive(Debug, Deserialize)]
 struct PageQuery {
-    before: Option<i64>,
+    /// A sequence number: 0 to 2^63 - 1.
+    before: Option<u64>,
     limit: Option<u32>,
 }
 
@@ -66,7 +67,18 @@ async fn page(
             )));
         }
     };
-    let events = state.store.audit_events(query.before, limit).await?;
+    let before = query
+        .before
+        .map(|before| {
+            i64::try_from(before).map_err(|_| {
+                ApiError::BadRequest(format!(
+                    "before must be a sequence number up to {}",
+                    i64::MAX
+                ))
+            })
+        })
+        .transpose()?;
+    let events = state.store.audit_events(before, limit).await?;
     let next_before = (events.len() == limit as usize)
         .then(|| events.last().map(|event| event.seq))
         .flatten();
