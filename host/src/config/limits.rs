@@ -9,7 +9,6 @@ use serde::Deserialize;
 
 use crate::options::JobOptions;
 use crate::runtime::Limits;
-use crate::store::ClaimFilter;
 
 /// The limits jobs run under, from the server's configuration: the defaults, and the
 /// overrides of each use case (`--plugin-limits`).
@@ -69,36 +68,6 @@ impl JobLimits {
             .get(use_case)
             .and_then(|overrides| overrides.pools.clone())
             .unwrap_or_else(|| vec![DEFAULT_POOL.to_owned()])
-    }
-
-    /// Which jobs a worker of `pool` claims: in the default pool, those of every use case
-    /// not bound away from it; in another, only those of the use cases bound to it.
-    pub fn claim_filter(&self, pool: &str) -> ClaimFilter {
-        let bound = |wanted: bool| -> Vec<String> {
-            let mut names: Vec<String> = self
-                .per_use_case
-                .iter()
-                .filter(|(_, overrides)| {
-                    overrides
-                        .pools
-                        .as_ref()
-                        .is_some_and(|pools| pools.iter().any(|name| name == pool) == wanted)
-                })
-                .map(|(name, _)| name.clone())
-                .collect();
-            names.sort_unstable();
-            names
-        };
-        if pool == DEFAULT_POOL {
-            let away = bound(false);
-            if away.is_empty() {
-                ClaimFilter::All
-            } else {
-                ClaimFilter::Except(away)
-            }
-        } else {
-            ClaimFilter::Only(bound(true))
-        }
     }
 
     /// The limits of the named use case.
@@ -266,7 +235,6 @@ mod tests {
         assert_eq!(limits.of("other").sandbox.output_bytes, 1000);
         assert_eq!(limits.of("unlisted").sandbox, Limits::default());
         assert_eq!(limits.pools_of("maxcut"), [DEFAULT_POOL]);
-        assert_eq!(limits.claim_filter(DEFAULT_POOL), ClaimFilter::All);
 
         // A job's memory option lowers the cap; it never raises it.
         let options = |memory_limit_mib| JobOptions {
@@ -285,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn use_cases_bound_to_pools_run_only_there() {
+    fn a_use_case_s_pools_are_the_file_s_or_the_default() {
         let overrides = limits_from(
             "[big]\npools = [\"bigmem\"]\n[both]\npools = [\"default\", \"bigmem\"]\n\
              [gpu]\npools = [\"gpu\"]\n[small]\nmemory_limit_mib = 64\n",
@@ -301,15 +269,7 @@ mod tests {
         };
         assert_eq!(limits.pools_of("big"), ["bigmem"]);
         assert_eq!(limits.pools_of("small"), [DEFAULT_POOL]);
-        assert_eq!(
-            limits.claim_filter(DEFAULT_POOL),
-            ClaimFilter::Except(vec!["big".into(), "gpu".into()])
-        );
-        assert_eq!(
-            limits.claim_filter("bigmem"),
-            ClaimFilter::Only(vec!["big".into(), "both".into()])
-        );
-        assert_eq!(limits.claim_filter("idle"), ClaimFilter::Only(Vec::new()));
+        assert_eq!(limits.pools_of("unlisted"), [DEFAULT_POOL]);
     }
 
     #[test]

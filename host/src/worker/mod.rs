@@ -2,6 +2,7 @@
 //! sandbox, one execution at a time each, and what this process holds while they do (the
 //! jobs it claimed, their leases, the wake-ups of idle workers).
 
+mod claim_filter;
 mod context;
 mod execute;
 mod leases;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::claim_filter::claim_filter;
 use super::context::{MAX_CLAIM, WorkerContext};
 use super::execute::{execute, failed};
 use super::leases::HeldLeases;
@@ -69,7 +70,7 @@ impl WorkerPool {
         runtime: tokio::runtime::Handle,
     ) -> WorkerPool {
         let Workers { count, pool } = workers;
-        let claim_filter = Arc::new(limits.claim_filter(pool));
+        let claim_filter = Arc::new(claim_filter(&limits, pool));
         if count > 0 && claim_filter.as_ref() == &ClaimFilter::Only(Vec::new()) {
             tracing::warn!(
                 pool,
