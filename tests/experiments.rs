@@ -470,22 +470,9 @@ async fn a_project_s_experiments_are_its_members_to_read_and_cancel() {
         token("vera").await,
         token("omar").await,
     );
-    let made: Value = server
-        .post_json(&admin, "/admin/projects", &json!({"name": "lab"}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let project = made["id"].as_str().unwrap().to_owned();
+    let project = server.make_project(&admin, "lab").await;
     for (name, role) in [("mark", "member"), ("dana", "member"), ("vera", "viewer")] {
-        let set = server
-            .client
-            .put(server.url(&format!("/admin/projects/{project}/members/{name}")))
-            .bearer_auth(&admin)
-            .json(&json!({"role": role}))
-            .send()
-            .await
-            .unwrap();
+        let set = server.set_member(&admin, &project, name, role).await;
         assert_eq!(set.status(), StatusCode::OK);
     }
     let body = json!({"problem": "versioned", "inputs": [{"value": 1}], "seeds": [1, 2]});

@@ -233,10 +233,7 @@ async fn tokens_of_the_configured_issuer_are_accepted_and_bad_ones_refused() {
     );
     // The projects claim says which projects the user is in, and how.
     for name in ["routing", "ops"] {
-        let made = server
-            .post_json(&admin, "/admin/projects", &json!({"name": name}))
-            .await;
-        assert_eq!(made.status(), StatusCode::CREATED);
+        server.make_project(&admin, name).await;
     }
     let projects_of = |entries: Value| {
         let token = sign(

@@ -8,23 +8,6 @@ use serde_json::{Value, json};
 
 use crate::support::{ServerOptions, TestServer, expect_problem};
 
-async fn put_member(
-    server: &TestServer,
-    admin: &str,
-    project: &str,
-    user: &str,
-    role: &str,
-) -> reqwest::Response {
-    server
-        .client
-        .put(server.url(&format!("/admin/projects/{project}/members/{user}")))
-        .bearer_auth(admin)
-        .json(&json!({"role": role}))
-        .send()
-        .await
-        .unwrap()
-}
-
 fn launch_body(seconds: f64) -> Value {
     let n = 200;
     let edges: Vec<Value> = (0..n)
@@ -62,29 +45,34 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
     )
     .await;
     assert_eq!(
-        put_member(&server, &admin, &project, "mark", "member")
+        server
+            .set_member(&admin, &project, "mark", "member")
             .await
             .status(),
         StatusCode::OK
     );
-    let listed = put_member(&server, &admin, &project, "vera", "viewer").await;
+    let listed = server.set_member(&admin, &project, "vera", "viewer").await;
     let listed: Value = listed.json().await.unwrap();
     assert_eq!(
         listed["members"],
         json!([{"username": "mark", "role": "member"}, {"username": "vera", "role": "viewer"}])
     );
     expect_problem(
-        put_member(&server, &admin, &project, "vera", "owner").await,
+        server.set_member(&admin, &project, "vera", "owner").await,
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
     expect_problem(
-        put_member(&server, &admin, &project, "nobody", "member").await,
+        server
+            .set_member(&admin, &project, "nobody", "member")
+            .await,
         StatusCode::NOT_FOUND,
     )
     .await;
     expect_problem(
-        put_member(&server, &admin, "no-such-project", "vera", "member").await,
+        server
+            .set_member(&admin, "no-such-project", "vera", "member")
+            .await,
         StatusCode::NOT_FOUND,
     )
     .await;
@@ -171,7 +159,8 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
 
     // Another member cancels Mark's project job.
     assert_eq!(
-        put_member(&server, &admin, &project, "dana", "member")
+        server
+            .set_member(&admin, &project, "dana", "member")
             .await
             .status(),
         StatusCode::OK
@@ -273,15 +262,9 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
     }
     let mark = server.token("mark", "mark-password-1").await;
     let vera = server.token("vera", "vera-password-1").await;
-    let made = server
-        .post_json(&admin, "/admin/projects", &json!({"name": "ops"}))
-        .await;
-    let project = made.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    put_member(&server, &admin, &project, "mark", "member").await;
-    put_member(&server, &admin, &project, "vera", "viewer").await;
+    let project = server.make_project(&admin, "ops").await;
+    server.set_member(&admin, &project, "mark", "member").await;
+    server.set_member(&admin, &project, "vera", "viewer").await;
     let own = server.launch(&mark, "maxcut", &launch_body(0.1)).await;
     let mine: Value = server.get(&mark, "/projects").await.json().await.unwrap();
     let personal = mine["projects"][0]["id"].as_str().unwrap().to_owned();
@@ -499,7 +482,7 @@ async fn a_project_s_own_cap_on_pending_jobs_holds_beside_its_members_quotas() {
     assert_eq!(made["max_pending_jobs"], Value::Null);
     let project = made["id"].as_str().unwrap().to_owned();
     for name in ["mark", "dana"] {
-        put_member(&server, &admin, &project, name, "member").await;
+        server.set_member(&admin, &project, name, "member").await;
     }
     let set_quota = |body: Value| {
         server

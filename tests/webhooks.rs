@@ -224,22 +224,9 @@ async fn a_project_s_jobs_are_signed_with_the_project_s_secret() {
     }
     let mark = server.token("mark", "mark-password-1").await;
     let vera = server.token("vera", "vera-password-1").await;
-    let made: Value = server
-        .post_json(&admin, "/admin/projects", &json!({"name": "team"}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let project = made["id"].as_str().unwrap().to_owned();
+    let project = server.make_project(&admin, "team").await;
     for (name, role) in [("mark", "member"), ("vera", "viewer")] {
-        let set = server
-            .client
-            .put(server.url(&format!("/admin/projects/{project}/members/{name}")))
-            .bearer_auth(&admin)
-            .json(&json!({"role": role}))
-            .send()
-            .await
-            .unwrap();
+        let set = server.set_member(&admin, &project, name, role).await;
         assert_eq!(set.status(), StatusCode::OK);
     }
     let own = secret(&server, &mark).await;

@@ -324,6 +324,28 @@ impl TestServer {
             .await
     }
 
+    /// Makes a project as the administrator `admin`; its id.
+    pub async fn make_project(&self, admin: &str, name: &str) -> String {
+        let made = self
+            .post_json(admin, "/admin/projects", &json!({"name": name}))
+            .await;
+        assert_eq!(made.status(), StatusCode::CREATED, "project {name}");
+        let made: Value = made.json().await.expect("a project");
+        made["id"].as_str().expect("its id").to_owned()
+    }
+
+    /// Puts `user` in `project` as `role` (`member`, `viewer`), as the administrator
+    /// `admin`; the answer, to check.
+    pub async fn set_member(&self, admin: &str, project: &str, user: &str, role: &str) -> Response {
+        self.client
+            .put(self.url(&format!("/admin/projects/{project}/members/{user}")))
+            .bearer_auth(admin)
+            .json(&json!({"role": role}))
+            .send()
+            .await
+            .expect("the server answers")
+    }
+
     /// Launches a job in a project.
     pub async fn launch_in(
         &self,
