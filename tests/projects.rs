@@ -423,6 +423,29 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
         StatusCode::FORBIDDEN,
     )
     .await;
+    // A key bound to a shared project, even with the publish scope, does not reach the plugin
+    // registry: it is the server's, not a project's.
+    server.set_member(&admin, &project, "admin", "member").await;
+    let publisher = create_key(
+        &server,
+        &admin,
+        json!({"name": "ops-publisher", "scopes": ["publish"], "project": project}),
+    )
+    .await;
+    assert_eq!(publisher.status(), StatusCode::CREATED);
+    let publisher = publisher.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let promoted = server
+        .client
+        .put(server.url("/problem/maxcut/current"))
+        .bearer_auth(&publisher)
+        .json(&json!({"version": "0.1.0"}))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(promoted, StatusCode::FORBIDDEN).await;
 
     // A viewer's key for the project only reads; no key for a project one is not in.
     expect_problem(
