@@ -352,17 +352,7 @@ pub(super) async fn a_user_s_backlog_does_not_hold_back_another_user_s_job(backe
         ..new_job(&bob)
     };
     store.insert_job(&bob_job).await.expect("insert");
-    let claim = |count| async move {
-        let mut ids: Vec<String> = store
-            .claim_jobs(LONG, count)
-            .await
-            .expect("claim")
-            .into_iter()
-            .map(|claim| claim.lease.job_id)
-            .collect();
-        ids.sort();
-        ids
-    };
+    let claim = |count| claimed_ids(store, count);
     // Claimed together, in no particular order: alice's first job and bob's.
     let mut first_two = vec![backlog[0].clone(), bob_job.id];
     first_two.sort();
@@ -398,17 +388,7 @@ pub(super) async fn a_project_s_backlog_takes_one_share(backend: Backend) {
         ..new_job(&carol)
     };
     store.insert_job(&carols).await.expect("insert");
-    let claim = |count| async move {
-        let mut ids: Vec<String> = store
-            .claim_jobs(LONG, count)
-            .await
-            .expect("claim")
-            .into_iter()
-            .map(|claim| claim.lease.job_id)
-            .collect();
-        ids.sort();
-        ids
-    };
+    let claim = |count| claimed_ids(store, count);
     // The project's first job and carol's; then the project's, bob's after alice's.
     let mut first_two = vec![backlog[0].clone(), carols.id];
     first_two.sort();

@@ -125,6 +125,19 @@ for_each_backend!(
     the_audit_log_pages_newest_first,
 );
 
+/// The ids of the next `count` jobs claimed, sorted: one claim takes them in no order.
+async fn claimed_ids(store: &dyn JobStore, count: u32) -> Vec<String> {
+    let mut ids: Vec<String> = store
+        .claim_jobs(LONG, count)
+        .await
+        .expect("claim")
+        .into_iter()
+        .map(|claim| claim.lease.job_id)
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// Pending jobs in the whole store, as /metrics counts them.
 async fn pending(store: &dyn JobStore) -> u64 {
     let queue = store.queue_depth().await.expect("queue depth");
