@@ -173,9 +173,13 @@ pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// A job's executions; a race's are its entrants'.
-pub(super) const EXECUTIONS: &str = "SELECT * FROM executions
-     WHERE job_id = $1 OR job_id IN (SELECT id FROM jobs WHERE race_of = $1)
+/// A job's executions; a race's are its entrants'. Two parts, each read through an index:
+/// as one `job_id = $1 OR job_id IN (...)`, PostgreSQL read every execution ever kept.
+pub(super) const EXECUTIONS: &str = "SELECT * FROM (
+         SELECT * FROM executions WHERE job_id = $1
+         UNION ALL
+         SELECT executions.* FROM jobs JOIN executions ON executions.job_id = jobs.id
+         WHERE jobs.race_of = $1) AS executions
      ORDER BY attempt, id";
 
 pub(super) static JOB_OUTPUT: LazyLock<String> = LazyLock::new(|| {
@@ -617,10 +621,15 @@ pub(super) const UNSETTLED_RACES: &str = "SELECT id FROM jobs
          WHERE entrant.race_of = jobs.id AND entrant.status IN ('PENDING', 'RUNNING'))
      LIMIT $1";
 
-/// A job's kept incumbents; a race's are its entrants'.
+/// A job's kept incumbents; a race's are its entrants'. In two parts, as [`EXECUTIONS`].
 pub(super) const JOB_INCUMBENTS: &str = "SELECT execution_id, seq, found_at, objective, solution
-     FROM incumbents
-     WHERE job_id = $1 OR job_id IN (SELECT id FROM jobs WHERE race_of = $1)
+     FROM (SELECT execution_id, seq, found_at, objective, solution FROM incumbents
+           WHERE job_id = $1
+           UNION ALL
+           SELECT incumbents.execution_id, incumbents.seq, incumbents.found_at,
+                  incumbents.objective, incumbents.solution
+           FROM jobs JOIN incumbents ON incumbents.job_id = jobs.id
+           WHERE jobs.race_of = $1) AS incumbents
      ORDER BY found_at, execution_id, seq";
 
 pub(super) static EXECUTION_INCUMBENTS: LazyLock<String> = LazyLock::new(|| {
