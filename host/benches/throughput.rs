@@ -29,8 +29,18 @@
 //! Options: `--jobs N` (5000), `--concurrency C` (64), `--replicas 1|2` (1; 2 needs
 //! `--postgres`), `--postgres ADMIN_URL` (SQLite without it), `--workers W` (the server's
 //! default: one per CPU), `--rate R` (500 requests/s for each of POST and GET), `--seconds S`
-//! (5). With `--postgres`, the bench creates a database `caseload_test_<uuid>` through
-//! ADMIN_URL, points the servers at it, and drops it at the end.
+//! (5), `--users U` (1: `admin` alone) and `--active A` (U). With `--postgres`, the bench
+//! creates a database `caseload_test_<uuid>` through ADMIN_URL, points the servers at it,
+//! and drops it at the end.
+//!
+//! With `--users U`, the bench makes U users and splits the jobs among them, each user's
+//! share in one burst; at most A users send at once, with C requests in flight among them, and
+//! the next user starts when one is done. One user is the worst case for anything kept per
+//! user; many users, a few at a time, is the common one:
+//!
+//! ```text
+//! cargo bench -p caseload-host --bench throughput -- --postgres URL --users 16 --active 4
+//! ```
 //!
 //! The client, the server(s) and their workers share the machine's cores (and PostgreSQL
 //! too, when it runs locally): the figures are those of the whole machine, not of a server
@@ -72,6 +82,8 @@ struct Options {
     workers: Option<usize>,
     rate: u32,
     seconds: u32,
+    users: usize,
+    active: Option<usize>,
 }
 
 impl Options {
@@ -84,6 +96,8 @@ impl Options {
             workers: None,
             rate: 500,
             seconds: 5,
+            users: 1,
+            active: None,
         };
         let mut arguments = std::env::args().skip(1);
         while let Some(argument) = arguments.next() {
@@ -103,9 +117,12 @@ impl Options {
                 "--workers" => options.workers = Some(parse_number(&argument, &value()?)?),
                 "--rate" => options.rate = parse_number(&argument, &value()?)?,
                 "--seconds" => options.seconds = parse_number(&argument, &value()?)?,
+                "--users" => options.users = parse_number(&argument, &value()?)?,
+                "--active" => options.active = Some(parse_number(&argument, &value()?)?),
                 other => bail!(
                     "unknown argument {other:?}; options: --jobs N --concurrency C \
-                     --replicas 1|2 --postgres ADMIN_URL --workers W --rate R --seconds S"
+                     --replicas 1|2 --postgres ADMIN_URL --workers W --rate R --seconds S \
+                     --users U --active A"
                 ),
             }
         }
@@ -122,6 +139,13 @@ impl Options {
         ensure!(options.workers != Some(0), "--workers must be at least 1");
         ensure!(options.rate > 0, "--rate must be at least 1");
         ensure!(options.seconds > 0, "--seconds must be at least 1");
+        ensure!(options.users > 0, "--users must be at least 1");
+        ensure!(
+            options
+                .active
+                .is_none_or(|active| (1..=options.users).contains(&active)),
+            "--active must be between 1 and --users"
+        );
         Ok(options)
     }
 }
@@ -252,14 +276,14 @@ struct Api {
 }
 
 impl Api {
-    async fn login(base_urls: Vec<String>) -> anyhow::Result<Self> {
+    async fn login(base_urls: Vec<String>, username: &str, password: &str) -> anyhow::Result<Self> {
         let client = Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .build()
             .context("cannot build the HTTP client")?;
         let response = client
             .post(format!("{}/login", base_urls[0]))
-            .json(&serde_json::json!({"username": "admin", "password": ADMIN_PASSWORD}))
+            .json(&serde_json::json!({"username": username, "password": password}))
             .send()
             .await
             .context("POST /login failed")?;
@@ -278,6 +302,25 @@ impl Api {
             base_urls,
             authorization: format!("Bearer {token}"),
         })
+    }
+
+    /// Makes the user `username` (as `admin`) and logs it in.
+    async fn new_user(&self, username: &str) -> anyhow::Result<Api> {
+        let response = self
+            .client
+            .post(format!("{}/admin/users", self.base_urls[0]))
+            .header(reqwest::header::AUTHORIZATION, &self.authorization)
+            .json(&serde_json::json!({"username": username, "password": ADMIN_PASSWORD}))
+            .send()
+            .await
+            .context("POST /admin/users failed")?;
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        ensure!(
+            status.is_success(),
+            "POST /admin/users answered {status}: {body}"
+        );
+        Api::login(self.base_urls.clone(), username, ADMIN_PASSWORD).await
     }
 
     fn replica(&self, index: usize) -> &str {
@@ -414,10 +457,19 @@ fn label_text_end(text: &str) -> Option<usize> {
 
 async fn bench(options: &Options, database_url: Option<&str>) -> anyhow::Result<()> {
     let servers = Servers::start(options, database_url).await?;
-    let api = Api::login(servers.base_urls.clone()).await?;
+    let admin = Api::login(servers.base_urls.clone(), "admin", ADMIN_PASSWORD).await?;
+    let users = if options.users == 1 {
+        vec![admin]
+    } else {
+        let mut users = Vec::with_capacity(options.users);
+        for user in 0..options.users {
+            users.push(admin.new_user(&format!("bench-user-{user}")).await?);
+        }
+        users
+    };
 
     println!(
-        "backend {}, replicas {}, workers {}, jobs {}, concurrency {}",
+        "backend {}, replicas {}, workers {}, jobs {}, concurrency {}, users {} ({} at a time)",
         if database_url.is_some() {
             "postgres"
         } else {
@@ -429,15 +481,17 @@ async fn bench(options: &Options, database_url: Option<&str>) -> anyhow::Result<
             .map_or_else(|| "default".to_owned(), |workers| workers.to_string()),
         options.jobs,
         options.concurrency,
+        options.users,
+        options.active.unwrap_or(options.users),
     );
 
     let pids: Vec<u32> = servers.children.iter().map(Child::id).collect();
     let cpu_before = cpu_seconds(&pids);
     let wall = Instant::now();
-    let job_ids = throughput(&api, options).await?;
+    let job_ids = throughput(&users, options).await?;
     report_cpu(&pids, cpu_before, wall.elapsed());
-    verify_completed(&api, &job_ids, options.concurrency).await?;
-    fixed_rate(&api, &job_ids, options).await?;
+    verify_completed(&users, &job_ids, options.concurrency).await?;
+    fixed_rate(&users, &job_ids, options).await?;
     drop(servers);
     Ok(())
 }
@@ -481,29 +535,40 @@ fn report_cpu(server_pids: &[u32], before: (f64, f64), wall: Duration) {
     );
 }
 
-/// Phase 1: submits every job, waits for the metrics to count them all COMPLETED, and
-/// returns the job ids.
-async fn throughput(api: &Api, options: &Options) -> anyhow::Result<Vec<String>> {
+/// A submitted job: the index of the user that owns it, and its id.
+type JobId = (usize, String);
+
+/// Phase 1: submits every job, each user's share in one burst with at most `--active` users
+/// sending at once, waits for the metrics to count them all COMPLETED, and returns the job ids.
+async fn throughput(users: &[Api], options: &Options) -> anyhow::Result<Vec<JobId>> {
     let started = Instant::now();
     let expected = options.jobs as u64;
     let watcher = {
-        let api = api.clone();
+        let api = users[0].clone();
         tokio::spawn(async move { wait_for_completions(&api, expected).await })
     };
 
-    let submitted: Vec<(String, Duration)> = stream::iter(0..options.jobs)
-        .map(|index| async move {
-            let sent = Instant::now();
-            let job_id = api.submit(index).await?;
-            anyhow::Ok((job_id, sent.elapsed()))
+    let active = options.active.unwrap_or(users.len());
+    let per_user = options.concurrency.div_ceil(active);
+    let bursts = stream::iter(users.iter().enumerate())
+        .map(|(user, api)| {
+            let share = (user..options.jobs).step_by(users.len());
+            stream::iter(share)
+                .map(move |index| async move {
+                    let sent = Instant::now();
+                    let job_id = api.submit(index).await?;
+                    anyhow::Ok(((user, job_id), sent.elapsed()))
+                })
+                .buffer_unordered(per_user)
+                .try_collect::<Vec<_>>()
         })
-        .buffer_unordered(options.concurrency)
-        .try_collect()
+        .buffer_unordered(active)
+        .try_collect::<Vec<_>>()
         .await
         .inspect_err(|_| watcher.abort())?;
     let submit_phase = started.elapsed();
-    let (job_ids, mut submit_latencies): (Vec<String>, Vec<Duration>) =
-        submitted.into_iter().unzip();
+    let (job_ids, mut submit_latencies): (Vec<JobId>, Vec<Duration>) =
+        bursts.into_iter().flatten().unzip();
 
     let (completed, ended, finished) = watcher.await.context("the metrics watcher panicked")??;
     let end_to_end = finished - started;
@@ -554,10 +619,14 @@ async fn wait_for_completions(api: &Api, expected: u64) -> anyhow::Result<(u64, 
 }
 
 /// Asks every job's status (untimed); fails unless all are COMPLETED.
-async fn verify_completed(api: &Api, job_ids: &[String], concurrency: usize) -> anyhow::Result<()> {
+async fn verify_completed(
+    users: &[Api],
+    job_ids: &[JobId],
+    concurrency: usize,
+) -> anyhow::Result<()> {
     let failures: Vec<(&String, String)> = stream::iter(job_ids.iter().enumerate())
-        .map(|(index, job_id)| async move {
-            match api.job_status(index, job_id).await {
+        .map(|(index, (user, job_id))| async move {
+            match users[*user].job_status(index, job_id).await {
                 Ok(status) if status == "COMPLETED" => None,
                 Ok(status) => Some((job_id, format!("status {status}"))),
                 Err(problem) => Some((job_id, problem)),
@@ -594,7 +663,8 @@ struct Sample {
 }
 
 /// Phase 2: POST and GET, each at `--rate` per second, interleaved on one fixed schedule.
-async fn fixed_rate(api: &Api, job_ids: &[String], options: &Options) -> anyhow::Result<()> {
+/// The users take turns at sending.
+async fn fixed_rate(users: &[Api], job_ids: &[JobId], options: &Options) -> anyhow::Result<()> {
     let requests = 2 * options.rate as usize * options.seconds as usize;
     let mut schedule =
         tokio::time::interval(Duration::from_secs_f64(0.5 / f64::from(options.rate)));
@@ -603,12 +673,15 @@ async fn fixed_rate(api: &Api, job_ids: &[String], options: &Options) -> anyhow:
     let mut tasks = Vec::with_capacity(requests);
     for index in 0..requests {
         let scheduled = schedule.tick().await;
-        let api = api.clone();
-        let (probe, job_id) = if index % 2 == 0 {
-            (Probe::Submit, None)
+        let (api, probe, job_id) = if index % 2 == 0 {
+            (
+                users[(index / 2) % users.len()].clone(),
+                Probe::Submit,
+                None,
+            )
         } else {
-            let job_id = job_ids[random.gen_range(0..job_ids.len())].clone();
-            (Probe::Status, Some(job_id))
+            let (user, job_id) = job_ids[random.gen_range(0..job_ids.len())].clone();
+            (users[user].clone(), Probe::Status, Some(job_id))
         };
         let replica = index / 2;
         tasks.push(tokio::spawn(async move {
