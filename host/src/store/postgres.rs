@@ -139,6 +139,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         34,
         include_str!("../../migrations/postgres/0034_project_experiments.sql"),
     ),
+    (
+        35,
+        include_str!("../../migrations/postgres/0035_user_counts.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

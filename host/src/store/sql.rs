@@ -58,17 +58,27 @@ pub(super) const DELETE_USER_WEBHOOKS: &str = "DELETE FROM webhook_deliveries
 pub(super) const DELETE_USER_DATA_FILES: &str =
     "DELETE FROM data_files WHERE owner_id = (SELECT id FROM users WHERE username = $1)";
 
+/// A user's running totals, once its jobs are gone.
+pub(super) const DELETE_USER_COUNTS: &str =
+    "DELETE FROM user_counts WHERE user_id = (SELECT id FROM users WHERE username = $1)";
+
 /// What counts against a user's quotas: its pending jobs and its outputs' bytes (running
-/// totals, see migrations 0014 and 0009) and its datasets' bytes.
-pub(super) const USAGE: &str = "SELECT pending_jobs,
+/// totals over the user's slots, see migration 0035) and its datasets' bytes.
+pub(super) const USAGE: &str = "SELECT
+     (SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) FROM user_counts
+      WHERE user_id = $1) AS pending_jobs,
      kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
                    WHERE owner_id = $1) AS dataset_bytes,
-     output_bytes, max_pending_jobs, max_dataset_bytes, max_output_bytes
+     (SELECT CAST(COALESCE(SUM(output_bytes), 0) AS BIGINT) FROM user_counts
+      WHERE user_id = $1) AS output_bytes,
+     max_pending_jobs, max_dataset_bytes, max_output_bytes
      FROM users WHERE id = $1";
 
 /// What the quota checks of a write read, in its transaction: `$1` the user, `$2` and `$3`
 /// the server's pending-jobs and dataset-bytes quotas.
-pub(super) const QUOTA_STATE: &str = "SELECT pending_jobs,
+pub(super) const QUOTA_STATE: &str = "SELECT
+     (SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) FROM user_counts
+      WHERE user_id = $1) AS pending_jobs,
      COALESCE(max_pending_jobs, $2) AS max_pending_jobs,
      kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
                    WHERE owner_id = $1) AS dataset_bytes,
@@ -268,13 +278,16 @@ pub(super) const PURGE_UP_TO: &str = "SELECT MAX(ended_at) FROM (
          SELECT ended_at FROM jobs WHERE ended_at IS NOT NULL AND ended_at < $1
          ORDER BY ended_at LIMIT $2) AS batch";
 
-/// The outputs about to be purged come off their owners' running totals.
-pub(super) const UNCOUNT_PURGED_OUTPUTS: &str = "UPDATE users
-     SET output_bytes = output_bytes - (
-         SELECT COALESCE(SUM(job_outputs.bytes), 0) FROM job_outputs
-         JOIN jobs ON jobs.id = job_outputs.job_id
-         WHERE jobs.owner_id = users.id AND jobs.ended_at IS NOT NULL AND jobs.ended_at <= $1)
-     WHERE id IN (SELECT owner_id FROM jobs WHERE ended_at IS NOT NULL AND ended_at <= $1)";
+/// The outputs about to be purged come off their owners' running totals, in slot -1, which
+/// only retention writes.
+pub(super) const UNCOUNT_PURGED_OUTPUTS: &str =
+    "INSERT INTO user_counts (user_id, slot, pending_jobs, output_bytes)
+     SELECT jobs.owner_id, -1, 0, -CAST(SUM(job_outputs.bytes) AS BIGINT) FROM job_outputs
+     JOIN jobs ON jobs.id = job_outputs.job_id
+     WHERE jobs.ended_at IS NOT NULL AND jobs.ended_at <= $1
+     GROUP BY jobs.owner_id
+     ON CONFLICT (user_id, slot) DO UPDATE
+     SET output_bytes = user_counts.output_bytes + excluded.output_bytes";
 
 /// The deliveries of the jobs about to be purged: settled long before (retention outlasts the
 /// retry schedule), and the outbox would otherwise only grow.

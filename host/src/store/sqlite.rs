@@ -129,6 +129,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         34,
         include_str!("../../migrations/sqlite/0034_project_experiments.sql"),
     ),
+    (
+        35,
+        include_str!("../../migrations/sqlite/0035_user_counts.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;

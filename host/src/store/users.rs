@@ -238,6 +238,7 @@ where
             sql::DELETE_USER_WEBHOOKS,
             sql::DELETE_USER_JOBS,
             sql::DELETE_USER_DATA_FILES,
+            sql::DELETE_USER_COUNTS,
         ] {
             sqlx::query(statement)
                 .bind(username)
