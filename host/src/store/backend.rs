@@ -10,7 +10,8 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
 
 use super::batch::{Batcher, Outcome, Write};
 use super::executions::{ClaimFilter, ClaimedJob, finish};
-use super::jobs::{Inserted, check_job_quotas, insert_job};
+use super::jobs::{Inserted, insert_job};
+use super::launch_quotas::LaunchQuotas;
 use super::outcome::{JobEnds, Retry};
 use super::{ExecutionStatus, JobChange, JobEvents, StoreError, now_millis, sql};
 use super::{incumbents, rows};
@@ -89,9 +90,12 @@ pub(super) trait Backend: Send + Sync + 'static {
     async fn watch(&self, events: Arc<dyn JobEvents>);
 }
 
+/// Applies one write of a batch; `quotas` carries the quota checks of the transaction's
+/// launches from one to the next.
 pub(super) async fn apply<B>(
     connection: &mut Connection<B>,
     write: &Write,
+    quotas: &mut LaunchQuotas,
 ) -> Result<Outcome, StoreError>
 where
     B: Backend,
@@ -114,13 +118,15 @@ where
     Ok(match write {
         Write::InsertJob(job) => {
             let jobs = std::slice::from_ref(job.as_ref());
-            Outcome::Inserted(match check_job_quotas::<B>(connection, jobs).await? {
+            let inserted = match quotas.check::<B>(connection, jobs).await? {
                 Some(refusal) => Inserted::Refused(refusal),
                 None => insert_job::<B>(connection, job).await?,
-            })
+            };
+            quotas.add(jobs, std::slice::from_ref(&inserted));
+            Outcome::Inserted(inserted)
         }
         Write::InsertJobs { jobs, experiment } => {
-            if let Some(refusal) = check_job_quotas::<B>(connection, jobs).await? {
+            if let Some(refusal) = quotas.check::<B>(connection, jobs).await? {
                 return Ok(Outcome::InsertedAll(vec![
                     Inserted::Refused(refusal);
                     jobs.len()
@@ -150,6 +156,7 @@ where
                     break;
                 }
             }
+            quotas.add(jobs, &inserted);
             Outcome::InsertedAll(inserted)
         }
         Write::Claim {

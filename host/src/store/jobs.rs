@@ -11,7 +11,6 @@ use super::jobs_page::{Argument, JobsPage};
 use super::plugins::PluginBinding;
 use super::races::RaceEntrant;
 use super::rows::{self, Columns, FromRow};
-use super::users::quota_state;
 use super::{
     JobChange, JobEvents, JobStatus, Millis, Quotas, Refusal, StoreError, now_millis, sql,
 };
@@ -530,74 +529,6 @@ where
     async fn watch_new_jobs(&self, events: Arc<dyn JobEvents>) {
         self.watch(events).await
     }
-}
-
-/// Whether the jobs, all of one owner, fit its quotas: `None` if they do. Read in the
-/// transaction that stores them, with the owner's row locked, so that concurrent launches
-/// (and batches, counted whole) cannot pass one check together.
-pub(super) async fn check_job_quotas<B>(
-    connection: &mut Connection<B>,
-    jobs: &[NewJob],
-) -> Result<Option<Refusal>, StoreError>
-where
-    B: Backend,
-    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
-    usize: ColumnIndex<DbRow<B>>,
-    for<'a> &'a [u8]: Param<'a, B::Db>,
-    i64: Column<B::Db>,
-    f64: Column<B::Db>,
-    bool: Column<B::Db>,
-    String: Column<B::Db>,
-    Vec<u8>: Column<B::Db>,
-    for<'a> Option<i64>: Param<'a, B::Db>,
-    for<'a> Option<f64>: Param<'a, B::Db>,
-    for<'a> Option<bool>: Param<'a, B::Db>,
-    for<'a> Option<String>: Param<'a, B::Db>,
-    for<'a> Option<&'a str>: Param<'a, B::Db>,
-    for<'a> Option<&'a String>: Param<'a, B::Db>,
-{
-    let Some(first) = jobs.first() else {
-        return Ok(None);
-    };
-    let Some(state) = quota_state::<B>(connection, &first.owner_id, &first.quotas).await? else {
-        return Ok(Some(Refusal::NoSuchOwner));
-    };
-    let count = jobs.len() as u64;
-    if state.pending_jobs + count > state.max_pending_jobs {
-        return Ok(Some(Refusal::PendingJobs(state.max_pending_jobs)));
-    }
-    let bytes: u64 = jobs.iter().map(|job| job.input.len() as u64).sum();
-    if state.dataset_bytes + bytes > state.max_dataset_bytes {
-        return Ok(Some(Refusal::DatasetBytes(state.max_dataset_bytes)));
-    }
-    // A shared project's own cap, after its member's: both hold, the first reached refuses.
-    if let Some(project_id) = first
-        .project_id
-        .as_deref()
-        .filter(|project_id| *project_id != first.owner_id)
-    {
-        if let Some(lock) = B::LOCK_PROJECT {
-            sqlx::query(lock)
-                .bind(project_id)
-                .execute(&mut *connection)
-                .await?;
-        }
-        let row = sqlx::query(sql::PROJECT_QUOTA_STATE)
-            .bind(project_id)
-            .fetch_optional(&mut *connection)
-            .await?;
-        if let Some(row) = row {
-            let pending = row.integer("pending")?.max(0) as u64;
-            if let Some(cap) = row.integer_or_null("max_pending_jobs")? {
-                let cap = cap.max(0) as u64;
-                if pending + count > cap {
-                    return Ok(Some(Refusal::ProjectPendingJobs(cap)));
-                }
-            }
-        }
-    }
-    Ok(None)
 }
 
 pub(super) async fn insert_job<B>(

@@ -20,6 +20,7 @@ mod experiments;
 mod incumbents;
 mod jobs;
 mod jobs_page;
+mod launch_quotas;
 mod outcome;
 mod plugins;
 mod postgres;

@@ -11,6 +11,7 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryRes
 
 use super::backend::{Backend, FINISH_PREFIX, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
+use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::schema::{self, Migrations};
@@ -405,9 +406,10 @@ struct PostgresWriter {
 impl BatchWriter for PostgresWriter {
     async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
         let mut transaction = self.pool.begin().await?;
+        let mut quotas = LaunchQuotas::default();
         let mut outcomes = Vec::with_capacity(writes.len());
         for write in writes {
-            outcomes.push(apply::<PostgresStore>(&mut transaction, write).await?);
+            outcomes.push(apply::<PostgresStore>(&mut transaction, write, &mut quotas).await?);
         }
         if writes.iter().any(Write::may_enqueue) {
             notify(&mut transaction).await?;

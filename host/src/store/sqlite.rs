@@ -16,6 +16,7 @@ use sqlx::sqlite::{
 
 use super::backend::{Backend, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
+use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::schema::{self, Migrations};
@@ -306,9 +307,10 @@ struct SqliteWriter {
 impl BatchWriter for SqliteWriter {
     async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
         let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut quotas = LaunchQuotas::default();
         let mut outcomes = Vec::with_capacity(writes.len());
         for write in writes {
-            outcomes.push(apply::<SqliteStore>(&mut transaction, write).await?);
+            outcomes.push(apply::<SqliteStore>(&mut transaction, write, &mut quotas).await?);
         }
         transaction.commit().await?;
         tell(&self.events, &batch::changes(writes, &outcomes));

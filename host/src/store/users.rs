@@ -268,6 +268,7 @@ where
 
 /// What counts against a user's pending-jobs and dataset quotas, read with the user's row
 /// locked until the transaction ends.
+#[derive(Debug)]
 pub(super) struct QuotaState {
     pub(super) pending_jobs: u64,
     pub(super) max_pending_jobs: u64,

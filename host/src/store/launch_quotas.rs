@@ -1,0 +1,173 @@
+//! The quota checks of one transaction's launches.
+//!
+//! A launch must fit its owner's quotas and, in a shared project, the project's cap on
+//! pending jobs. The first launch of an owner (or project) in a transaction locks its row and
+//! reads its counts; every later one is checked against those counts plus what the
+//! transaction's earlier launches added, so a batch of launches costs two round trips per
+//! owner, not per launch. The checks stay exact: the locks keep every other launch of those
+//! owners and projects out until the commit, and what else may change meanwhile (claims,
+//! ends) only lowers the counts.
+
+use std::collections::HashMap;
+
+use sqlx::{ColumnIndex, Executor};
+
+use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::jobs::{Inserted, NewJob};
+use super::rows::Columns;
+use super::users::{QuotaState, quota_state};
+use super::{Refusal, StoreError, sql};
+
+/// What one transaction's launches have read and added so far.
+#[derive(Debug, Default)]
+pub(super) struct LaunchQuotas {
+    /// Each owner's counts and limits (`None`: no such user), with its launches added.
+    owners: HashMap<String, Option<QuotaState>>,
+    projects: HashMap<String, ProjectCap>,
+}
+
+/// A shared project's pending jobs and its own cap on them (`None`: none).
+#[derive(Debug, Clone, Copy)]
+struct ProjectCap {
+    pending: u64,
+    cap: Option<u64>,
+}
+
+impl LaunchQuotas {
+    /// Whether the jobs, all of one owner and one project, fit: `None` if they do.
+    pub(super) async fn check<B>(
+        &mut self,
+        connection: &mut Connection<B>,
+        jobs: &[NewJob],
+    ) -> Result<Option<Refusal>, StoreError>
+    where
+        B: Backend,
+        for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+        for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+        usize: ColumnIndex<DbRow<B>>,
+        for<'a> &'a [u8]: Param<'a, B::Db>,
+        i64: Column<B::Db>,
+        f64: Column<B::Db>,
+        bool: Column<B::Db>,
+        String: Column<B::Db>,
+        Vec<u8>: Column<B::Db>,
+        for<'a> Option<i64>: Param<'a, B::Db>,
+        for<'a> Option<f64>: Param<'a, B::Db>,
+        for<'a> Option<bool>: Param<'a, B::Db>,
+        for<'a> Option<String>: Param<'a, B::Db>,
+        for<'a> Option<&'a str>: Param<'a, B::Db>,
+        for<'a> Option<&'a String>: Param<'a, B::Db>,
+    {
+        let Some(first) = jobs.first() else {
+            return Ok(None);
+        };
+        if !self.owners.contains_key(&first.owner_id) {
+            let state = quota_state::<B>(connection, &first.owner_id, &first.quotas).await?;
+            self.owners.insert(first.owner_id.clone(), state);
+        }
+        let Some(Some(state)) = self.owners.get(&first.owner_id) else {
+            return Ok(Some(Refusal::NoSuchOwner));
+        };
+        let count = jobs.len() as u64;
+        if state.pending_jobs + count > state.max_pending_jobs {
+            return Ok(Some(Refusal::PendingJobs(state.max_pending_jobs)));
+        }
+        if state.dataset_bytes + input_bytes(jobs) > state.max_dataset_bytes {
+            return Ok(Some(Refusal::DatasetBytes(state.max_dataset_bytes)));
+        }
+        // A shared project's own cap, after its member's: both hold, the first reached refuses.
+        let Some(project_id) = shared_project(first) else {
+            return Ok(None);
+        };
+        if !self.projects.contains_key(project_id) {
+            let cap = project_cap::<B>(connection, project_id).await?;
+            self.projects.insert(project_id.to_owned(), cap);
+        }
+        if let Some(ProjectCap {
+            pending,
+            cap: Some(cap),
+        }) = self.projects.get(project_id)
+            && pending + count > *cap
+        {
+            return Ok(Some(Refusal::ProjectPendingJobs(*cap)));
+        }
+        Ok(None)
+    }
+
+    /// Adds the jobs a launch stored to its owner's and project's counts.
+    pub(super) fn add(&mut self, jobs: &[NewJob], inserted: &[Inserted]) {
+        let created: Vec<&NewJob> = jobs
+            .iter()
+            .zip(inserted)
+            .filter(|(_, inserted)| **inserted == Inserted::Created)
+            .map(|(job, _)| job)
+            .collect();
+        let Some(first) = created.first() else {
+            return;
+        };
+        let count = created.len() as u64;
+        if let Some(Some(state)) = self.owners.get_mut(&first.owner_id) {
+            state.pending_jobs += count;
+            state.dataset_bytes += created
+                .iter()
+                .map(|job| job.input.len() as u64)
+                .sum::<u64>();
+        }
+        if let Some(project) = shared_project(first).and_then(|id| self.projects.get_mut(id)) {
+            project.pending += count;
+        }
+    }
+}
+
+fn input_bytes(jobs: &[NewJob]) -> u64 {
+    jobs.iter().map(|job| job.input.len() as u64).sum()
+}
+
+/// The job's project, unless it is its owner's personal one.
+fn shared_project(job: &NewJob) -> Option<&str> {
+    job.project_id
+        .as_deref()
+        .filter(|project_id| *project_id != job.owner_id)
+}
+
+/// Locks the project's row and reads its pending jobs and cap (none for a project that is
+/// gone: its member's quotas still hold).
+async fn project_cap<B>(
+    connection: &mut Connection<B>,
+    project_id: &str,
+) -> Result<ProjectCap, StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
+    usize: ColumnIndex<DbRow<B>>,
+    i64: Column<B::Db>,
+    f64: Column<B::Db>,
+    bool: Column<B::Db>,
+    String: Column<B::Db>,
+    Vec<u8>: Column<B::Db>,
+    for<'a> Option<i64>: Param<'a, B::Db>,
+{
+    if let Some(lock) = B::LOCK_PROJECT {
+        sqlx::query(lock)
+            .bind(project_id)
+            .execute(&mut *connection)
+            .await?;
+    }
+    let row = sqlx::query(sql::PROJECT_QUOTA_STATE)
+        .bind(project_id)
+        .fetch_optional(&mut *connection)
+        .await?;
+    let Some(row) = row else {
+        return Ok(ProjectCap {
+            pending: 0,
+            cap: None,
+        });
+    };
+    Ok(ProjectCap {
+        pending: row.integer("pending")?.max(0) as u64,
+        cap: row
+            .integer_or_null("max_pending_jobs")?
+            .map(|cap| cap.max(0) as u64),
+    })
+}
