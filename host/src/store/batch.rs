@@ -143,7 +143,10 @@ type Reply = oneshot::Sender<Result<Outcome, StoreError>>;
 /// The queues in front of a [`BatchWriter`]: one writing task per lane. SQLite takes one
 /// writer at a time, so it has one lane; PostgreSQL commits several transactions at once, so
 /// its writes spread over a few. Every write of one job goes to the same lane, which keeps
-/// them in order; claims and inserts take the lanes in turn.
+/// them in order; claims take the lanes in turn. Every launch of one owner goes to the same
+/// lane too: a launch locks its owner's row until its transaction commits (the quotas are
+/// exact), so the owner's launches wait for nothing in one transaction, where in several
+/// they would commit one transaction after the other.
 #[derive(Debug, Clone)]
 pub(crate) struct Batcher {
     lanes: Vec<mpsc::UnboundedSender<(Write, Reply)>>,
@@ -166,10 +169,10 @@ impl Batcher {
         }
     }
 
-    /// The lane of a job's writes.
-    fn lane_of(&self, job_id: &str) -> usize {
+    /// The lane of a job's writes, or of an owner's launches.
+    fn lane_of(&self, id: &str) -> usize {
         let mut hasher = std::hash::DefaultHasher::new();
-        job_id.hash(&mut hasher);
+        id.hash(&mut hasher);
         (hasher.finish() % self.lanes.len() as u64) as usize
     }
 
@@ -182,9 +185,11 @@ impl Batcher {
             Write::Heartbeat { leases, .. } => leases
                 .first()
                 .map_or(0, |lease| self.lane_of(&lease.job_id)),
-            Write::InsertJob(_) | Write::InsertJobs { .. } | Write::Claim { .. } => {
-                self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len()
+            Write::InsertJob(job) => self.lane_of(&job.owner_id),
+            Write::InsertJobs { jobs, .. } => {
+                jobs.first().map_or(0, |job| self.lane_of(&job.owner_id))
             }
+            Write::Claim { .. } => self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len(),
         }
     }
 

@@ -2,6 +2,7 @@
 //! skip rows other replicas hold locked (`FOR UPDATE SKIP LOCKED`), idle workers wake through
 //! `LISTEN/NOTIFY`, and migrations run under an advisory lock so replicas may start together.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryRes
 
 use super::backend::{Backend, FINISH_PREFIX, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
+use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
@@ -404,13 +406,31 @@ struct PostgresWriter {
 
 #[async_trait]
 impl BatchWriter for PostgresWriter {
+    /// The launches go last, after the users' and projects' rows they lock were locked in
+    /// one order ([`lock_launchers`]): those rows are then held only for the launches and the
+    /// commit, and two lanes never wait on each other in a circle. Nothing else in a batch
+    /// waits on a row another lane holds (claims skip locked jobs, counts take a free slot).
     async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
         let mut transaction = self.pool.begin().await?;
         let mut quotas = LaunchQuotas::default();
-        let mut outcomes = Vec::with_capacity(writes.len());
-        for write in writes {
-            outcomes.push(apply::<PostgresStore>(&mut transaction, write, &mut quotas).await?);
+        let mut outcomes: Vec<Option<Outcome>> = writes.iter().map(|_| None).collect();
+        let (launches, others): (Vec<_>, Vec<_>) = writes
+            .iter()
+            .enumerate()
+            .partition(|(_, write)| !launched(write).is_empty());
+        for (index, write) in others {
+            outcomes[index] =
+                Some(apply::<PostgresStore>(&mut transaction, write, &mut quotas).await?);
         }
+        lock_launchers(&mut transaction, writes).await?;
+        for (index, write) in launches {
+            outcomes[index] =
+                Some(apply::<PostgresStore>(&mut transaction, write, &mut quotas).await?);
+        }
+        let outcomes = outcomes
+            .into_iter()
+            .collect::<Option<Vec<Outcome>>>()
+            .ok_or_else(|| StoreError::Corrupt("a write of a batch was not applied".into()))?;
         if writes.iter().any(Write::may_enqueue) {
             notify(&mut transaction).await?;
         }
@@ -419,6 +439,51 @@ impl BatchWriter for PostgresWriter {
         Ok(outcomes)
     }
 }
+
+/// The jobs a write launches.
+fn launched(write: &Write) -> &[NewJob] {
+    match write {
+        Write::InsertJob(job) => std::slice::from_ref(job.as_ref()),
+        Write::InsertJobs { jobs, .. } => jobs,
+        _ => &[],
+    }
+}
+
+/// Locks the rows of the users, then of the shared projects, whose jobs the batch launches,
+/// each in the order of their ids, so that every lane takes them in one order. The quota
+/// checks of the launches lock them again, which then waits for nothing.
+async fn lock_launchers(connection: &mut PgConnection, writes: &[Write]) -> Result<(), StoreError> {
+    let mut users = BTreeSet::new();
+    let mut projects = BTreeSet::new();
+    for job in writes.iter().flat_map(launched) {
+        users.insert(job.owner_id.as_str());
+        if let Some(project_id) = job.project_id.as_deref()
+            && project_id != job.owner_id
+        {
+            projects.insert(project_id);
+        }
+    }
+    // One row alone is locked in one order.
+    if users.len() + projects.len() <= 1 {
+        return Ok(());
+    }
+    for (statement, ids) in [(LOCK_USERS, users), (LOCK_PROJECTS, projects)] {
+        if !ids.is_empty() {
+            let ids: Vec<&str> = ids.into_iter().collect();
+            sqlx::query(statement)
+                .bind(ids)
+                .execute(&mut *connection)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Locks users `$1`, in the order of their ids (the sort runs below the lock).
+const LOCK_USERS: &str = "SELECT id FROM users WHERE id = ANY($1) ORDER BY id FOR UPDATE";
+
+/// Locks projects `$1`, in the order of their ids.
+const LOCK_PROJECTS: &str = "SELECT id FROM projects WHERE id = ANY($1) ORDER BY id FOR UPDATE";
 
 #[async_trait]
 impl Backend for PostgresStore {

@@ -298,3 +298,135 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
     assert_eq!(versions, every);
     pool.close().await;
 }
+
+/// Two replicas and eight users, all at once: launches of several users in one transaction,
+/// claims and ends that take the counts down, over every lane of both. Nothing waits in a
+/// circle (a deadlock would fail a write), each user's quota holds exactly, and its running
+/// totals, spread over slots, add up to its jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_replicas_launch_claim_and_end_for_many_users_at_once() {
+    const USERS: usize = 8;
+    const QUOTA: u64 = 25;
+    let database = ScratchDatabase::create().await;
+    let mut replicas: Vec<Arc<dyn JobStore>> = Vec::new();
+    for _ in 0..2 {
+        let store = PostgresStore::open(&database.url).await.expect("opens");
+        replicas.push(Arc::new(store));
+    }
+    let mut users = Vec::new();
+    for index in 0..USERS {
+        users.push(user(replicas[0].as_ref(), &format!("user{index}")).await);
+    }
+    let quotas = Quotas {
+        pending_jobs: QUOTA,
+        ..Quotas::default()
+    };
+    let launch_all = |per_user_and_replica: usize| {
+        let mut launches = Vec::new();
+        for _ in 0..per_user_and_replica {
+            for owner in &users {
+                for store in &replicas {
+                    let store = store.clone();
+                    let job = NewJob {
+                        quotas,
+                        ..new_job(owner)
+                    };
+                    launches.push(tokio::spawn(async move {
+                        let inserted = store.insert_job(&job).await.expect("no launch fails");
+                        (job.owner_id, inserted)
+                    }));
+                }
+            }
+        }
+        launches
+    };
+
+    // Forty launches per user against a quota of 25, nothing claimed: 25 fit, exactly.
+    let mut created: HashMap<String, u64> = HashMap::new();
+    for launch in launch_all(20) {
+        let (owner_id, inserted) = launch.await.expect("joined");
+        match inserted {
+            Inserted::Created => *created.entry(owner_id).or_default() += 1,
+            Inserted::Refused(Refusal::PendingJobs(QUOTA)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    for owner in &users {
+        assert_eq!(created.get(&owner.id), Some(&QUOTA), "{}", owner.username);
+    }
+
+    // Both replicas claim and end every job, each with an output, while more are launched.
+    let launched = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let drain = |store: Arc<dyn JobStore>| {
+        let launched = launched.clone();
+        tokio::spawn(async move {
+            let mut ended: HashMap<String, u64> = HashMap::new();
+            loop {
+                // Read before the claim: once every launch is in, an empty claim is the end.
+                let done = launched.load(std::sync::atomic::Ordering::SeqCst);
+                let claims = store.claim_jobs(LONG, 7).await.expect("no claim fails");
+                if claims.is_empty() {
+                    if done {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+                for claim in claims {
+                    let execution_id = uuid::Uuid::now_v7().to_string();
+                    let start = store.start_execution(
+                        &claim.lease,
+                        &execution_id,
+                        claim.attempt,
+                        &plugin(),
+                        now_millis(),
+                    );
+                    let end = store
+                        .finish_execution(&claim.lease, &completed(&execution_id, r#"{"cut":4}"#));
+                    assert!(start.lease_held().await.expect("no start fails"));
+                    assert!(end.lease_held().await.expect("no end fails"));
+                    *ended.entry(claim.lease.owner_id).or_default() += 1;
+                }
+            }
+            ended
+        })
+    };
+    let drains: Vec<_> = replicas.iter().map(|store| drain(store.clone())).collect();
+    for launch in launch_all(10) {
+        let (owner_id, inserted) = launch.await.expect("joined");
+        match inserted {
+            Inserted::Created => *created.entry(owner_id).or_default() += 1,
+            Inserted::Refused(Refusal::PendingJobs(QUOTA)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    launched.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut ended: HashMap<String, u64> = HashMap::new();
+    for drain in drains {
+        for (owner_id, count) in drain.await.expect("joined") {
+            *ended.entry(owner_id).or_default() += count;
+        }
+    }
+    for owner in &users {
+        let usage = replicas[1]
+            .usage(&owner.id)
+            .await
+            .expect("usage")
+            .expect("the user exists");
+        assert_eq!(usage.pending_jobs, 0, "{}", owner.username);
+        assert_eq!(
+            ended.get(&owner.id),
+            created.get(&owner.id),
+            "{}",
+            owner.username
+        );
+        let output = r#"{"cut":4}"#.len() as u64;
+        assert_eq!(
+            usage.output_bytes,
+            output * created[&owner.id],
+            "{}",
+            owner.username
+        );
+    }
+}
