@@ -15,6 +15,7 @@ use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
+use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
 use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
@@ -166,14 +167,11 @@ const CHANNEL: &str = "caseload_jobs";
 const CANCEL_CHANNEL: &str = "caseload_cancel";
 
 /// The channel that carries the jobs that changed as clients see them: `owner_id job_id`
-/// lines, at most [`CHANGES_PAYLOAD`] bytes per notification.
+/// lines, at most [`postgres_notices::CHANGES_PAYLOAD`] bytes per notification.
 const CHANGES_CHANNEL: &str = "caseload_job_changes";
 
 /// The channel every change to the plugins the store lists is announced on.
 const PLUGINS_CHANNEL: &str = "caseload_plugins";
-
-/// Below PostgreSQL's 8,000-byte limit on a notification's payload.
-const CHANGES_PAYLOAD: usize = 7_000;
 
 /// Claims the oldest pending jobs no other transaction holds, of the use cases `condition`
 /// lets through. The selection is a CTE, which runs once: as an `IN (subquery)` the planner
@@ -241,9 +239,11 @@ impl PostgresStore {
             Migrations::Require => require_migrations(&writer).await?,
         }
         let readers = pool(READ_CONNECTIONS).await?;
+        let notices = Notices::start(writer.clone(), CHANNEL, CHANGES_CHANNEL);
         let batcher = Batcher::start(
             Arc::new(PostgresWriter {
                 pool: writer.clone(),
+                notices,
             }),
             WRITE_LANES,
         );
@@ -368,19 +368,12 @@ async fn notify_changes(
     connection: &mut PgConnection,
     changes: &[JobChange],
 ) -> Result<(), StoreError> {
-    let mut payload = String::new();
-    for (index, change) in changes.iter().enumerate() {
-        payload.push_str(&change.owner_id);
-        payload.push(' ');
-        payload.push_str(&change.job_id);
-        payload.push('\n');
-        if payload.len() >= CHANGES_PAYLOAD || index + 1 == changes.len() {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(CHANGES_CHANNEL)
-                .bind(std::mem::take(&mut payload))
-                .execute(&mut *connection)
-                .await?;
-        }
+    for payload in postgres_notices::payloads(changes) {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANGES_CHANNEL)
+            .bind(payload)
+            .execute(&mut *connection)
+            .await?;
     }
     Ok(())
 }
@@ -399,9 +392,11 @@ fn parse_changes(payload: &str) -> Vec<JobChange> {
         .collect()
 }
 
-/// Writes each batch in one transaction on one pooled connection.
+/// Writes each batch in one transaction on one pooled connection, and has its notices sent
+/// once it committed.
 struct PostgresWriter {
     pool: PgPool,
+    notices: Notices,
 }
 
 #[async_trait]
@@ -431,11 +426,11 @@ impl BatchWriter for PostgresWriter {
             .into_iter()
             .collect::<Option<Vec<Outcome>>>()
             .ok_or_else(|| StoreError::Corrupt("a write of a batch was not applied".into()))?;
-        if writes.iter().any(Write::may_enqueue) {
-            notify(&mut transaction).await?;
-        }
-        notify_changes(&mut transaction, &batch::changes(writes, &outcomes)).await?;
         transaction.commit().await?;
+        if writes.iter().any(Write::may_enqueue) {
+            self.notices.jobs_pending();
+        }
+        self.notices.jobs_changed(batch::changes(writes, &outcomes));
         Ok(outcomes)
     }
 }
