@@ -17,6 +17,10 @@ use crate::tempering::{TemperingParameters, parallel_tempering};
 /// tabu search above it; the G-set's densest graphs (6 %) stay with tempering, tuned on them.
 pub const TABU_MIN_DENSITY: f64 = 0.1;
 
+/// How much each phase of tabu search on a dense kernel that found no new best grows the next
+/// one's perturbation (see [`TabuParameters::perturb_growth`]).
+pub const TABU_PERTURB_GROWTH: f64 = 1.3;
+
 /// Kernels with more nodes than this are annealed, unless they are lattice-like: a ladder of
 /// sixteen rungs stops trading replicas once the energy gaps between rungs, which grow with the
 /// number of nodes, dwarf a replica's fluctuations (swap rates of 0 to 2 % on G55–G81).
@@ -82,7 +86,10 @@ impl Strategy {
         let spread = graph.heavy_weight_scale() / graph.mean_absolute_weight();
         let block_moves = n <= BLOCK_MAX_NODES && spread >= BLOCK_MIN_WEIGHT_SPREAD;
         if mean_degree / (n - 1) as f64 >= TABU_MIN_DENSITY && !block_moves {
-            return Strategy::Tabu(TabuParameters::default());
+            return Strategy::Tabu(TabuParameters {
+                perturb_growth: TABU_PERTURB_GROWTH,
+                ..TabuParameters::default()
+            });
         }
         let mixed_weights = spread >= MIXED_WEIGHT_SPREAD;
         if mean_degree <= LATTICE_MAX_MEAN_DEGREE {

@@ -36,7 +36,15 @@ pub struct TabuParameters {
     /// below `perturb_span · n` of its variables flipped.
     pub perturb_min: f64,
     pub perturb_span: f64,
+    /// After each phase without a new best, the next phase's perturbation is this many times
+    /// the last one's (at most [`MAX_PERTURB_GROWTH`] times the first); a new best resets it.
+    /// 1 keeps it as drawn. A phase that ends back at the best has not left its basin, and a
+    /// stronger kick is what leaves it.
+    pub perturb_growth: f64,
 }
+
+/// The most a perturbation grows by [`TabuParameters::perturb_growth`].
+pub const MAX_PERTURB_GROWTH: f64 = 4.0;
 
 impl Default for TabuParameters {
     fn default() -> TabuParameters {
@@ -48,6 +56,7 @@ impl Default for TabuParameters {
             min_patience: 10_000,
             perturb_min: 0.03,
             perturb_span: 0.10,
+            perturb_growth: 1.0,
         }
     }
 }
@@ -116,6 +125,8 @@ pub fn tabu_search_from(
     let mut iteration = 0u64;
     let mut phase_best = value;
     let mut since_phase_best = 0u64;
+    let mut strength = 1.0f64;
+    let mut best_at_phase_start = best.value;
     let mut last_report = started;
     let clock_every = (CLOCK_EVERY_SCANNED / n).clamp(1, 1024) as u64;
     loop {
@@ -186,9 +197,16 @@ pub fn tabu_search_from(
             since_phase_best += 1;
         }
         if since_phase_best >= patience {
+            strength = if best.value < best_at_phase_start {
+                1.0
+            } else {
+                (strength * parameters.perturb_growth).min(MAX_PERTURB_GROWTH)
+            };
+            best_at_phase_start = best.value;
             x.clone_from(&best.x);
             let flips = (n as f64 * parameters.perturb_min) as usize
                 + random.below(((n as f64 * parameters.perturb_span) as u64).max(1)) as usize;
+            let flips = ((flips as f64 * strength) as usize).min(n);
             for _ in 0..flips {
                 let i = random.below(n as u64) as usize;
                 x[i] = !x[i];
