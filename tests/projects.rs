@@ -173,25 +173,7 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
     );
 
     // A dataset uploaded into the project: its members launch on it, others cannot.
-    let uploaded = server
-        .client
-        .post(server.url(&format!("/data_file?project={project}&filename=g.json")))
-        .bearer_auth(&mark)
-        .header("content-type", "application/json")
-        .body({
-            // A dataset is the input alone: no options inside.
-            let mut graph = launch_body(0.1);
-            graph.as_object_mut().unwrap().remove("options");
-            graph.to_string()
-        })
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(uploaded.status(), StatusCode::CREATED);
-    let data_file = uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let data_file = upload_graph(&server, &mark, &format!("project={project}&")).await;
     let on_dataset = json!({"data_file_identifier": data_file});
     server.launch(&dana, "maxcut", &on_dataset).await;
     expect_problem(
@@ -247,6 +229,30 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
             .status(),
         StatusCode::NO_CONTENT
     );
+}
+
+/// Uploads a graph as a data file (`query` goes before `filename=`, `&`-terminated) and
+/// returns its id.
+async fn upload_graph(server: &TestServer, token: &str, query: &str) -> String {
+    let uploaded = server
+        .client
+        .post(server.url(&format!("/data_file?{query}filename=g.json")))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body({
+            // A dataset is the input alone: no options inside.
+            let mut graph = launch_body(0.1);
+            graph.as_object_mut().unwrap().remove("options");
+            graph.to_string()
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), StatusCode::CREATED);
+    uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 async fn create_key(server: &TestServer, bearer: &str, body: Value) -> reqwest::Response {
@@ -339,24 +345,7 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
     .await;
     // Nor does a launch's body reach its owner's personal data: a data file, or an earlier
     // job as an experiment's input.
-    let uploaded = server
-        .client
-        .post(server.url("/data_file?filename=g.json"))
-        .bearer_auth(&mark)
-        .header("content-type", "application/json")
-        .body({
-            let mut graph = launch_body(0.1);
-            graph.as_object_mut().unwrap().remove("options");
-            graph.to_string()
-        })
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(uploaded.status(), StatusCode::CREATED);
-    let personal_file = uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let personal_file = upload_graph(&server, &mark, "").await;
     expect_problem(
         server
             .post_json(
