@@ -344,14 +344,7 @@ async fn on_postgres_replicas_launch_claim_and_end_for_many_users_at_once() {
 
     // Forty launches per user against a quota of 25, nothing claimed: 25 fit, exactly.
     let mut created: HashMap<String, u64> = HashMap::new();
-    for launch in launch_all(20) {
-        let (owner_id, inserted) = launch.await.expect("joined");
-        match inserted {
-            Inserted::Created => *created.entry(owner_id).or_default() += 1,
-            Inserted::Refused(Refusal::PendingJobs(QUOTA)) => {}
-            other => panic!("{other:?}"),
-        }
-    }
+    count_created(launch_all(20), QUOTA, &mut created).await;
     for owner in &users {
         assert_eq!(created.get(&owner.id), Some(&QUOTA), "{}", owner.username);
     }
@@ -393,14 +386,7 @@ async fn on_postgres_replicas_launch_claim_and_end_for_many_users_at_once() {
         })
     };
     let drains: Vec<_> = replicas.iter().map(|store| drain(store.clone())).collect();
-    for launch in launch_all(10) {
-        let (owner_id, inserted) = launch.await.expect("joined");
-        match inserted {
-            Inserted::Created => *created.entry(owner_id).or_default() += 1,
-            Inserted::Refused(Refusal::PendingJobs(QUOTA)) => {}
-            other => panic!("{other:?}"),
-        }
-    }
+    count_created(launch_all(10), QUOTA, &mut created).await;
     launched.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut ended: HashMap<String, u64> = HashMap::new();
     for drain in drains {
@@ -428,5 +414,22 @@ async fn on_postgres_replicas_launch_claim_and_end_for_many_users_at_once() {
             "{}",
             owner.username
         );
+    }
+}
+
+/// Adds the launches that stored their job to `created`, per owner; every other one must have
+/// been refused at the pending-jobs `quota`.
+async fn count_created(
+    launches: Vec<tokio::task::JoinHandle<(String, Inserted)>>,
+    quota: u64,
+    created: &mut HashMap<String, u64>,
+) {
+    for launch in launches {
+        let (owner_id, inserted) = launch.await.expect("joined");
+        match inserted {
+            Inserted::Created => *created.entry(owner_id).or_default() += 1,
+            Inserted::Refused(Refusal::PendingJobs(refused_at)) if refused_at == quota => {}
+            other => panic!("{other:?}"),
+        }
     }
 }
