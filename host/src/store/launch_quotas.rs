@@ -108,10 +108,7 @@ impl LaunchQuotas {
         let count = created.len() as u64;
         if let Some(Some(state)) = self.owners.get_mut(&first.owner_id) {
             state.pending_jobs += count;
-            state.dataset_bytes += created
-                .iter()
-                .map(|job| job.input.len() as u64)
-                .sum::<u64>();
+            state.dataset_bytes += input_bytes(created.iter().copied());
         }
         if let Some(project) = shared_project(first).and_then(|id| self.projects.get_mut(id)) {
             project.pending += count;
@@ -119,8 +116,8 @@ impl LaunchQuotas {
     }
 }
 
-fn input_bytes(jobs: &[NewJob]) -> u64 {
-    jobs.iter().map(|job| job.input.len() as u64).sum()
+fn input_bytes<'a>(jobs: impl IntoIterator<Item = &'a NewJob>) -> u64 {
+    jobs.into_iter().map(|job| job.input.len() as u64).sum()
 }
 
 /// The job's project, unless it is its owner's personal one.
