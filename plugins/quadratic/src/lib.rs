@@ -11,6 +11,7 @@
 //! It is a library, not a plugin: it knows nothing of the host, the SDK or JSON, and its
 //! searches repeat exactly, natively and in the sandbox, for a seed and a budget.
 
+mod candidates;
 mod exhaustive;
 mod limits;
 mod qubo;

@@ -90,6 +90,12 @@ impl Qubo {
             .collect()
     }
 
+    /// `i`'s neighbours and the weights of its pairs with them.
+    pub(crate) fn row_slices(&self, i: usize) -> (&[u32], &[f64]) {
+        let edges = self.starts[i]..self.starts[i + 1];
+        (&self.neighbours[edges.clone()], &self.weights[edges])
+    }
+
     /// Flips `x_k`, keeping every local field.
     pub(crate) fn flip(&self, x: &mut [bool], fields: &mut [f64], k: usize) {
         let sign = if x[k] { -1.0 } else { 1.0 };

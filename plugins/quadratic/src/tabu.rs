@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::candidates::Candidates;
 use crate::limits::{Limits, Report, Snapshot};
 use crate::qubo::Qubo;
 use crate::random::SplitMix64;
@@ -11,9 +12,10 @@ use crate::random::SplitMix64;
 /// tens of milliseconds.
 const REPORT_INTERVAL: Duration = Duration::from_millis(20);
 
-/// The clock is read about once per this many variables scanned: every 1,024 iterations on
-/// small problems, every iteration on a million variables, so the deadline is kept at any size.
-const CLOCK_EVERY_SCANNED: usize = 1 << 16;
+/// The clock is read about once per this much work, counted as an iteration's flipped
+/// neighbours and blocks read (see [`Candidates`]): every 1,024 iterations on small problems,
+/// every few on large dense ones, so the deadline is kept at any size.
+const CLOCK_EVERY_WORK: f64 = 65_536.0;
 
 /// The search's settings, as fractions of the number of variables `n` where they scale.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,7 +106,6 @@ pub fn tabu_search_from(
         Some(start) if start.len() == n => start.to_vec(),
         _ => (0..n).map(|_| random.next_u64() & 1 == 1).collect(),
     };
-    let mut fields = qubo.local_fields(&x);
     let mut value = qubo.value(&x);
     let mut best = Found {
         x: x.clone(),
@@ -121,14 +122,15 @@ pub fn tabu_search_from(
     };
     let mut tenure = draw_tenure(&mut random);
     let patience = ((parameters.patience * n as f64) as u64).max(parameters.min_patience);
-    let mut tabu_until = vec![0u64; n];
+    let mut candidates = Candidates::new(qubo, &x);
     let mut iteration = 0u64;
     let mut phase_best = value;
     let mut since_phase_best = 0u64;
     let mut strength = 1.0f64;
     let mut best_at_phase_start = best.value;
     let mut last_report = started;
-    let clock_every = (CLOCK_EVERY_SCANNED / n).clamp(1, 1024) as u64;
+    let work = 2.0 * qubo.num_pairs() as f64 / n as f64 + 2.0 * (n as f64).sqrt();
+    let clock_every = (CLOCK_EVERY_WORK / work).clamp(1.0, 1024.0) as u64;
     loop {
         if limits
             .max_iterations
@@ -162,28 +164,16 @@ pub fn tabu_search_from(
         iteration += 1;
         // The best admissible flip; ties go to the first, after a random rotation of the scan.
         let offset = random.below(n as u64) as usize;
-        let mut chosen = usize::MAX;
-        let mut chosen_gain = f64::INFINITY;
-        for step in 0..n {
-            let i = if offset + step < n {
-                offset + step
-            } else {
-                offset + step - n
-            };
-            let gain = Qubo::gain(&x, &fields, i);
-            let admissible = tabu_until[i] <= iteration || value + gain < best.value;
-            if admissible && gain < chosen_gain {
-                chosen = i;
-                chosen_gain = gain;
-            }
-        }
-        if chosen == usize::MAX {
+        let Some(chosen) = candidates.best(iteration, offset, value, best.value) else {
             // Everything is tabu and nothing beats the best: wait the tenures out.
             continue;
-        }
-        qubo.flip(&mut x, &mut fields, chosen);
-        value += chosen_gain;
-        tabu_until[chosen] = iteration + tenure + random.below(parameters.tenure_jitter.max(1)) + 1;
+        };
+        value += candidates.gain(chosen);
+        candidates.flip(qubo, &mut x, chosen, iteration);
+        candidates.make_tabu(
+            chosen,
+            iteration + tenure + random.below(parameters.tenure_jitter.max(1)) + 1,
+        );
         if value < best.value {
             best.x.clone_from(&x);
             best.value = value;
@@ -211,9 +201,8 @@ pub fn tabu_search_from(
                 let i = random.below(n as u64) as usize;
                 x[i] = !x[i];
             }
-            fields = qubo.local_fields(&x);
             value = qubo.value(&x);
-            tabu_until.iter_mut().for_each(|until| *until = 0);
+            candidates.restart(qubo, &x);
             tenure = draw_tenure(&mut random);
             phase_best = value;
             since_phase_best = 0;
