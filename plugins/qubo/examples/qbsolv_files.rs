@@ -1,5 +1,6 @@
 //! Runs the solver natively on qbsolv `.qubo` files, maximising (as Beasley's OR-Library
-//! instances are posed), and prints each seed's objective and time to best:
+//! instances are posed), and prints each seed's objective, time to best and iterations per
+//! second:
 //!
 //! ```sh
 //! cargo run --release -p caseload-qubo --example qbsolv_files -- SECONDS SEEDS FILE...
@@ -38,9 +39,10 @@ fn main() {
             let sample: Vec<i8> = found.x.iter().map(|&value| i8::from(value)).collect();
             let sample = Bqm::convert_sample(&sample, Vartype::Binary, bqm.vartype);
             line.push_str(&format!(
-                " {:>8} ({:.2} s)",
+                " {:>8} ({:.2} s, {:.0}k it/s)",
                 bqm.energy(&sample),
-                found.time_to_best.as_secs_f64()
+                found.time_to_best.as_secs_f64(),
+                found.iterations as f64 / seconds / 1e3
             ));
         }
         println!("{line}");
