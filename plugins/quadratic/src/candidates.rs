@@ -24,6 +24,15 @@ use crate::qubo::Qubo;
 /// every variable instead of keeping blocks.
 pub(crate) const SCAN_MIN_DENSITY: f64 = 0.25;
 
+/// How the best flip is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    /// From the blocks' least gains.
+    Blocks,
+    /// By a scan of every variable.
+    Scan,
+}
+
 /// Each flip's gain, the tabu list, and the least gains a block of `1 << shift` variables at
 /// a time.
 #[derive(Debug, Clone)]
@@ -35,10 +44,11 @@ pub(crate) struct Candidates {
 }
 
 /// What a flip of one variable is worth, and whether it may flip. The three sit together:
-/// a flip updates them for each neighbour at once.
+/// a flip reads or writes them together for each neighbour.
 #[derive(Debug, Clone, Copy)]
 struct Variable {
-    /// The change of `f` if `x_i` flipped: `±` its local field, exactly [`Qubo::gain`].
+    /// The change of `f` if `x_i` flipped: `±` its local field, equal to [`Qubo::gain`] (a
+    /// zero may differ in sign).
     gain: f64,
     /// -1 where `x_i` is 1, 1 where it is 0: the sign of `x_i`'s field in its gain.
     sign: f64,
@@ -46,6 +56,7 @@ struct Variable {
     tabu_until: u64,
 }
 
+/// What one block's variables offer, as of its last recompute.
 #[derive(Debug, Clone, Copy)]
 struct Block {
     /// The least gain of the block's variables that were free when it was last computed.
@@ -64,11 +75,16 @@ impl Candidates {
     pub(crate) fn new(qubo: &Qubo, x: &[bool]) -> Candidates {
         let n = x.len();
         let density = 2.0 * qubo.num_pairs() as f64 / (n as f64 * (n as f64 - 1.0)).max(1.0);
-        Candidates::with_blocks(qubo, x, density < SCAN_MIN_DENSITY)
+        let choice = if density < SCAN_MIN_DENSITY {
+            Choice::Blocks
+        } else {
+            Choice::Scan
+        };
+        Candidates::chosen_by(qubo, x, choice)
     }
 
-    /// The flips of `x`, with blocks or without.
-    fn with_blocks(qubo: &Qubo, x: &[bool], blocks: bool) -> Candidates {
+    /// The flips of `x`, the best found as `choice` says.
+    fn chosen_by(qubo: &Qubo, x: &[bool], choice: Choice) -> Candidates {
         let n = x.len();
         let shift = ((n.max(1) as f64).log2() / 2.0).round().clamp(3.0, 10.0) as u32;
         let block = Block {
@@ -80,10 +96,9 @@ impl Candidates {
         let mut candidates = Candidates {
             variables: Vec::with_capacity(n),
             shift,
-            blocks: if blocks {
-                vec![block; n.div_ceil(1 << shift)]
-            } else {
-                Vec::new()
+            blocks: match choice {
+                Choice::Blocks => vec![block; n.div_ceil(1 << shift)],
+                Choice::Scan => Vec::new(),
             },
         };
         candidates.restart(qubo, x);
@@ -107,8 +122,20 @@ impl Candidates {
         self.variables[i].gain
     }
 
-    /// Makes `x_k` tabu until iteration `until`. Its block is stale already: it was just
-    /// flipped.
+    /// About how many values an iteration reads, for `qubo`: the flipped variable's
+    /// neighbours, and the blocks' minima or every gain.
+    pub(crate) fn work_per_iteration(&self, qubo: &Qubo) -> f64 {
+        let n = self.variables.len().max(1) as f64;
+        let degree = 2.0 * qubo.num_pairs() as f64 / n;
+        if self.blocks.is_empty() {
+            degree + n
+        } else {
+            degree + 2.0 * n.sqrt()
+        }
+    }
+
+    /// Makes `x_k` tabu until iteration `until`. It moves from its block's free variables to
+    /// its tabu ones, so the block is recomputed.
     pub(crate) fn make_tabu(&mut self, k: usize, until: u64) {
         self.variables[k].tabu_until = until;
         if let Some(block) = self.blocks.get_mut(k >> self.shift) {
@@ -117,17 +144,18 @@ impl Candidates {
     }
 
     /// Flips `x_k` at `iteration`, keeping every gain (as [`Qubo::flip`] keeps the local
-    /// fields, to the same bits) and the blocks' minima, or marking them stale. `x_k`'s own
+    /// fields, to the same values) and the blocks' minima, or marking them stale. `x_k`'s own
     /// block is stale after it: its gain changes sign, and the caller makes it tabu.
     pub(crate) fn flip(&mut self, qubo: &Qubo, x: &mut [bool], k: usize, iteration: u64) {
         let flipped = &mut self.variables[k];
         // `x_j`'s field moves by `sign · weight`, and its gain by that times its sign: with
-        // signs of ±1 the products are exact, and so the gain stays `±` the field exactly.
+        // signs of ±1 the products are exact, and so the gain stays `±` the field exactly (a
+        // zero may come out as +0 where the field's negation is -0: equal all the same).
         let sign = flipped.sign;
         flipped.sign = -sign;
         flipped.gain = -flipped.gain;
         x[k] = !x[k];
-        let (neighbours, weights) = qubo.row_slices(k);
+        let (neighbours, weights) = qubo.row(k);
         if self.blocks.is_empty() {
             for (&j, &weight) in neighbours.iter().zip(weights) {
                 let variable = &mut self.variables[j as usize];
@@ -226,6 +254,7 @@ impl Candidates {
         chosen
     }
 
+    /// Computes block `index`'s minima at `iteration` afresh, and returns them.
     fn recompute(&mut self, index: usize, iteration: u64) -> Block {
         let start = index << self.shift;
         let end = ((index + 1) << self.shift).min(self.variables.len());
@@ -296,7 +325,7 @@ mod tests {
     #[test]
     fn blocks_and_scan_choose_as_a_full_scan_does() {
         let mut random = SplitMix64::new(11);
-        for blocks in [true, false] {
+        for choice in [Choice::Blocks, Choice::Scan] {
             for (n, density, spread) in [
                 (1, 1.0, 3),
                 (9, 0.5, 1),
@@ -309,7 +338,7 @@ mod tests {
                 let mut fields = qubo.local_fields(&x);
                 let mut value = qubo.value(&x);
                 let mut best = value;
-                let mut candidates = Candidates::with_blocks(&qubo, &x, blocks);
+                let mut candidates = Candidates::chosen_by(&qubo, &x, choice);
                 let mut chosen_count = 0;
                 for iteration in 1..5_000u64 {
                     if iteration % 997 == 0 {
@@ -341,11 +370,15 @@ mod tests {
                     let Some(chosen) = chosen else { continue };
                     chosen_count += 1;
                     value += candidates.gain(chosen);
-                    assert_eq!(candidates.gain(chosen), Qubo::gain(&x, &fields, chosen));
                     let mut scanned_x = x.clone();
                     qubo.flip(&mut scanned_x, &mut fields, chosen);
                     candidates.flip(&qubo, &mut x, chosen, iteration);
                     assert_eq!(x, scanned_x);
+                    // Every kept gain is the one the local fields give (`==`: a zero may
+                    // differ in sign).
+                    for i in 0..n {
+                        assert_eq!(candidates.gain(i), Qubo::gain(&x, &fields, i), "n {n}, {i}");
+                    }
                     let tenure = random.below(n as u64 / 3 + 2);
                     candidates.make_tabu(chosen, iteration + tenure + 1);
                     best = best.min(value);

@@ -60,7 +60,7 @@ impl Qubo {
             .map(|i| {
                 self.linear[i]
                     + self
-                        .row(i)
+                        .pairs(i)
                         .filter(|&(j, _)| j > i && x[j])
                         .map(|(_, weight)| weight)
                         .sum::<f64>()
@@ -68,11 +68,18 @@ impl Qubo {
             .sum()
     }
 
-    fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+    /// `i`'s neighbours and the weights of its pairs with them.
+    pub(crate) fn row(&self, i: usize) -> (&[u32], &[f64]) {
         let edges = self.starts[i]..self.starts[i + 1];
-        self.neighbours[edges.clone()]
+        (&self.neighbours[edges.clone()], &self.weights[edges])
+    }
+
+    /// [`Qubo::row`] as `(neighbour, weight)` pairs.
+    fn pairs(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let (neighbours, weights) = self.row(i);
+        neighbours
             .iter()
-            .zip(&self.weights[edges])
+            .zip(weights)
             .map(|(&j, &weight)| (j as usize, weight))
     }
 
@@ -82,7 +89,7 @@ impl Qubo {
             .map(|i| {
                 self.linear[i]
                     + self
-                        .row(i)
+                        .pairs(i)
                         .filter(|&(j, _)| x[j])
                         .map(|(_, weight)| weight)
                         .sum::<f64>()
@@ -90,21 +97,12 @@ impl Qubo {
             .collect()
     }
 
-    /// `i`'s neighbours and the weights of its pairs with them.
-    pub(crate) fn row_slices(&self, i: usize) -> (&[u32], &[f64]) {
-        let edges = self.starts[i]..self.starts[i + 1];
-        (&self.neighbours[edges.clone()], &self.weights[edges])
-    }
-
     /// Flips `x_k`, keeping every local field.
     pub(crate) fn flip(&self, x: &mut [bool], fields: &mut [f64], k: usize) {
         let sign = if x[k] { -1.0 } else { 1.0 };
         x[k] = !x[k];
-        let edges = self.starts[k]..self.starts[k + 1];
-        for (&j, &weight) in self.neighbours[edges.clone()]
-            .iter()
-            .zip(&self.weights[edges])
-        {
+        let (neighbours, weights) = self.row(k);
+        for (&j, &weight) in neighbours.iter().zip(weights) {
             fields[j as usize] += sign * weight;
         }
     }

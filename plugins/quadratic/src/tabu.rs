@@ -12,9 +12,9 @@ use crate::random::SplitMix64;
 /// tens of milliseconds.
 const REPORT_INTERVAL: Duration = Duration::from_millis(20);
 
-/// The clock is read about once per this much work, counted as an iteration's flipped
-/// neighbours and blocks read (see [`Candidates`]): every 1,024 iterations on small problems,
-/// every few on large dense ones, so the deadline is kept at any size.
+/// The clock is read about once per this much work, counted as the values an iteration reads
+/// (see [`Candidates::work_per_iteration`]): every 1,024 iterations on small problems, every
+/// few on large dense ones, so the deadline is kept at any size.
 const CLOCK_EVERY_WORK: f64 = 65_536.0;
 
 /// The search's settings, as fractions of the number of variables `n` where they scale.
@@ -129,8 +129,8 @@ pub fn tabu_search_from(
     let mut strength = 1.0f64;
     let mut best_at_phase_start = best.value;
     let mut last_report = started;
-    let work = 2.0 * qubo.num_pairs() as f64 / n as f64 + 2.0 * (n as f64).sqrt();
-    let clock_every = (CLOCK_EVERY_WORK / work).clamp(1.0, 1024.0) as u64;
+    let clock_every =
+        (CLOCK_EVERY_WORK / candidates.work_per_iteration(qubo)).clamp(1.0, 1024.0) as u64;
     loop {
         if limits
             .max_iterations
