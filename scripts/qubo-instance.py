@@ -3,7 +3,7 @@
 
     scripts/qubo-instance.py VARIABLES DENSITY SEED [--mqlib] > instance.qubo
 
-Beasley's matrix Q is symmetric; each entry q_ij, i <= j (in order, row by row), is nonzero
+Beasley's matrix Q is symmetric; each entry q_ij, i <= j (in order, row by row), is present
 with probability DENSITY and then drawn uniformly from the integers -100 ... 100, and the
 objective is x'Qx over x in {0, 1}: q_ii·x_i once, q_ij·x_i·x_j twice. This script draws u from
 Python's random.Random(SEED) for each entry and keeps it if u < DENSITY.
@@ -11,8 +11,8 @@ Python's random.Random(SEED) for each entry and keeps it if u < DENSITY.
 It writes the qbsolv ".qubo" format that the QUBO bench reads (a diagonal line holds q_ii, an
 off-diagonal line the pair's whole weight 2·q_ij), or, with --mqlib, MQLib's QUBO format (a line
 "VARIABLES ENTRIES", then "i j q_ij", 1-based, each pair once: MQLib counts it twice). The two
-describe the same function, so their objectives compare directly. The issue's instances are
-`2500 0.1`, `5000 0.01` and `5000 0.1`, seeds 1-3.
+describe the same function, so their objectives compare directly. scripts/qubo-vs-mqlib.sh
+writes `2500 0.1`, `5000 0.01` and `5000 0.1`, seeds 1-3.
 """
 
 import random

@@ -21,6 +21,9 @@ seconds=${3:-10}
 seeds=${4:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir"
+# The bench reads relative paths from the repository's root; this script, from where it runs.
+dir=$(cd "$dir" && pwd)
+export mqlib dir seconds
 
 names=()
 for kind in "2500 0.1" "5000 0.01" "5000 0.1"; do
@@ -33,23 +36,30 @@ for kind in "2500 0.1" "5000 0.01" "5000 0.1"; do
     done
 done
 
-# One line per run: NAME SEED OBJECTIVE (MQLib prints size,heuristic,"file",objective,...).
+# One line per run: NAME SEED OBJECTIVE. MQLib prints runtime_limit,heuristic,"file",objective,...
+# on success; a run that prints no such line, or fails, fails the comparison.
 for name in "${names[@]}"; do
     for seed in $(seq 1 "$seeds"); do
         echo "$name $seed"
     done
-done | xargs -P 2 -n 2 sh -c \
-    "\"$mqlib\" -h PALUBECKIS2004bMST2 -fQ \"$dir/\$0.mq\" -r $seconds -s \$1 | cut -d, -f4 | sed \"s/^/\$0 \$1 /\"" \
-    | sort >"$dir/mqlib-runs.txt"
+done | xargs -P 2 -n 2 bash -c '
+    set -o pipefail
+    objective=$("$mqlib" -h PALUBECKIS2004bMST2 -fQ "$dir/$0.mq" -r "$seconds" -s "$1" | cut -s -d, -f4)
+    [ -n "$objective" ] || { echo "MQLib printed no objective for $0, seed $1" >&2; exit 255; }
+    echo "$0 $1 $objective"
+' | sort >"$dir/mqlib-runs.txt"
 
-python3 - "$dir" <<'EOF'
+python3 - "$dir" "$seeds" <<'EOF'
 import statistics, sys
 from collections import defaultdict
-dir = sys.argv[1]
+dir, seeds = sys.argv[1], int(sys.argv[2])
 runs = defaultdict(list)
 for line in open(f"{dir}/mqlib-runs.txt"):
     name, seed, objective = line.split()
     runs[name].append(float(objective))
+for name, objectives in runs.items():
+    if len(objectives) != seeds:
+        sys.exit(f"{name}: {len(objectives)} MQLib runs of {seeds}")
 print(f"{'instance':<14} PALUBECKIS2004bMST2 objectives, median")
 with open(f"{dir}/mqlib.csv", "w") as csv:
     csv.write("instance,best_known\n")
