@@ -107,6 +107,7 @@ fn pool_config(size: PoolSize) -> PoolingAllocationConfig {
     const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
     const MEMORIES_PER_COMPONENT: u32 = 4;
     const TABLES_PER_COMPONENT: u32 = 16;
+    const KEEP_RESIDENT: usize = 4 << 20;
     let instances = size.concurrent_instances.max(1);
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(instances)
@@ -119,6 +120,9 @@ fn pool_config(size: PoolSize) -> PoolingAllocationConfig {
         .max_tables_per_component(TABLES_PER_COMPONENT)
         // The cap of `SummedMemoryLimiter` holds for one memory alone too: the pool's slots
         // must let one memory reach it.
-        .max_memory_size(size.memory_bytes.clamp(64 << 10, MAX_MEMORY));
+        .max_memory_size(size.memory_bytes.clamp(64 << 10, MAX_MEMORY))
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(KEEP_RESIDENT)
+        .pagemap_scan(wasmtime::Enabled::Auto);
     pool
 }
