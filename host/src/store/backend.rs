@@ -6,13 +6,14 @@
 
 use std::sync::Arc;
 
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Type};
+use sqlx::{Database, Decode, Encode, IntoArguments, Pool, Type};
 
 use super::batch::{Batcher, Outcome, Write};
 use super::executions::{ClaimFilter, ClaimedJob, finish};
 use super::jobs::{Inserted, insert_job};
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::{JobEnds, Retry};
+use super::statement::{Statement, Value, WriteConnection};
 use super::{ExecutionStatus, JobChange, JobEvents, StoreError, now_millis, sql};
 use super::{incumbents, rows};
 
@@ -92,41 +93,23 @@ pub(super) trait Backend: Send + Sync + 'static {
 
 /// Applies one write of a batch; `quotas` carries the quota checks of the transaction's
 /// launches from one to the next.
-pub(super) async fn apply<B>(
-    connection: &mut Connection<B>,
+pub(super) async fn apply<C: WriteConnection>(
+    connection: &mut C,
     write: &Write,
     quotas: &mut LaunchQuotas,
-) -> Result<Outcome, StoreError>
-where
-    B: Backend,
-    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
-    usize: ColumnIndex<DbRow<B>>,
-    for<'a> &'a [u8]: Param<'a, B::Db>,
-    i64: Column<B::Db>,
-    f64: Column<B::Db>,
-    bool: Column<B::Db>,
-    String: Column<B::Db>,
-    Vec<u8>: Column<B::Db>,
-    for<'a> Option<i64>: Param<'a, B::Db>,
-    for<'a> Option<f64>: Param<'a, B::Db>,
-    for<'a> Option<bool>: Param<'a, B::Db>,
-    for<'a> Option<String>: Param<'a, B::Db>,
-    for<'a> Option<&'a str>: Param<'a, B::Db>,
-    for<'a> Option<&'a String>: Param<'a, B::Db>,
-{
+) -> Result<Outcome, StoreError> {
     Ok(match write {
         Write::InsertJob(job) => {
             let jobs = std::slice::from_ref(job.as_ref());
-            let inserted = match quotas.check::<B>(connection, jobs).await? {
+            let inserted = match quotas.check(connection, jobs).await? {
                 Some(refusal) => Inserted::Refused(refusal),
-                None => insert_job::<B>(connection, job).await?,
+                None => insert_job(connection, job).await?,
             };
             quotas.add(jobs, std::slice::from_ref(&inserted));
             Outcome::Inserted(inserted)
         }
         Write::InsertJobs { jobs, experiment } => {
-            if let Some(refusal) = quotas.check::<B>(connection, jobs).await? {
+            if let Some(refusal) = quotas.check(connection, jobs).await? {
                 return Ok(Outcome::InsertedAll(vec![
                     Inserted::Refused(refusal);
                     jobs.len()
@@ -135,21 +118,20 @@ where
             // An experiment is stored with its runs, in their transaction: never one without
             // the other.
             if let Some(experiment) = experiment {
-                sqlx::query(sql::INSERT_EXPERIMENT)
-                    .bind(experiment.id.as_str())
-                    .bind(experiment.owner_id.as_str())
-                    .bind(experiment.problem.as_str())
-                    .bind(experiment.definition.as_str())
+                let insert = Statement::new(sql::INSERT_EXPERIMENT)
+                    .bind(&experiment.id)
+                    .bind(&experiment.owner_id)
+                    .bind(&experiment.problem)
+                    .bind(&experiment.definition)
                     .bind(experiment.created_at)
-                    .bind(experiment.project_id.as_deref())
-                    .execute(&mut *connection)
-                    .await?;
+                    .bind(experiment.project_id.as_ref());
+                connection.execute(insert).await?;
             }
             // A group that meets a job stored before (its key used already: the same request
             // sent twice at once) stores no more of itself: the first request stored it all.
             let mut inserted = Vec::with_capacity(jobs.len());
             for job in jobs {
-                let outcome = insert_job::<B>(connection, job).await?;
+                let outcome = insert_job(connection, job).await?;
                 let stored_before = outcome != Inserted::Created;
                 inserted.push(outcome);
                 if stored_before {
@@ -164,14 +146,15 @@ where
             limit,
             filter,
         } => {
-            let claim = sqlx::query(B::claim_statement(filter))
-                .bind(lease_expires_at)
+            let claim = Statement::new(C::claim_statement(filter))
+                .bind(*lease_expires_at)
                 .bind(i64::from(*limit));
+            let names = filter.names_json();
             let claim = match **filter {
                 ClaimFilter::All => claim,
-                _ => claim.bind(filter.names_json()),
+                _ => claim.bind(names.as_str()),
             };
-            let rows = claim.fetch_all(&mut *connection).await?;
+            let rows = connection.fetch_all(claim).await?;
             let mut claimed: Vec<ClaimedJob> = rows::all(&rows)?;
             // RETURNING has no order: oldest first, as the queue promises.
             claimed.sort_by(|a, b| {
@@ -182,15 +165,13 @@ where
         Write::Release { lease } => {
             // An attempt abandoned before it started: its job runs again.
             let ends = JobEnds::after(ExecutionStatus::Abandoned, Retry::Yes, now_millis());
-            let release = sqlx::query(sql::RELEASE_UNSTARTED)
+            let release = Statement::new(sql::RELEASE_UNSTARTED)
                 .bind(&lease.job_id)
                 .bind(lease.token);
-            let released = ends
+            let release = ends
                 .otherwise
-                .bind(ends.cancel_requested.bind(release))
-                .execute(&mut *connection)
-                .await?;
-            Outcome::Held(B::rows_affected(&released) == 1)
+                .bind_to(ends.cancel_requested.bind_to(release));
+            Outcome::Held(connection.execute(release).await? == 1)
         }
         Write::Start {
             lease,
@@ -199,18 +180,16 @@ where
             plugin,
             started_at,
         } => {
-            let inserted = sqlx::query(sql::START_EXECUTION)
+            let start = Statement::new(sql::START_EXECUTION)
                 .bind(execution_id)
                 .bind(i64::from(*attempt))
                 .bind(&plugin.name)
                 .bind(&plugin.version)
                 .bind(&plugin.digest)
-                .bind(started_at)
+                .bind(*started_at)
                 .bind(&lease.job_id)
-                .bind(lease.token)
-                .execute(&mut *connection)
-                .await?;
-            Outcome::Held(B::rows_affected(&inserted) == 1)
+                .bind(lease.token);
+            Outcome::Held(connection.execute(start).await? == 1)
         }
         Write::Progress {
             lease,
@@ -219,20 +198,18 @@ where
         } => {
             let progress = update.progress.as_ref();
             let log = update.log.as_ref();
-            let updated = sqlx::query(sql::RECORD_PROGRESS)
+            let record = Statement::new(sql::RECORD_PROGRESS)
                 .bind(progress.map(|progress| progress.fraction))
                 .bind(progress.map(|progress| progress.message.as_str()))
                 .bind(execution_id)
                 .bind(&lease.job_id)
                 .bind(lease.token)
                 .bind(log.map(|(tail, _)| tail.as_str()))
-                .bind(log.map(|(_, truncated)| *truncated))
-                .bind(update.incumbents.last().map(|last| i64::from(last.seq)))
-                .execute(&mut *connection)
-                .await?;
-            let held = B::rows_affected(&updated) == 1;
+                .bind(Value::Flag(log.map(|(_, truncated)| *truncated)))
+                .bind(update.incumbents.last().map(|last| i64::from(last.seq)));
+            let held = connection.execute(record).await? == 1;
             if held {
-                incumbents::keep::<B>(connection, &lease.job_id, execution_id, &update.incumbents)
+                incumbents::keep(connection, &lease.job_id, execution_id, &update.incumbents)
                     .await?;
             }
             Outcome::Held(held)
@@ -243,19 +220,17 @@ where
         } => {
             let mut lost = Vec::new();
             for lease in leases {
-                let updated = sqlx::query(sql::HEARTBEAT)
-                    .bind(lease_expires_at)
+                let renew = Statement::new(sql::HEARTBEAT)
+                    .bind(*lease_expires_at)
                     .bind(&lease.job_id)
-                    .bind(lease.token)
-                    .execute(&mut *connection)
-                    .await?;
-                if B::rows_affected(&updated) == 0 {
+                    .bind(lease.token);
+                if connection.execute(renew).await? == 0 {
                     lost.push(lease.clone());
                 }
             }
             Outcome::Lost(lost)
         }
-        Write::Finish { lease, end } => Outcome::Held(finish::<B>(connection, lease, end).await?),
+        Write::Finish { lease, end } => Outcome::Held(finish(connection, lease, end).await?),
     })
 }
 

@@ -6,6 +6,7 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{Columns, FromRow};
+use super::statement::SqlxConnection;
 use super::users::quota_state;
 use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
 
@@ -145,8 +146,12 @@ where
                     dataset_bytes: max_dataset_bytes,
                     ..Quotas::default()
                 };
-                let Some(state) =
-                    quota_state::<Self>(&mut *transaction, &file.owner_id, &quotas).await?
+                let Some(state) = quota_state(
+                    &mut SqlxConnection::<Self>(&mut transaction),
+                    &file.owner_id,
+                    &quotas,
+                )
+                .await?
                 else {
                     return Err(StoreError::Refused(Refusal::NoSuchOwner));
                 };

@@ -13,6 +13,7 @@ use super::jobs::JobDataset;
 use super::outcome::{JobEnds, Retry};
 use super::plugins::PluginBinding;
 use super::rows::{Columns, FromRow};
+use super::statement::{Statement, WriteConnection};
 use super::{ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql};
 use crate::objective::Objective;
 
@@ -264,45 +265,25 @@ where
     }
 }
 
-pub(super) async fn finish<B>(
-    connection: &mut Connection<B>,
+pub(super) async fn finish<C: WriteConnection>(
+    connection: &mut C,
     lease: &Lease,
     end: &ExecutionEnd,
-) -> Result<bool, StoreError>
-where
-    B: Backend,
-    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
-    usize: ColumnIndex<DbRow<B>>,
-    for<'a> &'a [u8]: Param<'a, B::Db>,
-    i64: Column<B::Db>,
-    f64: Column<B::Db>,
-    bool: Column<B::Db>,
-    String: Column<B::Db>,
-    Vec<u8>: Column<B::Db>,
-    for<'a> Option<i64>: Param<'a, B::Db>,
-    for<'a> Option<f64>: Param<'a, B::Db>,
-    for<'a> Option<bool>: Param<'a, B::Db>,
-    for<'a> Option<String>: Param<'a, B::Db>,
-    for<'a> Option<&'a str>: Param<'a, B::Db>,
-    for<'a> Option<&'a String>: Param<'a, B::Db>,
-{
+) -> Result<bool, StoreError> {
     let ends = end.job_ends();
-    let finish = ends.otherwise.bind(sqlx::query(sql::FINISH_JOB));
+    let finish = ends.otherwise.bind_to(Statement::new(sql::FINISH_JOB));
     let finish = finish.bind(&lease.job_id).bind(lease.token);
     let job = ends
         .cancel_requested
-        .bind(finish)
+        .bind_to(finish)
         .bind(end.objective.map(|objective| objective.value))
         .bind(end.objective.map(|objective| objective.sense.as_str()))
-        .bind(end.time_to_best_s)
-        .execute(&mut *connection)
-        .await?;
-    if B::rows_affected(&job) != 1 {
+        .bind(end.time_to_best_s);
+    if connection.execute(job).await? != 1 {
         // The lease was lost: someone else owns the job now. Change nothing.
         return Ok(false);
     }
-    sqlx::query(sql::FINISH_EXECUTION)
+    let execution = Statement::new(sql::FINISH_EXECUTION)
         .bind(end.status.as_str())
         .bind(end.ended_at)
         .bind(end.error.as_ref().map(|error| error.code.as_str()))
@@ -312,17 +293,15 @@ where
         .bind(&end.execution_id)
         .bind(&lease.job_id)
         .bind(end.objective.map(|objective| objective.value))
-        .bind(end.objective.map(|objective| objective.sense.as_str()))
-        .execute(&mut *connection)
-        .await?;
+        .bind(end.objective.map(|objective| objective.sense.as_str()));
+    connection.execute(execution).await?;
     if let Some(output) = &end.output {
         let bytes = i64::try_from(output.len()).unwrap_or(i64::MAX);
-        sqlx::query(sql::INSERT_OUTPUT)
+        let insert = Statement::new(sql::INSERT_OUTPUT)
             .bind(&lease.job_id)
             .bind(output)
-            .bind(bytes)
-            .execute(&mut *connection)
-            .await?;
+            .bind(bytes);
+        connection.execute(insert).await?;
     }
     Ok(true)
 }

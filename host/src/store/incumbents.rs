@@ -9,6 +9,7 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
+use super::statement::{Statement, WriteConnection};
 use super::{Millis, StoreError, sql};
 
 /// How many incumbents of one execution are kept: the newest.
@@ -112,41 +113,32 @@ where
 
 /// Stores a running execution's new incumbents and drops what is past the bounds, in the
 /// transaction that holds its lease.
-pub(super) async fn keep<B>(
-    connection: &mut Connection<B>,
+pub(super) async fn keep<C: WriteConnection>(
+    connection: &mut C,
     job_id: &str,
     execution_id: &str,
     incumbents: &[NewIncumbent],
-) -> Result<(), StoreError>
-where
-    B: Backend,
-    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-    for<'a> &'a str: Param<'a, B::Db>,
-    for<'a> i64: Param<'a, B::Db>,
-    for<'a> f64: Param<'a, B::Db>,
-{
+) -> Result<(), StoreError> {
     if incumbents.is_empty() {
         return Ok(());
     }
     for incumbent in incumbents {
         let bytes = i64::try_from(incumbent.solution.len()).unwrap_or(i64::MAX);
-        sqlx::query(sql::INSERT_INCUMBENT)
+        let insert = Statement::new(sql::INSERT_INCUMBENT)
             .bind(execution_id)
             .bind(i64::from(incumbent.seq))
             .bind(job_id)
             .bind(incumbent.found_at)
-            .bind(incumbent.objective)
+            .bind(Some(incumbent.objective))
             .bind(incumbent.solution.as_str())
-            .bind(bytes)
-            .execute(&mut *connection)
-            .await?;
+            .bind(bytes);
+        connection.execute(insert).await?;
     }
-    sqlx::query(sql::PRUNE_INCUMBENTS)
+    let prune = Statement::new(sql::PRUNE_INCUMBENTS)
         .bind(execution_id)
         .bind(KEPT_PER_EXECUTION)
-        .bind(KEPT_BYTES_PER_EXECUTION)
-        .execute(&mut *connection)
-        .await?;
+        .bind(KEPT_BYTES_PER_EXECUTION);
+    connection.execute(prune).await?;
     Ok(())
 }
 

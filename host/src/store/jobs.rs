@@ -11,6 +11,7 @@ use super::jobs_page::{Argument, JobsPage};
 use super::plugins::PluginBinding;
 use super::races::RaceEntrant;
 use super::rows::{self, Columns, FromRow};
+use super::statement::{Statement, WriteConnection};
 use super::{
     JobChange, JobEvents, JobStatus, Millis, Quotas, Refusal, StoreError, now_millis, sql,
 };
@@ -531,29 +532,11 @@ where
     }
 }
 
-pub(super) async fn insert_job<B>(
-    connection: &mut Connection<B>,
+pub(super) async fn insert_job<C: WriteConnection>(
+    connection: &mut C,
     job: &NewJob,
-) -> Result<Inserted, StoreError>
-where
-    B: Backend,
-    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
-    usize: ColumnIndex<DbRow<B>>,
-    for<'a> &'a [u8]: Param<'a, B::Db>,
-    i64: Column<B::Db>,
-    f64: Column<B::Db>,
-    bool: Column<B::Db>,
-    String: Column<B::Db>,
-    Vec<u8>: Column<B::Db>,
-    for<'a> Option<i64>: Param<'a, B::Db>,
-    for<'a> Option<f64>: Param<'a, B::Db>,
-    for<'a> Option<bool>: Param<'a, B::Db>,
-    for<'a> Option<String>: Param<'a, B::Db>,
-    for<'a> Option<&'a str>: Param<'a, B::Db>,
-    for<'a> Option<&'a String>: Param<'a, B::Db>,
-{
-    let inserted = sqlx::query(sql::INSERT_JOB.as_str())
+) -> Result<Inserted, StoreError> {
+    let insert = Statement::new(sql::INSERT_JOB.as_str())
         .bind(&job.id)
         .bind(&job.owner_id)
         .bind(&job.problem)
@@ -581,36 +564,33 @@ where
         .bind(job.experiment_id.as_deref())
         .bind(job.race.as_deref())
         .bind(job.race_of.as_deref())
-        .bind(job.project_id.as_deref())
-        .execute(&mut *connection)
-        .await?;
-    if B::rows_affected(&inserted) == 1 {
+        .bind(job.project_id.as_deref());
+    if connection.execute(insert).await? == 1 {
         if job.priority > 0 {
-            sqlx::query(sql::MAKE_ROOM)
+            let make_room = Statement::new(sql::MAKE_ROOM)
                 .bind(&job.owner_id)
                 .bind(&job.id)
                 .bind(i64::from(job.priority))
-                .bind(sql::FAIR_SHARE_SPACING_MS)
-                .execute(&mut *connection)
-                .await?;
+                .bind(sql::FAIR_SHARE_SPACING_MS);
+            connection.execute(make_room).await?;
         }
         return Ok(Inserted::Created);
     }
     // A batch retried after a commit whose answer was lost finds its own job.
-    let own: Option<String> = sqlx::query_scalar(sql::JOB_OWNER)
-        .bind(&job.id)
-        .fetch_optional(&mut *connection)
-        .await?;
+    let own = connection
+        .fetch_optional(Statement::new(sql::JOB_OWNER).bind(&job.id))
+        .await?
+        .map(|row| row.text("owner_id"))
+        .transpose()?;
     if own.as_deref() == Some(job.owner_id.as_str()) {
         return Ok(Inserted::Created);
     }
     let existing = match &job.idempotency {
         Some(idempotency) => {
-            sqlx::query(sql::JOB_BY_IDEMPOTENCY_KEY)
+            let by_key = Statement::new(sql::JOB_BY_IDEMPOTENCY_KEY)
                 .bind(&job.owner_id)
-                .bind(&idempotency.key)
-                .fetch_optional(&mut *connection)
-                .await?
+                .bind(&idempotency.key);
+            connection.fetch_optional(by_key).await?
         }
         None => None,
     };

@@ -10,11 +10,9 @@
 
 use std::collections::HashMap;
 
-use sqlx::{ColumnIndex, Executor};
-
-use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::jobs::{Inserted, NewJob};
 use super::rows::Columns;
+use super::statement::{Statement, WriteConnection};
 use super::users::{QuotaState, quota_state};
 use super::{Refusal, StoreError, sql};
 
@@ -35,34 +33,16 @@ struct ProjectCap {
 
 impl LaunchQuotas {
     /// Whether the jobs, all of one owner and one project, fit: `None` if they do.
-    pub(super) async fn check<B>(
+    pub(super) async fn check<C: WriteConnection>(
         &mut self,
-        connection: &mut Connection<B>,
+        connection: &mut C,
         jobs: &[NewJob],
-    ) -> Result<Option<Refusal>, StoreError>
-    where
-        B: Backend,
-        for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-        for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
-        usize: ColumnIndex<DbRow<B>>,
-        for<'a> &'a [u8]: Param<'a, B::Db>,
-        i64: Column<B::Db>,
-        f64: Column<B::Db>,
-        bool: Column<B::Db>,
-        String: Column<B::Db>,
-        Vec<u8>: Column<B::Db>,
-        for<'a> Option<i64>: Param<'a, B::Db>,
-        for<'a> Option<f64>: Param<'a, B::Db>,
-        for<'a> Option<bool>: Param<'a, B::Db>,
-        for<'a> Option<String>: Param<'a, B::Db>,
-        for<'a> Option<&'a str>: Param<'a, B::Db>,
-        for<'a> Option<&'a String>: Param<'a, B::Db>,
-    {
+    ) -> Result<Option<Refusal>, StoreError> {
         let Some(first) = jobs.first() else {
             return Ok(None);
         };
         if !self.owners.contains_key(&first.owner_id) {
-            let state = quota_state::<B>(connection, &first.owner_id, &first.quotas).await?;
+            let state = quota_state(connection, &first.owner_id, &first.quotas).await?;
             self.owners.insert(first.owner_id.clone(), state);
         }
         let Some(Some(state)) = self.owners.get(&first.owner_id) else {
@@ -80,7 +60,7 @@ impl LaunchQuotas {
             return Ok(None);
         };
         if !self.projects.contains_key(project_id) {
-            let cap = project_cap::<B>(connection, project_id).await?;
+            let cap = project_cap(connection, project_id).await?;
             self.projects.insert(project_id.to_owned(), cap);
         }
         if let Some(ProjectCap {
@@ -129,31 +109,17 @@ fn shared_project(job: &NewJob) -> Option<&str> {
 
 /// Locks the project's row and reads its pending jobs and cap (none for a project that is
 /// gone: its member's quotas still hold).
-async fn project_cap<B>(
-    connection: &mut Connection<B>,
+async fn project_cap<C: WriteConnection>(
+    connection: &mut C,
     project_id: &str,
-) -> Result<ProjectCap, StoreError>
-where
-    B: Backend,
-    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
-    usize: ColumnIndex<DbRow<B>>,
-    i64: Column<B::Db>,
-    f64: Column<B::Db>,
-    bool: Column<B::Db>,
-    String: Column<B::Db>,
-    Vec<u8>: Column<B::Db>,
-    for<'a> Option<i64>: Param<'a, B::Db>,
-{
-    if let Some(lock) = B::LOCK_PROJECT {
-        sqlx::query(lock)
-            .bind(project_id)
-            .execute(&mut *connection)
+) -> Result<ProjectCap, StoreError> {
+    if let Some(lock) = C::LOCK_PROJECT {
+        connection
+            .execute(Statement::new(lock).bind(project_id))
             .await?;
     }
-    let row = sqlx::query(sql::PROJECT_QUOTA_STATE)
-        .bind(project_id)
-        .fetch_optional(&mut *connection)
+    let row = connection
+        .fetch_optional(Statement::new(sql::PROJECT_QUOTA_STATE).bind(project_id))
         .await?;
     let Some(row) = row else {
         return Ok(ProjectCap {

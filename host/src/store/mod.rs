@@ -33,6 +33,8 @@ pub mod scratch;
 mod service;
 mod sql;
 mod sqlite;
+mod sqlite_handle;
+mod statement;
 #[cfg(test)]
 mod tests;
 mod users;
@@ -78,6 +80,9 @@ pub enum StoreError {
     /// The database refused or failed the operation.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// SQLite refused or failed a statement run on its handle (a batch's).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     /// A row with the same unique key exists already.
     #[error("{0} already exists")]
     Conflict(String),

@@ -9,6 +9,7 @@ use sqlx::Database;
 use sqlx::query::Query;
 
 use super::backend::Param;
+use super::statement::Statement;
 use super::{ExecutionStatus, JobStatus, Millis};
 
 /// Whether the job of an abandoned attempt (its worker lost it, the server stopped, its
@@ -75,6 +76,11 @@ impl JobEnd {
         Option<Millis>: Param<'static, DB>,
     {
         query.bind(self.status.as_str()).bind(self.ended_at)
+    }
+
+    /// Binds the status and the end as a statement's next two values, as [`JobEnd::bind`].
+    pub(super) fn bind_to(self, statement: Statement<'_>) -> Statement<'_> {
+        statement.bind(self.status.as_str()).bind(self.ended_at)
     }
 }
 

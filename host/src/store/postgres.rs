@@ -18,6 +18,7 @@ use super::outcome::ReapedEnds;
 use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
+use super::statement::SqlxConnection;
 use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
@@ -414,13 +415,25 @@ impl BatchWriter for PostgresWriter {
             .enumerate()
             .partition(|(_, write)| !launched(write).is_empty());
         for (index, write) in others {
-            outcomes[index] =
-                Some(apply::<PostgresStore>(&mut transaction, write, &mut quotas).await?);
+            outcomes[index] = Some(
+                apply(
+                    &mut SqlxConnection::<PostgresStore>(&mut transaction),
+                    write,
+                    &mut quotas,
+                )
+                .await?,
+            );
         }
         lock_launchers(&mut transaction, writes).await?;
         for (index, write) in launches {
-            outcomes[index] =
-                Some(apply::<PostgresStore>(&mut transaction, write, &mut quotas).await?);
+            outcomes[index] = Some(
+                apply(
+                    &mut SqlxConnection::<PostgresStore>(&mut transaction),
+                    write,
+                    &mut quotas,
+                )
+                .await?,
+            );
         }
         let outcomes = outcomes
             .into_iter()

@@ -14,12 +14,12 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use super::backend::{Backend, apply};
+use super::backend::Backend;
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
-use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::schema::{self, Migrations};
+use super::sqlite_handle;
 use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
@@ -297,7 +297,8 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction.
+/// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction:
+/// its statements on SQLite's handle ([`sqlite_handle`]), its commit through sqlx.
 struct SqliteWriter {
     pool: SqlitePool,
     events: Arc<OnceLock<Arc<dyn JobEvents>>>,
@@ -306,13 +307,22 @@ struct SqliteWriter {
 #[async_trait]
 impl BatchWriter for SqliteWriter {
     async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
-        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let mut quotas = LaunchQuotas::default();
-        let mut outcomes = Vec::with_capacity(writes.len());
-        for write in writes {
-            outcomes.push(apply::<SqliteStore>(&mut transaction, write, &mut quotas).await?);
+        let mut connection = self.pool.acquire().await?;
+        let outcomes = {
+            let mut handle = connection.lock_handle().await?;
+            // SAFETY: the lock keeps sqlx off the handle until it is dropped, after the call;
+            // the writer's transactions all commit or roll back before they give the
+            // connection back, so none is open on it.
+            #[allow(unsafe_code)]
+            unsafe {
+                sqlite_handle::apply_batch(handle.as_raw_handle().as_ptr(), writes)
+            }
+        }?;
+        // The commit waits for the disk: on the connection's own thread, not this one.
+        if let Err(error) = sqlx::raw_sql("COMMIT").execute(&mut *connection).await {
+            let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *connection).await;
+            return Err(error.into());
         }
-        transaction.commit().await?;
         tell(&self.events, &batch::changes(writes, &outcomes));
         Ok(outcomes)
     }

@@ -6,6 +6,7 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{Columns, FromRow};
+use super::statement::{Statement, WriteConnection};
 use super::{Millis, Quotas, StoreError, now_millis, sql};
 
 #[derive(Debug, Clone)]
@@ -276,45 +277,25 @@ pub(super) struct QuotaState {
     pub(super) max_dataset_bytes: u64,
 }
 
-pub(super) async fn quota_state<B>(
-    connection: &mut Connection<B>,
+pub(super) async fn quota_state<C: WriteConnection>(
+    connection: &mut C,
     owner_id: &str,
     quotas: &Quotas,
-) -> Result<Option<QuotaState>, StoreError>
-where
-    B: Backend,
-    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
-    for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
-    usize: ColumnIndex<DbRow<B>>,
-    for<'a> &'a [u8]: Param<'a, B::Db>,
-    i64: Column<B::Db>,
-    f64: Column<B::Db>,
-    bool: Column<B::Db>,
-    String: Column<B::Db>,
-    Vec<u8>: Column<B::Db>,
-    for<'a> Option<i64>: Param<'a, B::Db>,
-    for<'a> Option<f64>: Param<'a, B::Db>,
-    for<'a> Option<bool>: Param<'a, B::Db>,
-    for<'a> Option<String>: Param<'a, B::Db>,
-    for<'a> Option<&'a str>: Param<'a, B::Db>,
-    for<'a> Option<&'a String>: Param<'a, B::Db>,
-{
-    if let Some(lock) = B::LOCK_USER {
+) -> Result<Option<QuotaState>, StoreError> {
+    if let Some(lock) = C::LOCK_USER {
         // A statement of its own: the read below then starts after every transaction that
         // held the lock committed, and sees all they wrote (one statement would read the
         // data files as they were before it waited).
-        sqlx::query(lock)
-            .bind(owner_id)
-            .execute(&mut *connection)
+        connection
+            .execute(Statement::new(lock).bind(owner_id))
             .await?;
     }
     let stored = |quota: u64| i64::try_from(quota).unwrap_or(i64::MAX);
-    let row = sqlx::query(sql::QUOTA_STATE)
+    let state = Statement::new(sql::QUOTA_STATE)
         .bind(owner_id)
         .bind(stored(quotas.pending_jobs))
-        .bind(stored(quotas.dataset_bytes))
-        .fetch_optional(&mut *connection)
-        .await?;
+        .bind(stored(quotas.dataset_bytes));
+    let row = connection.fetch_optional(state).await?;
     row.as_ref().map(QuotaState::from_row).transpose()
 }
 
