@@ -35,6 +35,12 @@ const IDLE_POLL: Duration = Duration::from_secs(2);
 /// for it while other replicas idle.
 const UNSTARTED_BOUND: Duration = Duration::from_millis(500);
 
+/// How many ends a worker queues, while claimed jobs remain, before it waits for their
+/// commit. A worker waits for the commit of its ends when it claims next (the claim rides in
+/// the same commit), so that a claim of short jobs costs one wait, not two; this bound only
+/// keeps a long local queue from holding ends unconfirmed for long.
+const UNCONFIRMED_ENDS: usize = 4 * MAX_CLAIM as usize;
+
 /// The worker threads.
 pub struct WorkerPool {
     context: Arc<WorkerContext>,
@@ -217,7 +223,7 @@ fn work(context: &WorkerContext) {
     while !context.shutdown.load(Ordering::SeqCst) {
         if let Some((claim, interrupt)) = context.local.next_claimed() {
             endings.extend(run_guarded(context, claim, interrupt));
-            if endings.len() >= MAX_CLAIM as usize {
+            if endings.len() >= UNCONFIRMED_ENDS {
                 confirm_all(context, &mut endings);
             }
             continue;
