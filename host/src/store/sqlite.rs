@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::Sqlite;
+use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
     SqliteSynchronous,
@@ -298,7 +299,9 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
 }
 
 /// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction:
-/// its statements on SQLite's handle ([`sqlite_handle`]), its commit through sqlx.
+/// its statements on SQLite's handle ([`sqlite_handle`]), its `BEGIN` (which may wait for
+/// another process's write lock) and its `COMMIT` (which waits for the disk) on sqlx's
+/// thread for the connection, not on the runtime's.
 struct SqliteWriter {
     pool: SqlitePool,
     events: Arc<OnceLock<Arc<dyn JobEvents>>>,
@@ -307,24 +310,63 @@ struct SqliteWriter {
 #[async_trait]
 impl BatchWriter for SqliteWriter {
     async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
-        let mut connection = self.pool.acquire().await?;
-        let outcomes = {
-            let mut handle = connection.lock_handle().await?;
-            // SAFETY: the lock keeps sqlx off the handle until it is dropped, after the call;
-            // the writer's transactions all commit or roll back before they give the
-            // connection back, so none is open on it.
+        let mut connection = Settled::new(self.pool.acquire().await?);
+        sqlx::raw_sql("BEGIN IMMEDIATE")
+            .execute(&mut **connection.open())
+            .await?;
+        let applied = {
+            let mut handle = connection.open().lock_handle().await?;
+            // SAFETY: the lock keeps sqlx off the handle until it is dropped, after the
+            // call; the transaction is the one just begun.
             #[allow(unsafe_code)]
             unsafe {
                 sqlite_handle::apply_batch(handle.as_raw_handle().as_ptr(), writes)
             }
-        }?;
-        // The commit waits for the disk: on the connection's own thread, not this one.
-        if let Err(error) = sqlx::raw_sql("COMMIT").execute(&mut *connection).await {
-            let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *connection).await;
-            return Err(error.into());
+        };
+        let end = if applied.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        let ended = sqlx::raw_sql(end).execute(&mut **connection.open()).await;
+        if ended.is_ok() {
+            connection.settle();
         }
+        let outcomes = applied?;
+        ended?;
         tell(&self.events, &batch::changes(writes, &outcomes));
         Ok(outcomes)
+    }
+}
+
+/// The writer connection of a batch: closed when dropped (SQLite then rolls its transaction
+/// back) unless its transaction was settled, so that an error, a panic or a dropped future
+/// never gives the pool a connection with a transaction open.
+struct Settled(Option<PoolConnection<Sqlite>>);
+
+impl Settled {
+    fn new(connection: PoolConnection<Sqlite>) -> Settled {
+        Settled(Some(connection))
+    }
+
+    fn open(&mut self) -> &mut PoolConnection<Sqlite> {
+        self.0
+            .as_mut()
+            .expect("a batch's connection is there until it settles")
+    }
+
+    /// The transaction committed or rolled back: the connection goes back to the pool.
+    fn settle(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Settled {
+    fn drop(&mut self) {
+        if let Some(connection) = self.0.as_mut() {
+            tracing::warn!("a batch's transaction did not settle; closing the writer connection");
+            connection.close_on_drop();
+        }
     }
 }
 

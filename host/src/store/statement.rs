@@ -1,7 +1,7 @@
 //! The writes of a group-commit batch, written once for both backends and for two ways of
 //! running a statement: through sqlx ([`SqlxConnection`], PostgreSQL's and the quota check
 //! of an upload) and straight on SQLite's handle (`sqlite_handle`, the embedded store's
-//! batches, which then cost one hand-off to SQLite's thread per batch, not one per
+//! batches, which then cost three hand-offs to SQLite's thread per batch, not one per
 //! statement). A [`Statement`] is a query and the values it binds, in `$1`… order.
 
 use sqlx::{ColumnIndex, Database, Executor};
@@ -106,7 +106,8 @@ pub(super) trait WriteConnection {
     /// See [`Backend::LOCK_PROJECT`].
     const LOCK_PROJECT: Option<&'static str>;
 
-    /// Runs a statement; how many rows it changed.
+    /// Runs a statement that returns no rows (on SQLite's handle, one that does is an
+    /// error); how many rows it changed.
     async fn execute(&mut self, statement: Statement<'_>) -> Result<u64, StoreError>;
 
     /// Runs a query; every row it returns.
