@@ -45,6 +45,7 @@ fn main() {
         "tests/guests",
         "Cargo.toml",
         "Cargo.lock",
+        ".cargo/config.toml",
     ] {
         println!(
             "cargo:rerun-if-changed={}",

@@ -37,8 +37,8 @@ const UNSTARTED_BOUND: Duration = Duration::from_millis(500);
 
 /// How many ends a worker queues, while claimed jobs remain, before it waits for their
 /// commit. A worker waits for the commit of its ends when it claims next (the claim rides in
-/// the same commit), so that a claim of short jobs costs one wait, not two; this bound only
-/// keeps a long local queue from holding ends unconfirmed for long.
+/// the same commit), so that a claim of short jobs costs one wait, not two; this bound (four
+/// full claims' ends) only keeps a long local queue from holding ends unconfirmed for long.
 const UNCONFIRMED_ENDS: usize = 4 * MAX_CLAIM as usize;
 
 /// The worker threads.
