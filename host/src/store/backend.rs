@@ -168,9 +168,7 @@ pub(super) async fn apply<C: WriteConnection>(
             let release = Statement::new(sql::RELEASE_UNSTARTED)
                 .bind(&lease.job_id)
                 .bind(lease.token);
-            let release = ends
-                .otherwise
-                .bind_to(ends.cancel_requested.bind_to(release));
+            let release = ends.otherwise.bind(ends.cancel_requested.bind(release));
             Outcome::Held(connection.execute(release).await? == 1)
         }
         Write::Start {

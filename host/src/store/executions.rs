@@ -271,11 +271,11 @@ pub(super) async fn finish<C: WriteConnection>(
     end: &ExecutionEnd,
 ) -> Result<bool, StoreError> {
     let ends = end.job_ends();
-    let finish = ends.otherwise.bind_to(Statement::new(sql::FINISH_JOB));
+    let finish = ends.otherwise.bind(Statement::new(sql::FINISH_JOB));
     let finish = finish.bind(&lease.job_id).bind(lease.token);
     let job = ends
         .cancel_requested
-        .bind_to(finish)
+        .bind(finish)
         .bind(end.objective.map(|objective| objective.value))
         .bind(end.objective.map(|objective| objective.sense.as_str()))
         .bind(end.time_to_best_s);

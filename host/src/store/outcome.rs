@@ -5,10 +5,6 @@
 //! can tell apart at commit (whether the job's cancellation was asked for; for the reaper,
 //! whether the job had its attempts).
 
-use sqlx::Database;
-use sqlx::query::Query;
-
-use super::backend::Param;
 use super::statement::Statement;
 use super::{ExecutionStatus, JobStatus, Millis};
 
@@ -66,20 +62,8 @@ impl JobEnd {
         JobEnd { status, ended_at }
     }
 
-    /// Binds the status and the end time, the next two parameters of `query`.
-    pub(super) fn bind<DB: Database>(
-        self,
-        query: Query<'_, DB, DB::Arguments>,
-    ) -> Query<'_, DB, DB::Arguments>
-    where
-        &'static str: Param<'static, DB>,
-        Option<Millis>: Param<'static, DB>,
-    {
-        query.bind(self.status.as_str()).bind(self.ended_at)
-    }
-
-    /// Binds the status and the end as a statement's next two values, as [`JobEnd::bind`].
-    pub(super) fn bind_to(self, statement: Statement<'_>) -> Statement<'_> {
+    /// Binds the status and the end time as a statement's next two values.
+    pub(super) fn bind(self, statement: Statement<'_>) -> Statement<'_> {
         statement.bind(self.status.as_str()).bind(self.ended_at)
     }
 }
@@ -110,6 +94,15 @@ pub(super) struct ReapedEnds {
 }
 
 impl ReapedEnds {
+    /// Binds the three ends as a statement's next six values: if the job's cancellation
+    /// was asked for, if it had its attempts, otherwise.
+    pub(super) fn bind(self, statement: Statement<'_>) -> Statement<'_> {
+        self.otherwise.bind(
+            self.out_of_attempts
+                .bind(self.cancel_requested.bind(statement)),
+        )
+    }
+
     pub(super) fn at(at: Millis) -> ReapedEnds {
         let abandoned = ExecutionStatus::Abandoned;
         ReapedEnds {

@@ -18,7 +18,7 @@ use super::outcome::ReapedEnds;
 use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
-use super::statement::SqlxConnection;
+use super::statement::{SqlxConnection, Statement, WriteConnection};
 use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
@@ -414,26 +414,13 @@ impl BatchWriter for PostgresWriter {
             .iter()
             .enumerate()
             .partition(|(_, write)| !launched(write).is_empty());
+        let mut connection = SqlxConnection::<PostgresStore>(&mut transaction);
         for (index, write) in others {
-            outcomes[index] = Some(
-                apply(
-                    &mut SqlxConnection::<PostgresStore>(&mut transaction),
-                    write,
-                    &mut quotas,
-                )
-                .await?,
-            );
+            outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?);
         }
-        lock_launchers(&mut transaction, writes).await?;
+        lock_launchers(connection.0, writes).await?;
         for (index, write) in launches {
-            outcomes[index] = Some(
-                apply(
-                    &mut SqlxConnection::<PostgresStore>(&mut transaction),
-                    write,
-                    &mut quotas,
-                )
-                .await?,
-            );
+            outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?);
         }
         let outcomes = outcomes
             .into_iter()
@@ -532,15 +519,12 @@ impl Backend for PostgresStore {
         let now = now_millis();
         let mut transaction = self.writer.begin().await?;
         let ends = ReapedEnds::at(now);
-        let reap = sqlx::query(sql::REAP_JOBS)
+        let reap = Statement::new(sql::REAP_JOBS)
             .bind(i64::from(max_attempts))
             .bind(now)
             .bind(every_running);
-        let reap = ends
-            .otherwise
-            .bind(ends.out_of_attempts.bind(ends.cancel_requested.bind(reap)));
-        let changes = reap
-            .fetch_all(&mut *transaction)
+        let changes = SqlxConnection::<Self>(&mut transaction)
+            .fetch_all(ends.bind(reap))
             .await?
             .iter()
             .map(|row| {

@@ -21,6 +21,7 @@ use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::schema::{self, Migrations};
 use super::sqlite_handle;
+use super::statement::{SqlxConnection, Statement, WriteConnection};
 use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
@@ -409,15 +410,12 @@ impl Backend for SqliteStore {
         let now = now_millis();
         let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
         let ends = ReapedEnds::at(now);
-        let reap = sqlx::query(sql::REAP_JOBS)
+        let reap = Statement::new(sql::REAP_JOBS)
             .bind(i64::from(max_attempts))
             .bind(now)
             .bind(every_running);
-        let reap = ends
-            .otherwise
-            .bind(ends.out_of_attempts.bind(ends.cancel_requested.bind(reap)));
-        let changes = reap
-            .fetch_all(&mut *transaction)
+        let changes = SqlxConnection::<Self>(&mut transaction)
+            .fetch_all(ends.bind(reap))
             .await?
             .iter()
             .map(|row| {

@@ -9,8 +9,7 @@ use std::rc::Rc;
 use futures_util::FutureExt;
 use rusqlite::types::{Value as SqliteValue, ValueRef};
 
-use super::backend::Backend;
-use super::backend::apply;
+use super::backend::{Backend, apply};
 use super::batch::{Outcome, Write};
 use super::launch_quotas::LaunchQuotas;
 use super::rows::Columns;
