@@ -41,6 +41,14 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// The pool for reads.
     fn readers(&self) -> &Pool<Self::Db>;
 
+    /// A transaction on the writer pool, for writes. SQLite's takes the write lock as it
+    /// begins (`BEGIN IMMEDIATE`): the group commit writes on a connection of its own, and
+    /// SQLite refuses, without waiting, a write by a transaction that read before another
+    /// connection's commit.
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'_, Self::Db>, StoreError> {
+        Ok(self.writer().begin().await?)
+    }
+
     fn batcher(&self) -> &Batcher;
 
     /// Requeues (or fails, after `max_attempts`) `RUNNING` jobs whose lease expired, or every

@@ -169,6 +169,28 @@ impl Batcher {
         }
     }
 
+    /// Starts one lane on a thread of its own, named `name`, for a writer whose
+    /// [`BatchWriter::write_batch`] blocks until the batch is written: the lane's writes
+    /// reach it in one hand-off and wait for no runtime thread. The thread ends with the
+    /// last clone of the batcher.
+    pub(crate) fn on_thread(
+        name: &str,
+        writer: Arc<dyn BatchWriter>,
+    ) -> Result<Batcher, StoreError> {
+        let (queue, receiver) = mpsc::unbounded_channel();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(StoreError::Thread)?;
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || runtime.block_on(write_batches(writer, receiver)))
+            .map_err(StoreError::Thread)?;
+        Ok(Batcher {
+            lanes: vec![queue],
+            next: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
     /// The lane of a job's writes, or of an owner's launches.
     fn lane_of(&self, id: &str) -> usize {
         let mut hasher = std::hash::DefaultHasher::new();

@@ -106,7 +106,7 @@ where
         seq: u32,
         data: &[u8],
     ) -> Result<(), StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         let touched = sqlx::query(sql::TOUCH_BLOB)
             .bind(data.len() as i64)
             .bind(now_millis())
@@ -139,7 +139,7 @@ where
         let mut attempt = 1;
         loop {
             let once = async {
-                let mut transaction = self.writer().begin().await?;
+                let mut transaction = self.begin_write().await?;
                 // Checked here, with the owner's row locked, so that concurrent uploads cannot
                 // all fit one quota.
                 let quotas = Quotas {
@@ -243,7 +243,7 @@ where
     }
 
     async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         let deleted = sqlx::query(sql::DELETE_DATA_FILE)
             .bind(id)
             .bind(owner_id)

@@ -168,7 +168,7 @@ where
         id: &str,
         at: Millis,
     ) -> Result<Option<CancelledRuns>, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         // Its jobs are its launcher's: the statements below name them by their owner.
         let owner: Option<String> = sqlx::query_scalar(sql::WRITABLE_EXPERIMENT_OWNER.as_str())
             .bind(id)

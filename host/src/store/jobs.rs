@@ -422,7 +422,7 @@ where
     }
 
     async fn purge_finished(&self, ended_before: Millis, batch: u32) -> Result<u64, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         let up_to: Option<i64> = sqlx::query_scalar(sql::PURGE_UP_TO)
             .bind(ended_before)
             .bind(i64::from(batch))
@@ -456,7 +456,7 @@ where
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<CancelOutcome>, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         // The job's owner, if it was pending: a project's member may cancel another's job,
         // and the change is announced to the owner's streams.
         let cancelled: Option<String> = sqlx::query_scalar(sql::CANCEL_PENDING.as_str())
@@ -504,7 +504,7 @@ where
         owner_id: &str,
         job_id: &str,
     ) -> Result<Option<FinishOutcome>, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         let requested = sqlx::query(sql::REQUEST_FINISH.as_str())
             .bind(job_id)
             .bind(owner_id)

@@ -33,7 +33,7 @@ pub mod scratch;
 mod service;
 mod sql;
 mod sqlite;
-mod sqlite_handle;
+mod sqlite_writer;
 mod statement;
 #[cfg(test)]
 mod tests;
@@ -97,6 +97,9 @@ pub enum StoreError {
     /// them (`serve --no-migrate`).
     #[error("{}", schema::behind(.missing))]
     SchemaBehind { missing: Vec<i64> },
+    /// A thread the store writes on could not be started.
+    #[error("cannot start the store's writer thread: {0}")]
+    Thread(#[source] std::io::Error),
     /// The store is shutting down and takes no more writes.
     #[error("the store is closed")]
     Closed,

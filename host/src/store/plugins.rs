@@ -226,7 +226,7 @@ where
         version: &str,
         actor: &Actor,
     ) -> Result<Option<String>, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         // The version's row locked (where it is stored: a built-in has none), so that a
         // retirement of it waits for this promotion, then sees it current and refuses.
         let locked = sqlx::query(sql::LOCK_PLUGIN_VERSION)
@@ -275,7 +275,7 @@ where
         version: &str,
         actor: &Actor,
     ) -> Result<bool, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         // Retired first, which locks the version's row: a promotion of it under way commits
         // first, and the current version read next is then the one it made.
         let now = now_millis();
@@ -310,7 +310,7 @@ where
     }
 
     async fn record_plugin_event(&self, event: &PluginEvent) -> Result<(), StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         insert_event::<B>(&mut transaction, event).await?;
         transaction.commit().await?;
         Ok(())
@@ -363,7 +363,7 @@ where
     for<'a> Option<&'a str>: Param<'a, B::Db>,
     for<'a> Option<&'a String>: Param<'a, B::Db>,
 {
-    let mut transaction = store.writer().begin().await?;
+    let mut transaction = store.begin_write().await?;
     let published: Option<String> = sqlx::query_scalar(sql::PLUGIN_VERSION)
         .bind(&version.name)
         .bind(&version.version)

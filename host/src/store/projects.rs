@@ -157,7 +157,7 @@ where
     }
 
     async fn delete_project(&self, project_id: &str) -> Result<bool, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         let jobs: i64 = sqlx::query_scalar(sql::PROJECT_JOBS)
             .bind(project_id)
             .fetch_one(&mut *transaction)

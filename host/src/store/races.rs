@@ -77,7 +77,7 @@ where
     }
 
     async fn settle_race(&self, race_id: &str) -> Result<Option<JobStatus>, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         let Some(row) = sqlx::query(sql::RACE)
             .bind(race_id)
             .fetch_optional(&mut *transaction)

@@ -1,6 +1,8 @@
-//! The embedded store: one SQLite file in WAL mode, one writer connection (SQLite allows one
-//! writer at a time; a pool of them would only queue on the file lock) and a few readers.
-//! One process owns the file: there is no other process to wake or to share leases with.
+//! The embedded store: one SQLite file in WAL mode, a few readers and two writer connections
+//! (SQLite allows one writer at a time; a pool of them would only queue on the file lock):
+//! the group commit's, owned by a thread of its own (`sqlite_writer.rs`), and sqlx's for the
+//! other writes. One process owns the file: there is no other process to wake or to share
+//! leases with.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -9,20 +11,23 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::Sqlite;
-use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
     SqliteSynchronous,
 };
 
 use super::backend::Backend;
-use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
+use super::batch::Batcher;
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::schema::{self, Migrations};
-use super::sqlite_handle;
+use super::sqlite_writer::SqliteWriter;
 use super::statement::{SqlxConnection, Statement, WriteConnection};
 use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
+
+/// How long a writer waits for another to commit: the group commit's, the sqlx writer's,
+/// another process's.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
 pub(super) const MIGRATIONS: &[(i64, &str)] = &[
@@ -172,7 +177,7 @@ pub struct SqliteStore {
 }
 
 /// Tells `events`, if set, what a committed transaction changed.
-fn tell(events: &OnceLock<Arc<dyn JobEvents>>, changes: &[JobChange]) {
+pub(super) fn tell(events: &OnceLock<Arc<dyn JobEvents>>, changes: &[JobChange]) {
     if let Some(events) = events.get()
         && !changes.is_empty()
     {
@@ -196,7 +201,7 @@ impl SqliteStore {
             // FULL: a job is acknowledged only once it survives a power loss, not just a crash.
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(BUSY_TIMEOUT);
         let writer = SqlitePoolOptions::new()
             // The connection is local or long-lived; a ping before every use costs a round
             // trip per transaction on the group-commit path.
@@ -218,13 +223,10 @@ impl SqliteStore {
             .await?;
         let events = Arc::new(OnceLock::new());
         // One lane: SQLite has one writer at a time.
-        let batcher = Batcher::start(
-            Arc::new(SqliteWriter {
-                pool: writer.clone(),
-                events: events.clone(),
-            }),
-            1,
-        );
+        let batcher = Batcher::on_thread(
+            "caseload-sqlite-writer",
+            Arc::new(SqliteWriter::open(path, BUSY_TIMEOUT, events.clone())?),
+        )?;
         Ok(SqliteStore {
             writer,
             readers,
@@ -299,78 +301,6 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Writes batches on the one writer connection, each in one `BEGIN IMMEDIATE` transaction:
-/// its statements on SQLite's handle ([`sqlite_handle`]), its `BEGIN` (which may wait for
-/// another process's write lock) and its `COMMIT` (which waits for the disk) on sqlx's
-/// thread for the connection, not on the runtime's.
-struct SqliteWriter {
-    pool: SqlitePool,
-    events: Arc<OnceLock<Arc<dyn JobEvents>>>,
-}
-
-#[async_trait]
-impl BatchWriter for SqliteWriter {
-    async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
-        let mut connection = Settled::new(self.pool.acquire().await?);
-        sqlx::raw_sql("BEGIN IMMEDIATE")
-            .execute(&mut **connection.open())
-            .await?;
-        let applied = {
-            let mut handle = connection.open().lock_handle().await?;
-            // SAFETY: the lock keeps sqlx off the handle until it is dropped, after the
-            // call; the transaction is the one just begun.
-            #[allow(unsafe_code)]
-            unsafe {
-                sqlite_handle::apply_batch(handle.as_raw_handle().as_ptr(), writes)
-            }
-        };
-        let end = if applied.is_ok() {
-            "COMMIT"
-        } else {
-            "ROLLBACK"
-        };
-        let ended = sqlx::raw_sql(end).execute(&mut **connection.open()).await;
-        if ended.is_ok() {
-            connection.settle();
-        }
-        let outcomes = applied?;
-        ended?;
-        tell(&self.events, &batch::changes(writes, &outcomes));
-        Ok(outcomes)
-    }
-}
-
-/// The writer connection of a batch: closed when dropped (SQLite then rolls its transaction
-/// back) unless its transaction was settled, so that an error, a panic or a dropped future
-/// never gives the pool a connection with a transaction open.
-struct Settled(Option<PoolConnection<Sqlite>>);
-
-impl Settled {
-    fn new(connection: PoolConnection<Sqlite>) -> Settled {
-        Settled(Some(connection))
-    }
-
-    fn open(&mut self) -> &mut PoolConnection<Sqlite> {
-        self.0
-            .as_mut()
-            .expect("a batch's connection is there until it settles")
-    }
-
-    /// The transaction committed or rolled back: the connection goes back to the pool.
-    fn settle(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for Settled {
-    fn drop(&mut self) {
-        if let Some(connection) = self.0.as_mut() {
-            tracing::warn!("a batch's transaction did not settle; closing the writer connection");
-            connection.close_on_drop();
-        }
-    }
-}
-
 #[async_trait]
 impl Backend for SqliteStore {
     type Db = Sqlite;
@@ -402,13 +332,17 @@ impl Backend for SqliteStore {
         &self.readers
     }
 
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'_, Sqlite>, StoreError> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
     fn batcher(&self) -> &Batcher {
         &self.batcher
     }
 
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
         let now = now_millis();
-        let mut transaction = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut transaction = self.begin_write().await?;
         let ends = ReapedEnds::at(now);
         let reap = Statement::new(sql::REAP_JOBS)
             .bind(i64::from(max_attempts))

@@ -1,8 +1,9 @@
 //! The writes of a group-commit batch, written once for both backends and for two ways of
 //! running a statement: through sqlx ([`SqlxConnection`], PostgreSQL's and the quota check
-//! of an upload) and straight on SQLite's handle (`sqlite_handle`, the embedded store's
-//! batches, which then cost three hand-offs to SQLite's thread per batch, not one per
-//! statement). A [`Statement`] is a query and the values it binds, in `$1`… order.
+//! of an upload) and through rusqlite on the connection the embedded store's group commit
+//! owns (`sqlite_writer`, whose batches then cost one hand-off each, not two thread
+//! wake-ups per statement). A [`Statement`] is a query and the values it binds, in `$1`…
+//! order.
 
 use sqlx::{ColumnIndex, Database, Executor};
 

@@ -224,7 +224,7 @@ where
     }
 
     async fn delete_user(&self, username: &str) -> Result<bool, StoreError> {
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         let live: i64 = sqlx::query_scalar(sql::USER_LIVE_JOBS)
             .bind(username)
             .fetch_one(&mut *transaction)

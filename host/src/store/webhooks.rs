@@ -103,7 +103,7 @@ where
         let now = now_millis();
         let until =
             now.saturating_add(Millis::try_from(claim.hold.as_millis()).unwrap_or(Millis::MAX));
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         if let Some(lock) = B::LOCK_WEBHOOK_CLAIMS {
             sqlx::query(lock).execute(&mut *transaction).await?;
         }
@@ -149,7 +149,7 @@ where
                 id,
             ),
         };
-        let mut transaction = self.writer().begin().await?;
+        let mut transaction = self.begin_write().await?;
         sqlx::query(set)
             .bind(id)
             .bind(fresh)

@@ -101,6 +101,57 @@ pub(super) async fn concurrent_inserts_are_all_committed(backend: Backend) {
     assert_eq!(pending(store.as_ref()).await, 200);
 }
 
+/// Cancels and uploads are written apart from the group commit (on SQLite, by another
+/// connection to the file): no write is refused for another's commit.
+pub(super) async fn cancels_and_uploads_beside_concurrent_inserts_all_commit(backend: Backend) {
+    let store = backend.store.clone();
+    let alice = user(store.as_ref(), "alice").await;
+    let mut first = Vec::new();
+    for _ in 0..50 {
+        let new = new_job(&alice);
+        store.insert_job(&new).await.expect("insert");
+        first.push(new.id);
+    }
+    let inserts: Vec<_> = (0..200)
+        .map(|_| {
+            let store = store.clone();
+            let new = new_job(&alice);
+            tokio::spawn(async move { store.insert_job(&new).await.expect("insert") })
+        })
+        .collect();
+    let cancels: Vec<_> = first
+        .into_iter()
+        .map(|id| {
+            let store = store.clone();
+            let owner = alice.id.clone();
+            tokio::spawn(async move { store.cancel_job(&owner, &id).await.expect("cancel") })
+        })
+        .collect();
+    let uploads: Vec<_> = (0..20u8)
+        .map(|index| {
+            let store = store.clone();
+            let owner = alice.clone();
+            tokio::spawn(async move {
+                let bytes = [b'a' + index; 20];
+                try_upload(store.as_ref(), &owner, &[&bytes], 1 << 20).await
+            })
+        })
+        .collect();
+    for insert in inserts {
+        assert_eq!(insert.await.expect("an insert"), Inserted::Created);
+    }
+    for upload in uploads {
+        upload.await.expect("an upload").expect("stored");
+    }
+    for cancel in cancels {
+        assert_eq!(
+            cancel.await.expect("a cancel"),
+            Some(CancelOutcome::Cancelled)
+        );
+    }
+    assert_eq!(pending(store.as_ref()).await, 200);
+}
+
 pub(super) async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
     let store = backend.store.as_ref();
     let alice = user(store, "alice").await;

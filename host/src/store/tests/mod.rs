@@ -98,6 +98,7 @@ for_each_backend!(
     an_abandoned_attempt_of_a_cancelled_job_ends_it_cancelled,
     an_idempotency_key_names_one_job_per_user,
     concurrent_inserts_are_all_committed,
+    cancels_and_uploads_beside_concurrent_inserts_all_commit,
     retention_deletes_old_finished_jobs_only,
     an_upload_shows_only_once_complete,
     the_same_bytes_are_stored_once_for_two_owners,
@@ -235,6 +236,43 @@ async fn job(store: &dyn JobStore, owner: &User, id: &str) -> JobRecord {
         .await
         .expect("read")
         .expect("the job exists")
+}
+
+/// SQLite's group commit writes on a connection of its own. A transaction of the store's
+/// other writer that read, then writes after a batch was queued, is not refused for the
+/// batch's commit: it holds the write lock from its start, and the batch waits for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_write_beside_a_group_commit_is_never_refused() {
+    use super::backend::Backend as _;
+
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(&directory.path().join("test.db"))
+        .await
+        .expect("SQLite opens");
+    let alice = user(&store, "alice").await;
+    let mut transaction = store.begin_write().await.expect("a write transaction");
+    let jobs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs")
+        .fetch_one(&mut *transaction)
+        .await
+        .expect("a read");
+    assert_eq!(jobs, 0);
+    let insert = {
+        let store = store.clone();
+        let new = new_job(&alice);
+        tokio::spawn(async move { store.insert_job(&new).await })
+    };
+    // Time for the batch to commit, were it not waiting for this transaction.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    sqlx::query("UPDATE users SET disabled = disabled WHERE id = $1")
+        .bind(&alice.id)
+        .execute(&mut *transaction)
+        .await
+        .expect("the write after the read");
+    transaction.commit().await.expect("the commit");
+    assert_eq!(
+        insert.await.expect("the insert").expect("inserted"),
+        Inserted::Created
+    );
 }
 
 /// Replicas starting together on an empty database: one migrates, the others wait and find
