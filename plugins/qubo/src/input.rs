@@ -2,7 +2,7 @@
 //! schema cannot express; each form becomes a [`Bqm`].
 
 use caseload_sdk::Violation;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::{Bqm, Sense, Vartype};
@@ -23,8 +23,9 @@ pub fn needed_bytes(variables: usize, pairs: usize) -> usize {
 /// At most this many violations are reported for one input.
 const MAX_VIOLATIONS: usize = 100;
 
-/// One of the three forms: dimod's serialized BQM, a dense matrix `Q`, or terms.
-#[derive(Debug, Deserialize, Serialize)]
+/// One of the three forms: dimod's serialized BQM, a dense matrix `Q`, or terms. Read from
+/// JSON in one pass, the form picked by the keys present (`forms.rs`).
+#[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum QuboInput {
     Dimod(DimodBqm),
@@ -33,51 +34,40 @@ pub enum QuboInput {
 }
 
 /// Biases by variable index: `linear` as `[i, h]`, `quadratic` as `[i, j, J]`.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Serialize)]
 pub struct TermsQubo {
     pub num_variables: u64,
-    #[serde(default)]
     pub linear: Vec<(u64, f64)>,
-    #[serde(default)]
     pub quadratic: Vec<(u64, u64, f64)>,
-    #[serde(default)]
     pub offset: f64,
-    #[serde(default)]
     pub vartype: Vartype,
-    #[serde(default)]
     pub sense: Sense,
     /// A sample to start from, in the model's vartype (a warm start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_sample: Option<Vec<i8>>,
 }
 
 /// A square matrix with `energy(v) = Σ_i Σ_j Q[i][j]·v_i·v_j + offset`, upper-triangular or
 /// symmetric.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Serialize)]
 pub struct DenseQubo {
     #[serde(rename = "Q")]
     pub q: Vec<Vec<f64>>,
-    #[serde(default)]
     pub offset: f64,
-    #[serde(default)]
     pub vartype: Vartype,
-    #[serde(default)]
     pub sense: Sense,
     /// A sample to start from, in the model's vartype (a warm start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_sample: Option<Vec<i8>>,
 }
 
 /// What dimod's `BinaryQuadraticModel.to_serializable(use_bytes=False)` writes (its BQM
 /// schema 3), plus the `sense` a launch may set.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct DimodBqm {
     #[serde(rename = "type")]
     pub kind: String,
     pub version: Value,
-    #[serde(default)]
     pub use_bytes: bool,
     pub num_variables: u64,
     pub num_interactions: u64,
@@ -88,10 +78,9 @@ pub struct DimodBqm {
     pub quadratic_biases: Vec<f64>,
     pub quadratic_head: Vec<u64>,
     pub quadratic_tail: Vec<u64>,
-    #[serde(default)]
     pub sense: Sense,
     /// A sample to start from, in the model's vartype (a warm start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_sample: Option<Vec<i8>>,
     /// dimod's other keys (`index_type`, `bias_type`, `info`): read, not used.
     #[serde(flatten)]

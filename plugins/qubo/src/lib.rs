@@ -14,6 +14,7 @@
 //! Built for `wasm32-wasip2` by the host's build script; `cargo test -p caseload-qubo` runs
 //! the tests natively.
 
+mod forms;
 pub mod input;
 pub mod model;
 pub mod qbsolv;
