@@ -80,6 +80,10 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// user's, for the project's quota check.
     const LOCK_PROJECT: Option<&'static str>;
 
+    /// An attempt's end in one statement, where the backend can write three tables in one
+    /// (`None`: three statements): see [`sql::FINISH_IN_ONE`].
+    const FINISH_IN_ONE: Option<&'static str>;
+
     /// A statement that tells every replica at commit that the plugins the store lists
     /// changed, where the backend can (`None`: replicas poll).
     const ANNOUNCE_PLUGINS: Option<&'static str>;

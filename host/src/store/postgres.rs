@@ -498,6 +498,7 @@ impl Backend for PostgresStore {
     const LOCK_USER: Option<&'static str> = Some("SELECT id FROM users WHERE id = $1 FOR UPDATE");
     const LOCK_PROJECT: Option<&'static str> =
         Some("SELECT id FROM projects WHERE id = $1 FOR UPDATE");
+    const FINISH_IN_ONE: Option<&'static str> = Some(sql::FINISH_IN_ONE);
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()

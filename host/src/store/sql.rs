@@ -237,6 +237,30 @@ pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
          objective = $9, objective_sense = $10
      WHERE id = $7 AND job_id = $8";
 
+/// [`FINISH_JOB`], then [`FINISH_EXECUTION`] (`$10`…`$19`, its `$1`…`$10`) and
+/// [`INSERT_OUTPUT`] (`$20`, `$21`: the output and its bytes, no row if the output is null)
+/// if the job's row changed, in one statement: PostgreSQL's. Returns `held`, 1 if the lease
+/// was held.
+pub(super) const FINISH_IN_ONE: &str = "WITH job AS (
+         UPDATE jobs
+         SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
+             ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
+             lease_expires_at = NULL, objective = $7, objective_sense = $8, time_to_best = $9,
+             stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
+         WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'
+         RETURNING id),
+     execution AS (
+         UPDATE executions
+         SET status = $10, ended_at = $11, error_code = $12, error_message = $13,
+             log_tail = $14, log_truncated = $15,
+             progress_fraction = CASE WHEN $10 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END,
+             objective = $18, objective_sense = $19
+         WHERE id = $16 AND job_id = $17 AND EXISTS (SELECT 1 FROM job)),
+     output AS (
+         INSERT INTO job_outputs (job_id, output, bytes)
+         SELECT id, $20, $21 FROM job WHERE $20 IS NOT NULL)
+     SELECT COUNT(*) AS held FROM job";
+
 /// A claimed job that never started goes back, its attempt uncounted (`$5`/`$6`, its status
 /// and end); unless its cancellation was asked for meanwhile (`$3`/`$4`).
 pub(super) const RELEASE_UNSTARTED: &str = "UPDATE jobs

@@ -319,6 +319,8 @@ impl Backend for SqliteStore {
 
     const LOCK_USER: Option<&'static str> = None;
     const LOCK_PROJECT: Option<&'static str> = None;
+    // SQLite's statements write one table each.
+    const FINISH_IN_ONE: Option<&'static str> = None;
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()
