@@ -6,8 +6,7 @@
 //!
 //! The store's sqlx writer connection (upkeep, accounts, uploads) is a second writer on the
 //! file. SQLite lets one write at a time; both take the write lock when their transaction
-//! begins ([`Backend::begin_write`]) and wait for each
-//! other up to the busy timeout.
+//! begins ([`Backend::begin_write`]) and wait for each other up to the busy timeout.
 
 use std::path::Path;
 use std::rc::Rc;
