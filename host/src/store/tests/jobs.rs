@@ -88,13 +88,7 @@ pub(super) async fn an_idempotency_key_names_one_job_per_user(backend: Backend) 
 pub(super) async fn concurrent_inserts_are_all_committed(backend: Backend) {
     let store = backend.store.clone();
     let alice = user(store.as_ref(), "alice").await;
-    let inserts: Vec<_> = (0..200)
-        .map(|_| {
-            let store = store.clone();
-            let new = new_job(&alice);
-            tokio::spawn(async move { store.insert_job(&new).await.expect("insert") })
-        })
-        .collect();
+    let inserts = spawn_inserts(&store, &alice, 200);
     for insert in inserts {
         assert_eq!(insert.await.expect("an insert"), Inserted::Created);
     }
@@ -112,13 +106,7 @@ pub(super) async fn cancels_and_uploads_beside_concurrent_inserts_all_commit(bac
         store.insert_job(&new).await.expect("insert");
         first.push(new.id);
     }
-    let inserts: Vec<_> = (0..200)
-        .map(|_| {
-            let store = store.clone();
-            let new = new_job(&alice);
-            tokio::spawn(async move { store.insert_job(&new).await.expect("insert") })
-        })
-        .collect();
+    let inserts = spawn_inserts(&store, &alice, 200);
     let cancels: Vec<_> = first
         .into_iter()
         .map(|id| {

@@ -177,6 +177,21 @@ fn new_job(owner: &User) -> NewJob {
     }
 }
 
+/// `count` new jobs of `owner`, each inserted by a task of its own, all at once.
+fn spawn_inserts(
+    store: &Arc<dyn JobStore>,
+    owner: &User,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<Inserted>> {
+    (0..count)
+        .map(|_| {
+            let store = store.clone();
+            let new = new_job(owner);
+            tokio::spawn(async move { store.insert_job(&new).await.expect("insert") })
+        })
+        .collect()
+}
+
 fn plugin() -> PluginRef {
     PluginRef {
         name: "maxcut".into(),
