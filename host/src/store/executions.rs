@@ -312,7 +312,7 @@ pub(super) async fn finish<C: WriteConnection>(
         return Ok(false);
     }
     connection.execute(execution).await?;
-    if let (Some(output), Some(bytes)) = (&end.output, bytes) {
+    if let Some(output) = &end.output {
         let insert = Statement::new(sql::INSERT_OUTPUT)
             .bind(&lease.job_id)
             .bind(output)
