@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::input::{DenseQubo, DimodBqm, QuboInput, TermsQubo};
@@ -124,14 +124,11 @@ impl<'de> Visitor<'de> for FormVisitor {
                 "quadratic_head" => read(&mut keys.quadratic_head, "quadratic_head", &mut map)?,
                 "quadratic_tail" => read(&mut keys.quadratic_tail, "quadratic_tail", &mut map)?,
                 other => {
-                    let key = other.to_owned();
-                    if keys.other.contains_key(&key) {
-                        // Not kept: only dimod's form keeps unknown keys, and it reads none.
-                        map.next_value::<IgnoredAny>()?;
-                        return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+                    if keys.other.contains_key(other) {
+                        return Err(de::Error::custom(format_args!("duplicate field `{other}`")));
                     }
                     let value = map.next_value()?;
-                    keys.other.insert(key, value);
+                    keys.other.insert(other.to_owned(), value);
                 }
             }
         }
