@@ -76,6 +76,12 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// excludes every other writer already).
     const LOCK_USER: Option<&'static str>;
 
+    /// Takes back every launch allowance user `$1`'s slots hold, locking those slots until
+    /// the transaction ends: it waits for every launch that took from one to commit, so the
+    /// quota check after it reads the user's exact totals (`None` where the backend sets no
+    /// allowances aside: see migration 0036 of PostgreSQL).
+    const RECLAIM_ALLOWANCES: Option<&'static str>;
+
     /// Locks project `$1`'s row until the transaction ends, as [`Backend::LOCK_USER`] does a
     /// user's, for the project's quota check.
     const LOCK_PROJECT: Option<&'static str>;

@@ -144,9 +144,8 @@ type Reply = oneshot::Sender<Result<Outcome, StoreError>>;
 /// writer at a time, so it has one lane; PostgreSQL commits several transactions at once, so
 /// its writes spread over a few. Every write of one job goes to the same lane, which keeps
 /// them in order; claims take the lanes in turn. Every launch of one owner goes to the same
-/// lane too: a launch locks its owner's row until its transaction commits (the quotas are
-/// exact), so the owner's launches wait for nothing in one transaction, where in several
-/// they would commit one transaction after the other.
+/// lane too: one transaction's launches of an owner are checked together, with one quota
+/// read or one allowance taken.
 #[derive(Debug, Clone)]
 pub(crate) struct Batcher {
     lanes: Vec<mpsc::UnboundedSender<(Write, Reply)>>,

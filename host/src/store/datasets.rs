@@ -141,8 +141,9 @@ where
             let once = async {
                 let mut transaction = self.begin_write().await?;
                 // Checked here, with the owner's row locked, so that concurrent uploads cannot
-                // all fit one quota.
+                // all fit one quota. Only the dataset quota: no job is launched.
                 let quotas = Quotas {
+                    pending_jobs: u64::MAX,
                     dataset_bytes: max_dataset_bytes,
                     ..Quotas::default()
                 };
@@ -150,6 +151,8 @@ where
                     &mut SqlxConnection::<Self>(&mut transaction),
                     &file.owner_id,
                     &quotas,
+                    0,
+                    file.size,
                 )
                 .await?
                 else {

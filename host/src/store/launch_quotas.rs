@@ -7,8 +7,12 @@
 //! owner, not per launch. The checks stay exact: the locks keep every other launch of those
 //! owners and projects out until the commit, and what else may change meanwhile (claims,
 //! ends) only lowers the counts.
+//!
+//! On PostgreSQL an owner's launches are first paid for out of a launch allowance
+//! (`postgres_allowances`): an owner [`LaunchQuotas::cover`]ed that way is not checked here,
+//! only its shared project is.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::jobs::{Inserted, NewJob};
 use super::rows::Columns;
@@ -22,6 +26,8 @@ pub(super) struct LaunchQuotas {
     /// Each owner's counts and limits (`None`: no such user), with its launches added.
     owners: HashMap<String, Option<QuotaState>>,
     projects: HashMap<String, ProjectCap>,
+    /// Owners whose launches in the transaction an allowance pays for.
+    covered: HashSet<String>,
 }
 
 /// A shared project's pending jobs and its own cap on them (`None`: none).
@@ -41,19 +47,27 @@ impl LaunchQuotas {
         let Some(first) = jobs.first() else {
             return Ok(None);
         };
-        if !self.owners.contains_key(&first.owner_id) {
-            let state = quota_state(connection, &first.owner_id, &first.quotas).await?;
-            self.owners.insert(first.owner_id.clone(), state);
-        }
-        let Some(Some(state)) = self.owners.get(&first.owner_id) else {
-            return Ok(Some(Refusal::NoSuchOwner));
-        };
         let count = jobs.len() as u64;
-        if state.pending_jobs + count > state.max_pending_jobs {
-            return Ok(Some(Refusal::PendingJobs(state.max_pending_jobs)));
-        }
-        if state.dataset_bytes + input_bytes(jobs) > state.max_dataset_bytes {
-            return Ok(Some(Refusal::DatasetBytes(state.max_dataset_bytes)));
+        if !self.covered.contains(&first.owner_id) {
+            let bytes = input_bytes(jobs);
+            // Read once; again only where allowances would refuse it (they are then taken
+            // back, and the counts read anew include this transaction's launches).
+            let read = match self.owners.get(&first.owner_id) {
+                None => true,
+                Some(Some(state)) => state.reserved && state.refusal(count, bytes).is_some(),
+                Some(None) => false,
+            };
+            if read {
+                let state =
+                    quota_state(connection, &first.owner_id, &first.quotas, count, bytes).await?;
+                self.owners.insert(first.owner_id.clone(), state);
+            }
+            let Some(Some(state)) = self.owners.get(&first.owner_id) else {
+                return Ok(Some(Refusal::NoSuchOwner));
+            };
+            if let Some(refusal) = state.refusal(count, bytes) {
+                return Ok(Some(refusal));
+            }
         }
         // A shared project's own cap, after its member's: both hold, the first reached refuses.
         let Some(project_id) = shared_project(first) else {
@@ -72,6 +86,19 @@ impl LaunchQuotas {
             return Ok(Some(Refusal::ProjectPendingJobs(*cap)));
         }
         Ok(None)
+    }
+
+    /// Lets the owner's launches in the transaction pass its own quotas unchecked: an
+    /// allowance taken in the transaction pays for them all.
+    pub(super) fn cover(&mut self, owner_id: &str) {
+        self.covered.insert(owner_id.to_owned());
+    }
+
+    /// The owners checked in the transaction, with their counts as its launches left them.
+    pub(super) fn checked(&self) -> impl Iterator<Item = (&str, &QuotaState)> {
+        self.owners
+            .iter()
+            .filter_map(|(owner_id, state)| Some((owner_id.as_str(), state.as_ref()?)))
     }
 
     /// Adds the jobs a launch stored to its owner's and project's counts.
@@ -96,7 +123,7 @@ impl LaunchQuotas {
     }
 }
 
-fn input_bytes<'a>(jobs: impl IntoIterator<Item = &'a NewJob>) -> u64 {
+pub(super) fn input_bytes<'a>(jobs: impl IntoIterator<Item = &'a NewJob>) -> u64 {
     jobs.into_iter().map(|job| job.input.len() as u64).sum()
 }
 

@@ -24,6 +24,7 @@ mod launch_quotas;
 mod outcome;
 mod plugins;
 mod postgres;
+mod postgres_allowances;
 mod postgres_notices;
 mod projects;
 mod races;

@@ -12,9 +12,9 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryRes
 
 use super::backend::{Backend, FINISH_PREFIX, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
-use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
+use super::postgres_allowances::{self, launched};
 use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
@@ -147,6 +147,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     (
         35,
         include_str!("../../migrations/postgres/0035_user_counts.sql"),
+    ),
+    (
+        36,
+        include_str!("../../migrations/postgres/0036_quota_allowances.sql"),
     ),
 ];
 
@@ -402,10 +406,13 @@ struct PostgresWriter {
 
 #[async_trait]
 impl BatchWriter for PostgresWriter {
-    /// The launches go last, after the users' and projects' rows they lock were locked in
-    /// one order ([`lock_launchers`]): those rows are then held only for the launches and the
-    /// commit, and two lanes never wait on each other in a circle. Nothing else in a batch
-    /// waits on a row another lane holds (claims skip locked jobs, counts take a free slot).
+    /// The quotas of the batch's launches come first, owner by owner in the order of their
+    /// ids: an allowance taken ([`postgres_allowances`]), or the owner's row locked for a
+    /// check (and its allowances taken back where they would refuse it). Then the shared
+    /// projects' rows, in the order of their ids; then every other write; the launches last.
+    /// Two batches then never wait on each other in a circle: a take waits for nothing, and
+    /// a batch that waits for another's slot holds no project row yet. Nothing else waits on
+    /// a row another lane holds (claims skip locked jobs, counts take a free slot).
     async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
         let mut transaction = self.pool.begin().await?;
         let mut quotas = LaunchQuotas::default();
@@ -415,13 +422,22 @@ impl BatchWriter for PostgresWriter {
             .enumerate()
             .partition(|(_, write)| !launched(write).is_empty());
         let mut connection = SqlxConnection::<PostgresStore>(&mut transaction);
+        let needs = postgres_allowances::needs(launches.iter().map(|(_, write)| launched(write)));
+        for (owner_id, need) in needs {
+            if postgres_allowances::take(&mut connection, owner_id, need).await? {
+                quotas.cover(owner_id);
+            } else {
+                postgres_allowances::prepare(&mut connection, owner_id, need).await?;
+            }
+        }
+        lock_projects(connection.0, writes).await?;
         for (index, write) in others {
             outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?);
         }
-        lock_launchers(connection.0, writes).await?;
         for (index, write) in launches {
             outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?);
         }
+        postgres_allowances::grant(&mut connection, &quotas).await?;
         let outcomes = outcomes
             .into_iter()
             .collect::<Option<Vec<Outcome>>>()
@@ -435,50 +451,42 @@ impl BatchWriter for PostgresWriter {
     }
 }
 
-/// The jobs a write launches.
-fn launched(write: &Write) -> &[NewJob] {
-    match write {
-        Write::InsertJob(job) => std::slice::from_ref(job.as_ref()),
-        Write::InsertJobs { jobs, .. } => jobs,
-        _ => &[],
-    }
-}
-
-/// Locks the rows of the users, then of the shared projects, whose jobs the batch launches,
-/// each in the order of their ids, so that every lane takes them in one order. The quota
-/// checks of the launches lock them again, which then waits for nothing.
-async fn lock_launchers(connection: &mut PgConnection, writes: &[Write]) -> Result<(), StoreError> {
-    let mut users = BTreeSet::new();
-    let mut projects = BTreeSet::new();
-    for job in writes.iter().flat_map(launched) {
-        users.insert(job.owner_id.as_str());
-        if let Some(project_id) = job.project_id.as_deref()
-            && project_id != job.owner_id
-        {
-            projects.insert(project_id);
-        }
-    }
+/// Locks the rows of the shared projects whose jobs the batch launches, in the order of
+/// their ids, so that every lane takes them in one order. The quota checks of the launches
+/// lock them again, which then waits for nothing.
+async fn lock_projects(connection: &mut PgConnection, writes: &[Write]) -> Result<(), StoreError> {
+    let projects: BTreeSet<&str> = writes
+        .iter()
+        .flat_map(launched)
+        .filter_map(|job| {
+            job.project_id
+                .as_deref()
+                .filter(|project_id| *project_id != job.owner_id)
+        })
+        .collect();
     // One row alone is locked in one order.
-    if users.len() + projects.len() <= 1 {
+    if projects.len() <= 1 {
         return Ok(());
     }
-    for (statement, ids) in [(LOCK_USERS, users), (LOCK_PROJECTS, projects)] {
-        if !ids.is_empty() {
-            let ids: Vec<&str> = ids.into_iter().collect();
-            sqlx::query(statement)
-                .bind(ids)
-                .execute(&mut *connection)
-                .await?;
-        }
-    }
+    let projects: Vec<&str> = projects.into_iter().collect();
+    sqlx::query(LOCK_PROJECTS)
+        .bind(projects)
+        .execute(&mut *connection)
+        .await?;
     Ok(())
 }
 
-/// Locks users `$1`, in the order of their ids (the sort runs below the lock).
-const LOCK_USERS: &str = "SELECT id FROM users WHERE id = ANY($1) ORDER BY id FOR UPDATE";
-
 /// Locks projects `$1`, in the order of their ids.
 const LOCK_PROJECTS: &str = "SELECT id FROM projects WHERE id = ANY($1) ORDER BY id FOR UPDATE";
+
+/// Locks user `$1`'s row for a quota check. Not `FOR UPDATE`: the key share every job stored
+/// for the user takes of the row (its foreign key) goes on beside it.
+const LOCK_USER: &str = "SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE";
+
+/// See [`Backend::RECLAIM_ALLOWANCES`]. It locks only the slots that hold an allowance: the
+/// others stay free for the counts of other transactions.
+const RECLAIM_ALLOWANCES: &str = "UPDATE user_counts SET pending_allowance = 0, bytes_allowance = 0
+     WHERE user_id = $1 AND (pending_allowance <> 0 OR bytes_allowance <> 0)";
 
 #[async_trait]
 impl Backend for PostgresStore {
@@ -495,7 +503,8 @@ impl Backend for PostgresStore {
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = Some(LOCK_WEBHOOK_CLAIMS);
     const ANNOUNCE_PLUGINS: Option<&'static str> = Some("NOTIFY caseload_plugins");
 
-    const LOCK_USER: Option<&'static str> = Some("SELECT id FROM users WHERE id = $1 FOR UPDATE");
+    const LOCK_USER: Option<&'static str> = Some(LOCK_USER);
+    const RECLAIM_ALLOWANCES: Option<&'static str> = Some(RECLAIM_ALLOWANCES);
     const LOCK_PROJECT: Option<&'static str> =
         Some("SELECT id FROM projects WHERE id = $1 FOR UPDATE");
     const FINISH_IN_ONE: Option<&'static str> = Some(sql::FINISH_IN_ONE);

@@ -62,28 +62,39 @@ pub(super) const DELETE_USER_DATA_FILES: &str =
 pub(super) const DELETE_USER_COUNTS: &str =
     "DELETE FROM user_counts WHERE user_id = (SELECT id FROM users WHERE username = $1)";
 
-/// What counts against a user's quotas: its pending jobs and its outputs' bytes (running
-/// totals over the user's slots, see migration 0035) and its datasets' bytes.
+/// What counts against a user's quotas: its pending jobs, its outputs' bytes and the bytes its
+/// jobs keep (running totals over the user's slots, see migrations 0035 and 0036), and its
+/// data files' bytes.
 pub(super) const USAGE: &str = "SELECT
      (SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) FROM user_counts
       WHERE user_id = $1) AS pending_jobs,
-     kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
-                   WHERE owner_id = $1) AS dataset_bytes,
+     (SELECT CAST(COALESCE(SUM(kept_bytes), 0) AS BIGINT) FROM user_counts
+      WHERE user_id = $1)
+     + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
+        WHERE owner_id = $1) AS dataset_bytes,
      (SELECT CAST(COALESCE(SUM(output_bytes), 0) AS BIGINT) FROM user_counts
       WHERE user_id = $1) AS output_bytes,
      max_pending_jobs, max_dataset_bytes, max_output_bytes
      FROM users WHERE id = $1";
 
 /// What the quota checks of a write read, in its transaction: `$1` the user, `$2` and `$3`
-/// the server's pending-jobs and dataset-bytes quotas.
+/// the server's pending-jobs and dataset-bytes quotas. The counts, and what launch
+/// allowances hold (migration 0036), come from one scan of the user's slots, so that a launch
+/// committing meanwhile (an allowance turned into pending jobs) is in both or in neither.
 pub(super) const QUOTA_STATE: &str = "SELECT
-     (SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) FROM user_counts
-      WHERE user_id = $1) AS pending_jobs,
-     COALESCE(max_pending_jobs, $2) AS max_pending_jobs,
-     kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
-                   WHERE owner_id = $1) AS dataset_bytes,
-     COALESCE(max_dataset_bytes, $3) AS max_dataset_bytes
-     FROM users WHERE id = $1";
+     totals.pending_jobs, totals.reserved_jobs,
+     COALESCE(users.max_pending_jobs, $2) AS max_pending_jobs,
+     totals.kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
+                          WHERE owner_id = $1) AS dataset_bytes,
+     totals.reserved_bytes,
+     COALESCE(users.max_dataset_bytes, $3) AS max_dataset_bytes
+     FROM users, (
+         SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) AS pending_jobs,
+                CAST(COALESCE(SUM(pending_allowance), 0) AS BIGINT) AS reserved_jobs,
+                CAST(COALESCE(SUM(kept_bytes), 0) AS BIGINT) AS kept_bytes,
+                CAST(COALESCE(SUM(bytes_allowance), 0) AS BIGINT) AS reserved_bytes
+         FROM user_counts WHERE user_id = $1) AS totals
+     WHERE users.id = $1";
 
 /// A data file being deleted whose bytes a job of its owner still refers to: they stay
 /// counted against the owner while the job does.

@@ -141,6 +141,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         35,
         include_str!("../../migrations/sqlite/0035_user_counts.sql"),
     ),
+    (
+        36,
+        include_str!("../../migrations/sqlite/0036_quota_allowances.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;
@@ -318,6 +322,7 @@ impl Backend for SqliteStore {
     const ANNOUNCE_PLUGINS: Option<&'static str> = None;
 
     const LOCK_USER: Option<&'static str> = None;
+    const RECLAIM_ALLOWANCES: Option<&'static str> = None;
     const LOCK_PROJECT: Option<&'static str> = None;
     // SQLite's statements write one table each.
     const FINISH_IN_ONE: Option<&'static str> = None;

@@ -104,6 +104,9 @@ pub(super) trait WriteConnection {
     /// See [`Backend::LOCK_USER`].
     const LOCK_USER: Option<&'static str>;
 
+    /// See [`Backend::RECLAIM_ALLOWANCES`].
+    const RECLAIM_ALLOWANCES: Option<&'static str>;
+
     /// See [`Backend::LOCK_PROJECT`].
     const LOCK_PROJECT: Option<&'static str>;
 
@@ -174,6 +177,7 @@ where
     }
 
     const LOCK_USER: Option<&'static str> = B::LOCK_USER;
+    const RECLAIM_ALLOWANCES: Option<&'static str> = B::RECLAIM_ALLOWANCES;
     const LOCK_PROJECT: Option<&'static str> = B::LOCK_PROJECT;
     const FINISH_IN_ONE: Option<&'static str> = B::FINISH_IN_ONE;
 

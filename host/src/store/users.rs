@@ -7,7 +7,7 @@ use sqlx::{ColumnIndex, Executor};
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{Columns, FromRow};
 use super::statement::{Statement, WriteConnection};
-use super::{Millis, Quotas, StoreError, now_millis, sql};
+use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
 
 #[derive(Debug, Clone)]
 pub struct User {
@@ -268,28 +268,70 @@ where
 }
 
 /// What counts against a user's pending-jobs and dataset quotas, read with the user's row
-/// locked until the transaction ends.
+/// locked until the transaction ends. Its counts include what launch allowances set aside
+/// (PostgreSQL, migration 0036), as if it were used.
 #[derive(Debug)]
 pub(super) struct QuotaState {
     pub(super) pending_jobs: u64,
     pub(super) max_pending_jobs: u64,
     pub(super) dataset_bytes: u64,
     pub(super) max_dataset_bytes: u64,
+    /// Whether any of the counts is an allowance's, not a use.
+    pub(super) reserved: bool,
 }
 
+impl QuotaState {
+    /// The quota that `jobs` more pending jobs and `bytes` more bytes would pass, if any.
+    pub(super) fn refusal(&self, jobs: u64, bytes: u64) -> Option<Refusal> {
+        if self.pending_jobs + jobs > self.max_pending_jobs {
+            return Some(Refusal::PendingJobs(self.max_pending_jobs));
+        }
+        if self.dataset_bytes + bytes > self.max_dataset_bytes {
+            return Some(Refusal::DatasetBytes(self.max_dataset_bytes));
+        }
+        None
+    }
+}
+
+/// Locks the owner's row and reads its [`QuotaState`] (`None`: no such user). Where `jobs`
+/// and `bytes` more would pass a quota only because of allowances set aside, the
+/// allowances are taken back first (waiting for every launch that took from one to commit),
+/// so that what is refused is refused on the exact counts.
 pub(super) async fn quota_state<C: WriteConnection>(
     connection: &mut C,
     owner_id: &str,
     quotas: &Quotas,
+    jobs: u64,
+    bytes: u64,
 ) -> Result<Option<QuotaState>, StoreError> {
+    // A statement of its own: the read below then starts after every transaction that held
+    // the lock committed, and sees all they wrote (one statement would read the data files as
+    // they were before it waited).
     if let Some(lock) = C::LOCK_USER {
-        // A statement of its own: the read below then starts after every transaction that
-        // held the lock committed, and sees all they wrote (one statement would read the
-        // data files as they were before it waited).
         connection
             .execute(Statement::new(lock).bind(owner_id))
             .await?;
     }
+    let state = read_quota_state(connection, owner_id, quotas).await?;
+    let Some(reclaim) = C::RECLAIM_ALLOWANCES else {
+        return Ok(state);
+    };
+    match state {
+        Some(counted) if counted.reserved && counted.refusal(jobs, bytes).is_some() => {
+            connection
+                .execute(Statement::new(reclaim).bind(owner_id))
+                .await?;
+            read_quota_state(connection, owner_id, quotas).await
+        }
+        state => Ok(state),
+    }
+}
+
+async fn read_quota_state<C: WriteConnection>(
+    connection: &mut C,
+    owner_id: &str,
+    quotas: &Quotas,
+) -> Result<Option<QuotaState>, StoreError> {
     let stored = |quota: u64| i64::try_from(quota).unwrap_or(i64::MAX);
     let state = Statement::new(sql::QUOTA_STATE)
         .bind(owner_id)
@@ -396,11 +438,14 @@ impl FromRow for Usage {
 /// `QUOTA_STATE`'s columns.
 impl FromRow for QuotaState {
     fn from_row(row: &impl Columns) -> Result<QuotaState, StoreError> {
+        let reserved_jobs = row.count("reserved_jobs")?;
+        let reserved_bytes = row.count("reserved_bytes")?;
         Ok(QuotaState {
-            pending_jobs: row.count("pending_jobs")?,
+            pending_jobs: row.count("pending_jobs")? + reserved_jobs,
             max_pending_jobs: row.count("max_pending_jobs")?,
-            dataset_bytes: row.count("dataset_bytes")?,
+            dataset_bytes: row.count("dataset_bytes")? + reserved_bytes,
             max_dataset_bytes: row.count("max_dataset_bytes")?,
+            reserved: reserved_jobs > 0 || reserved_bytes > 0,
         })
     }
 }

@@ -166,6 +166,54 @@ pub(super) async fn a_user_s_usage_is_counted_for_quotas(backend: Backend) {
     );
 }
 
+/// What a launch takes from an allowance set aside earlier (PostgreSQL) never lets it past a
+/// quota lowered since, nor past the bytes an upload took since: the launch is checked as
+/// if there were no allowance.
+pub(super) async fn no_launch_passes_a_quota_lowered_or_filled_since_the_last(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let launch = || async { store.insert_job(&new_job(&alice)).await.expect("launch") };
+    let set_quotas = |quotas: UserQuotas| async move {
+        assert!(
+            store
+                .update_user("alice", &UserChange::Quotas(quotas))
+                .await
+                .expect("quotas")
+        );
+    };
+    for _ in 0..3 {
+        assert_eq!(launch().await, Inserted::Created);
+    }
+    set_quotas(UserQuotas {
+        pending_jobs: Some(4),
+        ..UserQuotas::default()
+    })
+    .await;
+    assert_eq!(launch().await, Inserted::Created);
+    assert_eq!(launch().await, Inserted::Refused(Refusal::PendingJobs(4)));
+
+    // Room for the next launch and sixteen inputs more: its check shares the sixteen among
+    // the slots (at most 8), and the upload then fills all but one byte short of one input.
+    let input = new_job(&alice).input.len() as u64;
+    let usage = store.usage(&alice.id).await.expect("usage").expect("alice");
+    let quota = usage.dataset_bytes + 17 * input;
+    set_quotas(UserQuotas {
+        dataset_bytes: Some(quota),
+        ..UserQuotas::default()
+    })
+    .await;
+    assert_eq!(launch().await, Inserted::Created);
+    let filler = vec![b'0'; (15 * input + 1) as usize];
+    upload(store, &alice, &[&filler]).await;
+    assert_eq!(
+        launch().await,
+        Inserted::Refused(Refusal::DatasetBytes(quota))
+    );
+    let usage = store.usage(&alice.id).await.expect("usage").expect("alice");
+    assert_eq!(usage.pending_jobs, 5);
+    assert_eq!(usage.dataset_bytes, quota - input + 1);
+}
+
 /// The count the quota reads is kept by triggers: it must follow a job into and out of the
 /// queue by every path, and agree with the queue itself.
 pub(super) async fn a_user_s_pending_count_follows_each_job_s_status(backend: Backend) {
