@@ -12,6 +12,7 @@
 //! searches repeat exactly, natively and in the sandbox, for a seed and a budget.
 
 mod candidates;
+mod elite;
 mod exhaustive;
 mod limits;
 mod qubo;

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::candidates::Candidates;
+use crate::elite::{Elite, relink};
 use crate::limits::{Limits, Report, Snapshot};
 use crate::qubo::Qubo;
 use crate::random::SplitMix64;
@@ -43,6 +44,12 @@ pub struct TabuParameters {
     /// 1 keeps it as drawn. A phase that ends back at the best has not left its basin, and a
     /// stronger kick is what leaves it.
     pub perturb_growth: f64,
+    /// How many of the best distinct solutions the phases ended at are kept (0: none), and
+    /// the chance that a phase starts from a point on the path between two of them
+    /// ([`crate::elite`]) instead of from the best solution kicked. Until the pool is full,
+    /// phases start from random solutions instead, so that it holds several basins.
+    pub elite: usize,
+    pub relink: f64,
 }
 
 /// The most a perturbation grows by [`TabuParameters::perturb_growth`].
@@ -59,6 +66,8 @@ impl Default for TabuParameters {
             perturb_min: 0.03,
             perturb_span: 0.10,
             perturb_growth: 1.0,
+            elite: 0,
+            relink: 0.0,
         }
     }
 }
@@ -128,6 +137,9 @@ pub fn tabu_search_from(
     let mut since_phase_best = 0u64;
     let mut strength = 1.0f64;
     let mut best_at_phase_start = best.value;
+    let mut elite = Elite::new(parameters.elite);
+    // The flips since the phase's best, to go back to it for the pool.
+    let mut since_phase_best_flips: Vec<usize> = Vec::new();
     let mut last_report = started;
     let clock_every =
         (CLOCK_EVERY_WORK / candidates.work_per_iteration(qubo)).clamp(1.0, 1024.0) as u64;
@@ -183,8 +195,12 @@ pub fn tabu_search_from(
         if value < phase_best {
             phase_best = value;
             since_phase_best = 0;
+            since_phase_best_flips.clear();
         } else {
             since_phase_best += 1;
+            if parameters.elite > 0 {
+                since_phase_best_flips.push(chosen);
+            }
         }
         if since_phase_best >= patience {
             strength = if best.value < best_at_phase_start {
@@ -193,13 +209,34 @@ pub fn tabu_search_from(
                 (strength * parameters.perturb_growth).min(MAX_PERTURB_GROWTH)
             };
             best_at_phase_start = best.value;
-            x.clone_from(&best.x);
-            let flips = (n as f64 * parameters.perturb_min) as usize
-                + random.below(((n as f64 * parameters.perturb_span) as u64).max(1)) as usize;
-            let flips = ((flips as f64 * strength) as usize).min(n);
-            for _ in 0..flips {
-                let i = random.below(n as u64) as usize;
-                x[i] = !x[i];
+            if parameters.elite > 0 {
+                for &i in since_phase_best_flips.iter().rev() {
+                    x[i] = !x[i];
+                }
+                since_phase_best_flips.clear();
+                elite.offer(phase_best, &x);
+            }
+            let pair = if elite.len() >= 2 && random.unit() < parameters.relink {
+                elite.pair(&mut random)
+            } else {
+                None
+            };
+            if let Some((from, to)) = pair {
+                relink(qubo, &mut candidates, &mut x, from, to);
+            } else if elite.len() < parameters.elite {
+                // The pool fills from random starts, so that its paths cross other basins.
+                for xi in x.iter_mut() {
+                    *xi = random.next_u64() & 1 == 1;
+                }
+            } else {
+                x.clone_from(&best.x);
+                let flips = (n as f64 * parameters.perturb_min) as usize
+                    + random.below(((n as f64 * parameters.perturb_span) as u64).max(1)) as usize;
+                let flips = ((flips as f64 * strength) as usize).min(n);
+                for _ in 0..flips {
+                    let i = random.below(n as u64) as usize;
+                    x[i] = !x[i];
+                }
             }
             value = qubo.value(&x);
             candidates.restart(qubo, &x);
@@ -290,6 +327,28 @@ mod tests {
         assert_eq!(first.iterations, 5_000);
         let other = tabu_search(&qubo, &limits(4, 5_000), &parameters, &mut |_| false);
         assert_eq!(qubo.value(&other.x), other.value);
+    }
+
+    #[test]
+    fn a_search_that_relinks_repeats_and_finds_the_optimum() {
+        let parameters = TabuParameters {
+            elite: 10,
+            relink: 0.5,
+            // Short phases, so that the pool fills and paths are walked within the budget.
+            min_patience: 100,
+            patience: 2.0,
+            ..TabuParameters::default()
+        };
+        for seed in 1..=3 {
+            let qubo = random_qubo(12, seed);
+            let found = tabu_search(&qubo, &limits(seed, 20_000), &parameters, &mut |_| false);
+            assert_eq!(found.value, brute_force(&qubo), "seed {seed}");
+        }
+        let qubo = random_qubo(80, 9);
+        let first = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
+        let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
+        assert_eq!(first.x, second.x);
+        assert_eq!(qubo.value(&first.x), first.value);
     }
 
     #[test]
