@@ -49,6 +49,10 @@ async fn jobs_are_found_by_label_status_problem_and_id() {
         [nightly.as_str()]
     );
     assert!(listed(&server, &token, "label=team:dev").await.is_empty());
+    // A value longer than a label's may be (255 bytes; here 200 characters of two bytes
+    // each, as the schema allows) matches no job rather than being refused.
+    let long = format!("label=batch:{}", "%C3%A9".repeat(200));
+    assert!(listed(&server, &token, &long).await.is_empty());
     // An alias finds the use case's jobs.
     assert_eq!(
         listed(&server, &token, "problem=urn:caseload:usecase:maxcut").await,
