@@ -9,8 +9,9 @@
 -- the headroom left is added to the allowances of the user's free slots.
 --
 -- The quotas stay exact: the totals plus every allowance never pass a quota, since headroom is
--- only handed out with the user's row locked, net of every allowance, and a launch turns
--- allowance into pending jobs and kept bytes in one transaction. `granted_pending` and
+-- only handed out with the user's row locked, net of every allowance, a launch turns
+-- allowance into pending jobs and kept bytes in one transaction, and a requeued job is paid
+-- for out of a free allowance where there is one. `granted_pending` and
 -- `granted_bytes` are the quotas an allowance was handed out under: a launch takes from it
 -- only while those are still the user's quotas, so a lowered quota is never passed on an old
 -- allowance.
@@ -81,6 +82,19 @@ BEGIN
 END;
 $$;
 
+-- A job that goes back to PENDING (a requeue: the reaper, a release, a retry) passed no quota
+-- check: it is paid for out of an allowance, where one no other transaction holds has any
+-- left, so that the totals plus the allowances stay within the quota they were shared under.
+CREATE FUNCTION charge_requeue(owner TEXT) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE user_counts SET pending_allowance = pending_allowance - 1
+    WHERE user_id = owner AND slot = (
+        SELECT slot FROM user_counts
+        WHERE user_id = owner AND pending_allowance > 0
+        LIMIT 1 FOR UPDATE SKIP LOCKED);
+END;
+$$;
+
 -- A job's pending count and the bytes it keeps, in one trigger: one call of
 -- add_user_counts per job stored or deleted, not one per total.
 CREATE FUNCTION count_job() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -107,6 +121,9 @@ BEGIN
     END IF;
     IF pending <> 0 OR kept <> 0 THEN
         PERFORM add_user_counts(owner, pending, 0, kept);
+    END IF;
+    IF TG_OP = 'UPDATE' AND pending > 0 THEN
+        PERFORM charge_requeue(owner);
     END IF;
     IF TG_OP = 'DELETE' AND OLD.data_blob_id IS NOT NULL THEN
         DELETE FROM kept_datasets

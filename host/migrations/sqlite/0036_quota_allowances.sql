@@ -1,6 +1,7 @@
 -- The bytes a user keeps through its jobs join its other running totals in `user_counts`
--- (slot 0, as SQLite's triggers keep them), and the slots get PostgreSQL's launch
--- allowances, so that both backends read the quotas with the same statements. On PostgreSQL
+-- (slot 0, as SQLite's triggers keep them), and the slots get the columns of PostgreSQL's
+-- launch allowances that the quota check reads, so that both backends read the quotas with
+-- the same statements. On PostgreSQL
 -- the move takes the last write of every launch off the user's row (see its migration 0036);
 -- SQLite's one writer checks every launch exactly, and its allowances stay 0.
 ALTER TABLE user_counts ADD COLUMN kept_bytes BIGINT NOT NULL DEFAULT 0;

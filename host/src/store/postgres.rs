@@ -411,8 +411,12 @@ impl BatchWriter for PostgresWriter {
     /// check (and its allowances taken back where they would refuse it). Then the shared
     /// projects' rows, in the order of their ids; then every other write; the launches last.
     /// Two batches then never wait on each other in a circle: a take waits for nothing, and
-    /// a batch that waits for another's slot holds no project row yet. Nothing else waits on
-    /// a row another lane holds (claims skip locked jobs, counts take a free slot).
+    /// a batch that waits for another's slot holds no project row yet. (A launch's own check
+    /// takes allowances back again only if the owner's counts grew since the batch began
+    /// without an allowance paying, which a requeue does only when every slot with one is
+    /// held; PostgreSQL breaks the circle that may then close, and the batch is written
+    /// again write by write.) Nothing else waits on a row another lane holds (claims skip
+    /// locked jobs, counts take a free slot).
     async fn write_batch(&self, writes: &[Write]) -> Result<Vec<Outcome>, StoreError> {
         let mut transaction = self.pool.begin().await?;
         let mut quotas = LaunchQuotas::default();

@@ -86,7 +86,11 @@ pub(super) async fn prepare<C: WriteConnection>(
     owner_id: &str,
     need: Need,
 ) -> Result<(), StoreError> {
-    quota_state(connection, owner_id, &need.quotas, need.jobs, need.bytes).await?;
+    let state = quota_state(connection, owner_id, &need.quotas, need.jobs, need.bytes).await?;
+    if state.is_none() {
+        // No such user (deleted since its launches were queued): they are refused.
+        return Ok(());
+    }
     let slots = Statement::new(MAKE_SLOTS)
         .bind(owner_id)
         .bind(GRANTED_SLOTS);
@@ -105,7 +109,9 @@ pub(super) async fn grant<C: WriteConnection>(
     for (owner_id, state) in quotas.checked() {
         let jobs = state.max_pending_jobs.saturating_sub(state.pending_jobs) / 2;
         let bytes = state.max_dataset_bytes.saturating_sub(state.dataset_bytes) / 2;
-        if jobs == 0 {
+        // Every launch needs a job and bytes (its input): an allowance short of either is of
+        // no use, and would only be counted as used.
+        if jobs == 0 || bytes == 0 {
             continue;
         }
         let grant = Statement::new(GRANT)
@@ -146,6 +152,7 @@ const MAKE_SLOTS: &str = "INSERT INTO user_counts (user_id, slot)
 /// evenly to the allowances of up to `$6` of its slots that no other transaction holds. An
 /// allowance shared under other quotas is counted as used in the headroom, and so it may
 /// stay beside the new one.
+/// Slot -1 is retention's (`sql::UNCOUNT_PURGED_OUTPUTS`) and holds no allowance.
 const GRANT: &str = "WITH picked AS (
          SELECT slot FROM user_counts WHERE user_id = $1 AND slot >= 0
          ORDER BY slot LIMIT $6 FOR UPDATE SKIP LOCKED),

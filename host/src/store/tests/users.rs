@@ -192,8 +192,8 @@ pub(super) async fn no_launch_passes_a_quota_lowered_or_filled_since_the_last(ba
     assert_eq!(launch().await, Inserted::Created);
     assert_eq!(launch().await, Inserted::Refused(Refusal::PendingJobs(4)));
 
-    // Room for the next launch and sixteen inputs more: its check shares the sixteen among
-    // the slots (at most 8), and the upload then fills all but one byte short of one input.
+    // Room for the next launch and sixteen inputs more: its check shares eight among the
+    // slots (at most 8), and the upload then fills all but one byte short of one input.
     let input = new_job(&alice).input.len() as u64;
     let usage = store.usage(&alice.id).await.expect("usage").expect("alice");
     let quota = usage.dataset_bytes + 17 * input;
@@ -212,6 +212,64 @@ pub(super) async fn no_launch_passes_a_quota_lowered_or_filled_since_the_last(ba
     let usage = store.usage(&alice.id).await.expect("usage").expect("alice");
     assert_eq!(usage.pending_jobs, 5);
     assert_eq!(usage.dataset_bytes, quota - input + 1);
+
+    // The dataset quota alone lowered, to what is kept: no allowance shared under the
+    // higher one lets a launch through.
+    set_quotas(UserQuotas {
+        dataset_bytes: Some(usage.dataset_bytes + 100 * input),
+        ..UserQuotas::default()
+    })
+    .await;
+    assert_eq!(launch().await, Inserted::Created);
+    let full = usage.dataset_bytes + input;
+    set_quotas(UserQuotas {
+        dataset_bytes: Some(full),
+        ..UserQuotas::default()
+    })
+    .await;
+    assert_eq!(
+        launch().await,
+        Inserted::Refused(Refusal::DatasetBytes(full))
+    );
+}
+
+/// A job back in the queue (here an unstarted claim let go) passed no quota check of its own:
+/// the launches after it still meet the quota exactly, whatever allowances were set aside
+/// before it came back.
+pub(super) async fn a_job_back_in_the_queue_counts_before_later_launches(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let launch = || async { store.insert_job(&new_job(&alice)).await.expect("launch") };
+    for _ in 0..4 {
+        assert_eq!(launch().await, Inserted::Created);
+    }
+    let claims = store.claim_jobs(LONG, 4).await.expect("claim");
+    assert_eq!(claims.len(), 4);
+    assert!(
+        store
+            .update_user(
+                "alice",
+                &UserChange::Quotas(UserQuotas {
+                    pending_jobs: Some(5),
+                    ..UserQuotas::default()
+                })
+            )
+            .await
+            .expect("quotas")
+    );
+    // One pending: this launch's check sets half of the four left aside.
+    assert_eq!(launch().await, Inserted::Created);
+    for claim in &claims {
+        assert!(
+            store
+                .release_unstarted(&claim.lease)
+                .lease_held()
+                .await
+                .expect("release")
+        );
+    }
+    // Five pending: the next launch is one too many.
+    assert_eq!(launch().await, Inserted::Refused(Refusal::PendingJobs(5)));
 }
 
 /// The count the quota reads is kept by triggers: it must follow a job into and out of the
