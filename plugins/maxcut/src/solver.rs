@@ -29,6 +29,11 @@ pub const TABU_PERTURB_GROWTH: f64 = 1.3;
 pub const TABU_ELITE: usize = 10;
 pub const TABU_RELINK: f64 = 0.5;
 
+/// How near (a fraction of the nodes) a phase end must be to a pool member to take only its
+/// place (see [`TabuParameters::elite_near`]). On the same ten graphs at 10 s: seeds within
+/// 0.1 % on 9 of 10 with 0.05, against 8 of 10 without.
+pub const TABU_ELITE_NEAR: f64 = 0.05;
+
 /// Kernels with more nodes than this are annealed, unless they are lattice-like: a ladder of
 /// sixteen rungs stops trading replicas once the energy gaps between rungs, which grow with the
 /// number of nodes, dwarf a replica's fluctuations (swap rates of 0 to 2 % on G55–G81).
@@ -98,6 +103,7 @@ impl Strategy {
                 perturb_growth: TABU_PERTURB_GROWTH,
                 elite: TABU_ELITE,
                 relink: TABU_RELINK,
+                elite_near: TABU_ELITE_NEAR,
                 ..TabuParameters::default()
             });
         }

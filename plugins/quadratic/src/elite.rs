@@ -11,11 +11,14 @@ use crate::candidates::Candidates;
 use crate::qubo::Qubo;
 use crate::random::SplitMix64;
 
-/// The pool: at most `capacity` solutions, no two alike, the worst replaced by a better one.
+/// The pool: at most `capacity` solutions, no two alike, the worst replaced by a better one;
+/// a solution near a member (fewer than `near` variables apart) replaces only that member.
 #[derive(Debug, Clone)]
 pub(crate) struct Elite {
     members: Vec<Member>,
     capacity: usize,
+    /// A solution this close (variables apart) to a member takes only that member's place.
+    near: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -25,10 +28,11 @@ struct Member {
 }
 
 impl Elite {
-    pub(crate) fn new(capacity: usize) -> Elite {
+    pub(crate) fn new(capacity: usize, near: usize) -> Elite {
         Elite {
             members: Vec::with_capacity(capacity),
             capacity,
+            near,
         }
     }
 
@@ -40,6 +44,26 @@ impl Elite {
     /// `x` already.
     pub(crate) fn offer(&mut self, value: f64, x: &[bool]) {
         if self.capacity == 0 || self.members.iter().any(|member| member.x == x) {
+            return;
+        }
+        let closest = self
+            .members
+            .iter()
+            .enumerate()
+            .map(|(index, member)| {
+                let apart = member.x.iter().zip(x).filter(|(a, b)| a != b).count();
+                (apart, index)
+            })
+            .min();
+        if let Some((apart, index)) = closest
+            && apart < self.near
+        {
+            if value < self.members[index].value {
+                self.members[index] = Member {
+                    value,
+                    x: x.to_vec(),
+                };
+            }
             return;
         }
         if self.members.len() < self.capacity {
@@ -147,7 +171,7 @@ mod tests {
 
     #[test]
     fn the_pool_keeps_the_best_distinct_solutions() {
-        let mut elite = Elite::new(2);
+        let mut elite = Elite::new(2, 0);
         elite.offer(5.0, &[true, false]);
         elite.offer(5.0, &[true, false]);
         assert_eq!(elite.len(), 1);
@@ -162,7 +186,31 @@ mod tests {
             let (from, to) = elite.pair(&mut random).expect("two members");
             assert_ne!(from, to);
         }
-        assert!(Elite::new(0).pair(&mut random).is_none());
+        assert!(Elite::new(0, 0).pair(&mut random).is_none());
+    }
+
+    #[test]
+    fn a_solution_near_a_member_takes_only_its_place() {
+        let mut elite = Elite::new(3, 2);
+        elite.offer(5.0, &[true, true, true, true]);
+        elite.offer(6.0, &[false, false, false, false]);
+        // One variable from the first and better: it takes the first's place.
+        elite.offer(4.0, &[true, true, true, false]);
+        // One variable from the second and worse: kept out, though the pool has room.
+        elite.offer(7.0, &[false, false, false, true]);
+        let mut kept: Vec<(f64, Vec<bool>)> = elite
+            .members
+            .iter()
+            .map(|member| (member.value, member.x.clone()))
+            .collect();
+        kept.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(
+            kept,
+            [
+                (4.0, vec![true, true, true, false]),
+                (6.0, vec![false, false, false, false])
+            ]
+        );
     }
 
     #[test]

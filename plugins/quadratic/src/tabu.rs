@@ -50,6 +50,10 @@ pub struct TabuParameters {
     /// phases start from random solutions instead, so that it holds several basins.
     pub elite: usize,
     pub relink: f64,
+    /// A phase end closer than `elite_near · n` variables to a member of the pool takes that
+    /// member's place if it is better, and no other: the pool keeps distinct basins, not
+    /// many points of one.
+    pub elite_near: f64,
 }
 
 /// The most a perturbation grows by [`TabuParameters::perturb_growth`].
@@ -68,6 +72,7 @@ impl Default for TabuParameters {
             perturb_growth: 1.0,
             elite: 0,
             relink: 0.0,
+            elite_near: 0.0,
         }
     }
 }
@@ -137,7 +142,10 @@ pub fn tabu_search_from(
     let mut since_phase_best = 0u64;
     let mut strength = 1.0f64;
     let mut best_at_phase_start = best.value;
-    let mut elite = Elite::new(parameters.elite);
+    let mut elite = Elite::new(
+        parameters.elite,
+        (parameters.elite_near * n as f64) as usize,
+    );
     // The flips since the phase's best, to go back to it for the pool.
     let mut since_phase_best_flips: Vec<usize> = Vec::new();
     let mut last_report = started;
