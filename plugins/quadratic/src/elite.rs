@@ -150,20 +150,7 @@ pub(crate) fn relink(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A dense function of `n` variables with integer biases in -100..=100.
-    fn random_qubo(n: usize, seed: u64) -> Qubo {
-        let mut random = SplitMix64::new(seed);
-        let mut bias = move || random.below(201) as f64 - 100.0;
-        let linear = (0..n).map(|_| bias()).collect();
-        let mut pairs = Vec::new();
-        for i in 0..n {
-            for j in i + 1..n {
-                pairs.push((i, j, bias()));
-            }
-        }
-        Qubo::new(linear, &pairs)
-    }
+    use crate::qubo::random_qubo;
 
     fn random_x(n: usize, random: &mut SplitMix64) -> Vec<bool> {
         (0..n).map(|_| random.next_u64() & 1 == 1).collect()

@@ -112,3 +112,18 @@ impl Qubo {
         if x[i] { -fields[i] } else { fields[i] }
     }
 }
+
+/// A dense function of `n` variables with integer biases in -100..=100, for the tests.
+#[cfg(test)]
+pub(crate) fn random_qubo(n: usize, seed: u64) -> Qubo {
+    let mut random = crate::random::SplitMix64::new(seed);
+    let mut bias = move || random.below(201) as f64 - 100.0;
+    let linear = (0..n).map(|_| bias()).collect();
+    let mut pairs = Vec::new();
+    for i in 0..n {
+        for j in i + 1..n {
+            pairs.push((i, j, bias()));
+        }
+    }
+    Qubo::new(linear, &pairs)
+}

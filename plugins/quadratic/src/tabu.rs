@@ -261,20 +261,7 @@ pub fn tabu_search_from(
 mod tests {
     use super::*;
     use crate::exhaustive::exhaustive;
-
-    /// A dense function of `n` variables with integer biases in -100..=100.
-    fn random_qubo(n: usize, seed: u64) -> Qubo {
-        let mut random = SplitMix64::new(seed);
-        let mut bias = move || random.below(201) as f64 - 100.0;
-        let linear = (0..n).map(|_| bias()).collect();
-        let mut pairs = Vec::new();
-        for i in 0..n {
-            for j in i + 1..n {
-                pairs.push((i, j, bias()));
-            }
-        }
-        Qubo::new(linear, &pairs)
-    }
+    use crate::qubo::random_qubo;
 
     /// The least value over every assignment, each computed from scratch.
     fn brute_force(qubo: &Qubo) -> f64 {
