@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sqlx::{Database, Decode, Encode, IntoArguments, Pool, Type};
 
 use super::batch::{Batcher, Outcome, Write};
-use super::executions::{ClaimFilter, ClaimedJob, finish};
+use super::executions::{ClaimFilter, ClaimedJob, finish, start_statement};
 use super::jobs::{Inserted, insert_job};
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::{JobEnds, Retry};
@@ -86,9 +86,9 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// user's, for the project's quota check.
     const LOCK_PROJECT: Option<&'static str>;
 
-    /// An attempt's end in one statement, where the backend can write three tables in one
-    /// (`None`: three statements): see [`sql::FINISH_IN_ONE`].
-    const FINISH_IN_ONE: Option<&'static str>;
+    /// Whether an attempt's end is one statement, where the backend can write three tables
+    /// in one ([`sql::FINISH_IN_ONE`], [`sql::START_AND_FINISH_IN_ONE`]), or three.
+    const FINISH_IN_ONE: bool;
 
     /// A statement that tells every replica at commit that the plugins the store lists
     /// changed, where the backend can (`None`: replicas poll).
@@ -189,23 +189,8 @@ pub(super) async fn apply<C: WriteConnection>(
             let release = ends.otherwise.bind(ends.cancel_requested.bind(release));
             Outcome::Held(connection.execute(release).await? == 1)
         }
-        Write::Start {
-            lease,
-            execution_id,
-            attempt,
-            plugin,
-            started_at,
-        } => {
-            let start = Statement::new(sql::START_EXECUTION)
-                .bind(execution_id)
-                .bind(i64::from(*attempt))
-                .bind(&plugin.name)
-                .bind(&plugin.version)
-                .bind(&plugin.digest)
-                .bind(*started_at)
-                .bind(&lease.job_id)
-                .bind(lease.token);
-            Outcome::Held(connection.execute(start).await? == 1)
+        Write::Start { lease, start } => {
+            Outcome::Held(connection.execute(start_statement(lease, start)).await? == 1)
         }
         Write::Progress {
             lease,
@@ -246,7 +231,9 @@ pub(super) async fn apply<C: WriteConnection>(
             }
             Outcome::Lost(lost)
         }
-        Write::Finish { lease, end } => Outcome::Held(finish(connection, lease, end).await?),
+        Write::Finish { lease, start, end } => {
+            Outcome::Held(finish(connection, lease, start.as_deref(), end).await?)
+        }
     })
 }
 

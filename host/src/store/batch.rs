@@ -12,10 +12,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::PluginRef;
 use super::experiments::ExperimentRecord;
 use super::{ClaimFilter, JobStatus, StoreError};
-use super::{ClaimedJob, ExecutionEnd, Inserted, JobChange, Lease, LiveUpdate, Millis, NewJob};
+use super::{
+    ClaimedJob, ExecutionEnd, ExecutionStart, Inserted, JobChange, Lease, LiveUpdate, Millis,
+    NewJob,
+};
 
 /// The most writes one transaction carries.
 const MAX_BATCH: usize = 256;
@@ -40,10 +42,7 @@ pub(crate) enum Write {
     },
     Start {
         lease: Lease,
-        execution_id: String,
-        attempt: u32,
-        plugin: PluginRef,
-        started_at: Millis,
+        start: ExecutionStart,
     },
     Progress {
         lease: Lease,
@@ -54,8 +53,10 @@ pub(crate) enum Write {
         leases: Vec<Lease>,
         lease_expires_at: Millis,
     },
+    /// An execution's end, and its start if that was not written before.
     Finish {
         lease: Lease,
+        start: Option<Box<ExecutionStart>>,
         end: ExecutionEnd,
     },
 }

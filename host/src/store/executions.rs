@@ -17,7 +17,7 @@ use super::statement::{Statement, WriteConnection};
 use super::{ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql};
 use crate::objective::Objective;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginRef {
     pub name: String,
     pub version: String,
@@ -91,6 +91,16 @@ pub struct ClaimedJob {
     pub race_of: Option<String>,
 }
 
+/// How an attempt began: written when it starts, or with its end if it ended before its
+/// start was written (a short job: see [`Executions::start_and_finish_execution`]).
+#[derive(Debug, Clone)]
+pub struct ExecutionStart {
+    pub execution_id: String,
+    pub attempt: u32,
+    pub plugin: PluginRef,
+    pub started_at: Millis,
+}
+
 /// How an execution ended, written in one transaction with the job's new status, which
 /// [`JobEnd::after`](super::JobEnd::after) makes of `status` and `retry`.
 #[derive(Debug, Clone)]
@@ -141,14 +151,7 @@ pub trait Executions: Send + Sync + 'static {
 
     /// Queues the start of an attempt for the next group commit (see [`QueuedWrite`]); its
     /// outcome is false if the lease is no longer held.
-    fn start_execution(
-        &self,
-        lease: &Lease,
-        execution_id: &str,
-        attempt: u32,
-        plugin: &PluginRef,
-        started_at: Millis,
-    ) -> QueuedWrite;
+    fn start_execution(&self, lease: &Lease, start: &ExecutionStart) -> QueuedWrite;
 
     /// Queues an update of a running execution's progress, log and incumbents, whichever
     /// `update` carries, for the next group commit, in order with the execution's other
@@ -164,6 +167,17 @@ pub trait Executions: Send + Sync + 'static {
     /// gives and stores the output if
     /// any. Its outcome is false, and nothing changed, if the lease is no longer held.
     fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite;
+
+    /// [`Executions::start_execution`] and [`Executions::finish_execution`] as one write, for
+    /// an attempt that ended before its start was queued: the execution is stored ended, in
+    /// one statement where the backend can. Its outcome is false, and nothing changed, if the
+    /// lease is no longer held.
+    fn start_and_finish_execution(
+        &self,
+        lease: &Lease,
+        start: &ExecutionStart,
+        end: &ExecutionEnd,
+    ) -> QueuedWrite;
 
     /// Jobs whose lease expired (their worker died or stalled): the execution becomes
     /// `ABANDONED` with `worker_lost`, and the job goes back to `PENDING`, or to `FAILED` once
@@ -219,20 +233,10 @@ where
             .await
     }
 
-    fn start_execution(
-        &self,
-        lease: &Lease,
-        execution_id: &str,
-        attempt: u32,
-        plugin: &PluginRef,
-        started_at: Millis,
-    ) -> QueuedWrite {
+    fn start_execution(&self, lease: &Lease, start: &ExecutionStart) -> QueuedWrite {
         self.batcher().queue(Write::Start {
             lease: lease.clone(),
-            execution_id: execution_id.to_owned(),
-            attempt,
-            plugin: plugin.clone(),
-            started_at,
+            start: start.clone(),
         })
     }
 
@@ -252,6 +256,20 @@ where
     fn finish_execution(&self, lease: &Lease, end: &ExecutionEnd) -> QueuedWrite {
         self.batcher().queue(Write::Finish {
             lease: lease.clone(),
+            start: None,
+            end: end.clone(),
+        })
+    }
+
+    fn start_and_finish_execution(
+        &self,
+        lease: &Lease,
+        start: &ExecutionStart,
+        end: &ExecutionEnd,
+    ) -> QueuedWrite {
+        self.batcher().queue(Write::Finish {
+            lease: lease.clone(),
+            start: Some(Box::new(start.clone())),
             end: end.clone(),
         })
     }
@@ -265,9 +283,25 @@ where
     }
 }
 
+/// The insert of an attempt's execution, `RUNNING`, if `lease` is held.
+pub(super) fn start_statement<'a>(lease: &'a Lease, start: &'a ExecutionStart) -> Statement<'a> {
+    Statement::new(sql::START_EXECUTION)
+        .bind(&start.execution_id)
+        .bind(i64::from(start.attempt))
+        .bind(&start.plugin.name)
+        .bind(&start.plugin.version)
+        .bind(&start.plugin.digest)
+        .bind(start.started_at)
+        .bind(&lease.job_id)
+        .bind(lease.token)
+}
+
+/// Writes an attempt's end under its lease, and its start first if `start` is given (it was
+/// not written before): the job's new status, the execution, the output.
 pub(super) async fn finish<C: WriteConnection>(
     connection: &mut C,
     lease: &Lease,
+    start: Option<&ExecutionStart>,
     end: &ExecutionEnd,
 ) -> Result<bool, StoreError> {
     let ends = end.job_ends();
@@ -294,18 +328,39 @@ pub(super) async fn finish<C: WriteConnection>(
         .output
         .as_ref()
         .map(|output| i64::try_from(output.len()).unwrap_or(i64::MAX));
-    // One round trip where the backend can, three where it cannot.
-    if let Some(one) = C::FINISH_IN_ONE {
+    // One round trip where the backend can, three or four where it cannot.
+    if C::FINISH_IN_ONE {
         let mut values = job.values;
         values.extend(execution.values);
-        let finish = Statement { sql: one, values }
-            .bind(end.output.as_deref())
-            .bind(bytes);
+        let finish = Statement {
+            sql: if start.is_some() {
+                sql::START_AND_FINISH_IN_ONE
+            } else {
+                sql::FINISH_IN_ONE
+            },
+            values,
+        }
+        .bind(end.output.as_deref())
+        .bind(bytes);
+        let finish = match start {
+            Some(start) => finish
+                .bind(i64::from(start.attempt))
+                .bind(&start.plugin.name)
+                .bind(&start.plugin.version)
+                .bind(&start.plugin.digest)
+                .bind(start.started_at),
+            None => finish,
+        };
         let row = connection.fetch_optional(finish).await?;
         return Ok(match row {
             Some(row) => row.integer("held")? == 1,
             None => false,
         });
+    }
+    if let Some(start) = start
+        && connection.execute(start_statement(lease, start)).await? != 1
+    {
+        return Ok(false);
     }
     if connection.execute(job).await? != 1 {
         // The lease was lost: someone else owns the job now. Change nothing.

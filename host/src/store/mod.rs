@@ -46,8 +46,8 @@ pub use self::audit::{Audit, AuditEvent};
 pub use self::batch::QueuedWrite;
 pub use self::datasets::{DataFile, DataSets};
 pub use self::executions::{
-    ClaimFilter, ClaimedJob, ExecutionEnd, ExecutionError, ExecutionRecord, Executions, LiveUpdate,
-    PluginRef, Progress,
+    ClaimFilter, ClaimedJob, ExecutionEnd, ExecutionError, ExecutionRecord, ExecutionStart,
+    Executions, LiveUpdate, PluginRef, Progress,
 };
 pub use self::experiments::{CancelledRuns, ExperimentRecord, ExperimentRun, Experiments};
 pub use self::incumbents::{IncumbentRecord, Incumbents, NewIncumbent};

@@ -511,7 +511,7 @@ impl Backend for PostgresStore {
     const RECLAIM_ALLOWANCES: Option<&'static str> = Some(RECLAIM_ALLOWANCES);
     const LOCK_PROJECT: Option<&'static str> =
         Some("SELECT id FROM projects WHERE id = $1 FOR UPDATE");
-    const FINISH_IN_ONE: Option<&'static str> = Some(sql::FINISH_IN_ONE);
+    const FINISH_IN_ONE: bool = true;
 
     fn rows_affected(result: &PgQueryResult) -> u64 {
         result.rows_affected()

@@ -272,6 +272,29 @@ pub(super) const FINISH_IN_ONE: &str = "WITH job AS (
          SELECT id, $20, $21 FROM job WHERE $20 IS NOT NULL)
      SELECT COUNT(*) AS held FROM job";
 
+/// [`FINISH_IN_ONE`] for an attempt whose start was not written: the execution is inserted
+/// ended (`$16`, `$17`: its id and job's; `$22`…`$26`: its attempt, plugin name, version and
+/// digest, and start) instead of updated, under the same lease check.
+pub(super) const START_AND_FINISH_IN_ONE: &str = "WITH job AS (
+         UPDATE jobs
+         SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
+             ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
+             lease_expires_at = NULL, objective = $7, objective_sense = $8, time_to_best = $9,
+             stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
+         WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'
+         RETURNING id),
+     execution AS (
+         INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version,
+             plugin_digest, started_at, ended_at, error_code, error_message, log_tail,
+             log_truncated, progress_fraction, objective, objective_sense)
+         SELECT $16, $17, $22, $10, $23, $24, $25, $26, $11, $12, $13, $14, $15,
+             CASE WHEN $10 = 'COMPLETED' THEN 1.0 END, $18, $19
+         FROM job),
+     output AS (
+         INSERT INTO job_outputs (job_id, output, bytes)
+         SELECT id, $20, $21 FROM job WHERE $20 IS NOT NULL)
+     SELECT COUNT(*) AS held FROM job";
+
 /// A claimed job that never started goes back, its attempt uncounted (`$5`/`$6`, its status
 /// and end); unless its cancellation was asked for meanwhile (`$3`/`$4`).
 pub(super) const RELEASE_UNSTARTED: &str = "UPDATE jobs

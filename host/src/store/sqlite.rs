@@ -325,7 +325,7 @@ impl Backend for SqliteStore {
     const RECLAIM_ALLOWANCES: Option<&'static str> = None;
     const LOCK_PROJECT: Option<&'static str> = None;
     // SQLite's statements write one table each.
-    const FINISH_IN_ONE: Option<&'static str> = None;
+    const FINISH_IN_ONE: bool = false;
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()

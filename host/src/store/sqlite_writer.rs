@@ -149,7 +149,7 @@ impl WriteConnection for BatchConnection<'_> {
     const LOCK_USER: Option<&'static str> = SqliteStore::LOCK_USER;
     const RECLAIM_ALLOWANCES: Option<&'static str> = SqliteStore::RECLAIM_ALLOWANCES;
     const LOCK_PROJECT: Option<&'static str> = SqliteStore::LOCK_PROJECT;
-    const FINISH_IN_ONE: Option<&'static str> = SqliteStore::FINISH_IN_ONE;
+    const FINISH_IN_ONE: bool = SqliteStore::FINISH_IN_ONE;
 
     async fn execute(&mut self, statement: Statement<'_>) -> Result<u64, StoreError> {
         Ok(self.prepared(&statement)?.raw_execute()? as u64)

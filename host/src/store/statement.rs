@@ -111,7 +111,7 @@ pub(super) trait WriteConnection {
     const LOCK_PROJECT: Option<&'static str>;
 
     /// See [`Backend::FINISH_IN_ONE`].
-    const FINISH_IN_ONE: Option<&'static str>;
+    const FINISH_IN_ONE: bool;
 
     /// Runs a statement that returns no rows (on SQLite's handle, one that does is an
     /// error); how many rows it changed.
@@ -179,7 +179,7 @@ where
     const LOCK_USER: Option<&'static str> = B::LOCK_USER;
     const RECLAIM_ALLOWANCES: Option<&'static str> = B::RECLAIM_ALLOWANCES;
     const LOCK_PROJECT: Option<&'static str> = B::LOCK_PROJECT;
-    const FINISH_IN_ONE: Option<&'static str> = B::FINISH_IN_ONE;
+    const FINISH_IN_ONE: bool = B::FINISH_IN_ONE;
 
     async fn execute(&mut self, statement: Statement<'_>) -> Result<u64, StoreError> {
         let result = Self::query(&statement).execute(&mut *self.0).await?;

@@ -164,6 +164,102 @@ pub(super) async fn a_claimed_job_runs_to_completion(backend: Backend) {
     assert_eq!(pending(store).await, 0);
 }
 
+/// An attempt that ended before its start was written stores both in one write: the
+/// execution as if started and then ended, under the same lease check.
+pub(super) async fn a_start_written_with_its_end_is_the_whole_execution(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let new = new_job(&alice);
+    store.insert_job(&new).await.expect("insert");
+    let claim = store
+        .claim_jobs(LONG, 1)
+        .await
+        .expect("claim")
+        .pop()
+        .expect("a pending job");
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let start = start_of(&claim, &execution_id);
+    let end = completed(&execution_id, r#"{"cut":1}"#);
+
+    // Under a lost lease nothing is written: no execution, and the job, claimed but not
+    // started, reads as pending.
+    let mut lost = claim.lease.clone();
+    lost.token += 1;
+    assert!(
+        !store
+            .start_and_finish_execution(&lost, &start, &end)
+            .lease_held()
+            .await
+            .expect("write")
+    );
+    let claimed = job(store, &alice, &new.id).await;
+    assert_eq!(claimed.status, JobStatus::Pending);
+    assert!(claimed.executions.is_empty());
+
+    assert!(
+        store
+            .start_and_finish_execution(&claim.lease, &start, &end)
+            .lease_held()
+            .await
+            .expect("write")
+    );
+    let done = job(store, &alice, &new.id).await;
+    assert_eq!(done.status, JobStatus::Completed);
+    let [execution] = done.executions.as_slice() else {
+        panic!("one execution: {:?}", done.executions);
+    };
+    assert_eq!(execution.id, execution_id);
+    assert_eq!(execution.attempt, 1);
+    assert_eq!(execution.status, ExecutionStatus::Completed);
+    assert_eq!(execution.plugin, plugin());
+    assert_eq!(execution.started_at, start.started_at);
+    assert_eq!(execution.ended_at, Some(end.ended_at));
+    assert_eq!(execution.log_tail, "done\n");
+    assert_eq!(execution.progress.as_ref().map(|p| p.fraction), Some(1.0));
+    assert_eq!(execution.objective, end.objective);
+    assert!(matches!(
+        store.job_output(&alice.id, &new.id).await.expect("read"),
+        Some(JobOutput::Completed(output)) if output == r#"{"cut":1}"#
+    ));
+
+    // A failed attempt written the same way keeps its error.
+    let again = new_job(&alice);
+    store.insert_job(&again).await.expect("insert");
+    let claim = store
+        .claim_jobs(LONG, 1)
+        .await
+        .expect("claim")
+        .pop()
+        .expect("a pending job");
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let failed = ExecutionEnd {
+        status: ExecutionStatus::Failed,
+        error: Some(ExecutionError {
+            code: ErrorCode::Trap,
+            message: "the plugin trapped".into(),
+        }),
+        output: None,
+        objective: None,
+        ..completed(&execution_id, "null")
+    };
+    assert!(
+        store
+            .start_and_finish_execution(&claim.lease, &start_of(&claim, &execution_id), &failed)
+            .lease_held()
+            .await
+            .expect("write")
+    );
+    let record = job(store, &alice, &again.id).await;
+    assert_eq!(record.status, JobStatus::Failed);
+    assert_eq!(record.executions.len(), 1);
+    assert_eq!(record.executions[0].error, failed.error);
+    assert_eq!(record.executions[0].progress, None);
+    assert!(matches!(
+        store.job_output(&alice.id, &again.id).await.expect("read"),
+        Some(JobOutput::NotCompleted(JobStatus::Failed))
+    ));
+}
+
 pub(super) async fn concurrent_claims_never_share_a_job(backend: Backend) {
     let store = backend.store.clone();
     let alice = user(store.as_ref(), "alice").await;

@@ -90,6 +90,7 @@ for_each_backend!(
     an_unstarted_claim_goes_back_uncounted,
     a_reaped_claim_that_never_started_stays_in_the_history,
     a_claimed_job_runs_to_completion,
+    a_start_written_with_its_end_is_the_whole_execution,
     concurrent_claims_never_share_a_job,
     a_worker_that_lost_its_lease_changes_nothing,
     a_heartbeat_keeps_the_lease,
@@ -222,6 +223,16 @@ fn completed(execution_id: &str, output: &str) -> ExecutionEnd {
 
 const LONG: Duration = Duration::from_secs(600);
 
+/// The start of `claim`'s attempt as execution `execution_id`, now.
+fn start_of(claim: &ClaimedJob, execution_id: &str) -> ExecutionStart {
+    ExecutionStart {
+        execution_id: execution_id.to_owned(),
+        attempt: claim.attempt,
+        plugin: plugin(),
+        started_at: now_millis(),
+    }
+}
+
 /// Claims the next job and records its execution's start.
 async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, String) {
     let claim = store
@@ -233,13 +244,7 @@ async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, 
     let execution_id = uuid::Uuid::now_v7().to_string();
     assert!(
         store
-            .start_execution(
-                &claim.lease,
-                &execution_id,
-                claim.attempt,
-                &plugin(),
-                now_millis()
-            )
+            .start_execution(&claim.lease, &start_of(&claim, &execution_id))
             .lease_held()
             .await
             .expect("start")
@@ -423,16 +428,12 @@ async fn on_postgres_replicas_launch_claim_and_end_for_many_users_at_once() {
                 }
                 for claim in claims {
                     let execution_id = uuid::Uuid::now_v7().to_string();
-                    let start = store.start_execution(
+                    // A tiny job's attempt: its start written with its end.
+                    let end = store.start_and_finish_execution(
                         &claim.lease,
-                        &execution_id,
-                        claim.attempt,
-                        &plugin(),
-                        now_millis(),
+                        &start_of(&claim, &execution_id),
+                        &completed(&execution_id, r#"{"cut":4}"#),
                     );
-                    let end = store
-                        .finish_execution(&claim.lease, &completed(&execution_id, r#"{"cut":4}"#));
-                    assert!(start.lease_held().await.expect("no start fails"));
                     assert!(end.lease_held().await.expect("no end fails"));
                     *ended.entry(claim.lease.owner_id).or_default() += 1;
                 }
