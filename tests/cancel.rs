@@ -18,22 +18,6 @@ async fn delete(server: &TestServer, token: &str, job: &str) -> reqwest::Respons
     server.delete(token, &format!("/job/{job}")).await
 }
 
-/// Polls until the job is `RUNNING` with its execution started.
-async fn wait_until_running(server: &TestServer, token: &str, job: &str) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let view = server.job(token, job).await;
-        let started = view["executions"]
-            .as_object()
-            .is_some_and(|executions| !executions.is_empty());
-        if view["status"] == "RUNNING" && started {
-            return;
-        }
-        assert!(Instant::now() < deadline, "job {job} never ran: {view}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Cancels a running job and checks it ended `CANCELLED` with a `CANCELLED` execution;
 /// returns how long the request took.
 async fn cancel_running(server: &TestServer, token: &str, job: &str) -> Duration {
@@ -83,7 +67,7 @@ async fn pending_and_running_jobs_are_cancelled_and_ended_ones_are_not() {
             &json!({"mode": "spin", "options": {"time_limit_s": 60}}),
         )
         .await;
-    wait_until_running(&server, &token, &spinning).await;
+    server.wait_until_running(&token, &spinning).await;
 
     // Behind it, a pending job: cancelled at once, it never runs.
     let waiting = server
@@ -156,7 +140,7 @@ async fn a_long_max_cut_search_is_cancelled() {
             &json!({"num_nodes": n, "edges": edges, "options": {"time_limit_s": 60}}),
         )
         .await;
-    wait_until_running(&server, &token, &job).await;
+    server.wait_until_running(&token, &job).await;
 
     // While it runs, its progress (the best cut so far) and its log show.
     let deadline = Instant::now() + PATIENCE;
@@ -210,7 +194,7 @@ async fn a_cancellation_reaches_the_replica_that_runs_the_job() {
             &json!({"mode": "spin", "options": {"time_limit_s": 60}}),
         )
         .await;
-    wait_until_running(&running_it, &token, &spinning).await;
+    running_it.wait_until_running(&token, &spinning).await;
     // Started after the job was claimed, this replica cannot be running it.
     let other = TestServer::start_with(options());
     let took = cancel_running(&other, &token, &spinning).await;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, ServerOptions, TestServer, expect_problem};
+use crate::support::{ServerOptions, TestServer, expect_problem};
 
 /// A graph that keeps max-cut's search busy for its whole time limit.
 fn busy_maxcut(seconds: u64) -> Value {
@@ -32,14 +32,6 @@ fn busy_qubo(seconds: u64) -> Value {
            "options": {"time_limit_s": seconds}})
 }
 
-async fn wait_running(server: &TestServer, token: &str, job: &str) {
-    let deadline = Instant::now() + PATIENCE;
-    while server.job(token, job).await["status"] != "RUNNING" {
-        assert!(Instant::now() < deadline, "job {job} never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 async fn finish(server: &TestServer, token: &str, job: &str) -> (StatusCode, Value) {
     let response = server
         .post_json(token, &format!("/job/{job}/finish"), &json!({}))
@@ -60,7 +52,7 @@ async fn a_finished_job_completes_with_what_it_had() {
         ("qubo", busy_qubo(60), "/energy"),
     ] {
         let job = server.launch(&token, problem, &body).await;
-        wait_running(&server, &token, &job).await;
+        server.wait_until_running(&token, &job).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let asked = Instant::now();
         let (status, answer) = finish(&server, &token, &job).await;
@@ -87,7 +79,7 @@ async fn a_finished_job_completes_with_what_it_had() {
 
     // A pending job (the one worker is busy) is cancelled.
     let busy = server.launch(&token, "maxcut", &busy_maxcut(60)).await;
-    wait_running(&server, &token, &busy).await;
+    server.wait_until_running(&token, &busy).await;
     let waiting = server.launch(&token, "maxcut", &busy_maxcut(1)).await;
     let (status, answer) = finish(&server, &token, &waiting).await;
     assert_eq!(
@@ -124,7 +116,7 @@ async fn a_finish_reaches_the_replica_that_runs_the_job() {
         .token("admin", crate::support::ADMIN_PASSWORD)
         .await;
     let job = running_it.launch(&token, "maxcut", &busy_maxcut(60)).await;
-    wait_running(&running_it, &token, &job).await;
+    running_it.wait_until_running(&token, &job).await;
     // Started after the job was claimed, this replica cannot be running it.
     let other = TestServer::start_with(ServerOptions {
         args: &args,

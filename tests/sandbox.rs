@@ -30,6 +30,7 @@ async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
         .await;
 
     // While the spinning guest holds one worker, max-cut jobs run on the other.
+    server.wait_until_running(&token, &spinning).await;
     let job = server
         .launch(
             &token,

@@ -402,6 +402,23 @@ impl TestServer {
         jobs[job].clone()
     }
 
+    /// Polls until the job is `RUNNING`, its execution started (an attempt's start is written
+    /// up to 20 ms into its run).
+    pub async fn wait_until_running(&self, token: &str, job: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let view = self.job(token, job).await;
+            let started = view["executions"]
+                .as_object()
+                .is_some_and(|executions| !executions.is_empty());
+            if view["status"] == "RUNNING" && started {
+                return;
+            }
+            assert!(Instant::now() < deadline, "job {job} never ran: {view}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits (long-polls) until the job has ended, and returns it.
     pub async fn wait_until_ended(&self, token: &str, job: &str) -> Value {
         let deadline = Instant::now() + PATIENCE;

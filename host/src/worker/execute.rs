@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::context::WorkerContext;
 use super::progress::ProgressWriter;
+use super::start::DeferredStart;
 use crate::options::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::{CallError, Limits, LogTail, RunOptions, RunReport};
@@ -42,6 +43,7 @@ pub(super) fn execute(
     execution_id: &str,
     plugin: &Plugin,
     interrupt: Arc<AtomicBool>,
+    start: Arc<DeferredStart>,
 ) -> ExecutionEnd {
     let options: JobOptions = match serde_json::from_str(&claim.options) {
         Ok(options) => options,
@@ -60,7 +62,9 @@ pub(super) fn execute(
         claim.lease.clone(),
         execution_id.to_owned(),
         context.local.held.finish_flag(&claim.lease),
+        start,
     ));
+    observer.start_when_due();
     let run_options = RunOptions {
         time_limit: options.time_limit(),
         seed: options.seed,

@@ -10,6 +10,7 @@ mod local_jobs;
 mod pool;
 mod progress;
 mod race;
+mod start;
 mod wakeup;
 
 pub use self::local_jobs::LocalJobs;

@@ -5,8 +5,8 @@
 //! Workers are dedicated OS threads, not tokio tasks: a guest is CPU-bound and may not yield
 //! for as long as its deadline allows, which would starve the async runtime serving HTTP.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -16,13 +16,14 @@ use super::execute::{execute, failed};
 use super::leases::HeldLeases;
 use super::local_jobs::LocalJobs;
 use super::race;
+use super::start::{DeferredStart, Started};
 use crate::config::JobLimits;
 use crate::metrics::{ExecutionOutcome, Metrics};
 use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSync};
 use crate::store::{
-    ClaimFilter, ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStatus, JobStore, Lease, PluginRef,
-    QueuedWrite, Retry, now_millis,
+    ClaimFilter, ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStart, ExecutionStatus, JobStore,
+    Lease, PluginRef, QueuedWrite, Retry, now_millis,
 };
 
 /// How often an idle worker looks for work even if nobody woke it: a backstop only, since new
@@ -267,7 +268,7 @@ fn confirm_all(context: &WorkerContext, endings: &mut Vec<Ending>) {
 struct Ending {
     lease: Lease,
     end: ExecutionEnd,
-    /// None if the host failed before it queued the start.
+    /// The start's own write; None if it went with the end, or the host failed first.
     started: Option<QueuedWrite>,
     finished: QueuedWrite,
     /// The race its job is an entrant of, if it is one.
@@ -298,8 +299,10 @@ fn run_guarded(
         return None;
     }
     let execution_id = uuid::Uuid::now_v7().to_string();
-    let run =
-        std::panic::AssertUnwindSafe(|| run_claimed(context, claim, &execution_id, interrupt));
+    let start_slot = OnceLock::new();
+    let run = std::panic::AssertUnwindSafe(|| {
+        run_claimed(context, claim, &execution_id, interrupt, &start_slot)
+    });
     Some(std::panic::catch_unwind(run).unwrap_or_else(|_| {
         // A bug in the host, not in the plugin: this worker keeps serving, and the job fails
         // (another attempt would likely panic the same way).
@@ -313,9 +316,13 @@ fn run_guarded(
                 "the worker failed while running this job".into(),
             )
         };
+        let (started, finished) = match start_slot.get() {
+            Some(start) => end_with_start(context, &lease, start, &end),
+            None => (None, context.store.finish_execution(&lease, &end)),
+        };
         Ending {
-            started: None,
-            finished: context.store.finish_execution(&lease, &end),
+            started,
+            finished,
             lease,
             end,
             race_of,
@@ -360,11 +367,13 @@ fn plugin_for(context: &WorkerContext, claim: &ClaimedJob) -> Result<Arc<Plugin>
     }
 }
 
+/// Runs a claimed job; `start_slot` receives its start, so that a panic can still write it.
 fn run_claimed(
     context: &WorkerContext,
     claim: ClaimedJob,
     execution_id: &str,
     interrupt: Arc<AtomicBool>,
+    start_slot: &OnceLock<Arc<DeferredStart>>,
 ) -> Ending {
     let job_id = claim.lease.job_id.clone();
     let span = tracing::info_span!(
@@ -397,20 +406,32 @@ fn run_claimed(
                 .unwrap_or_default(),
         },
     };
-    // Queued, not awaited: the run needs nothing from it, and the end is queued behind it.
-    let started = context.store.start_execution(
-        &claim.lease,
-        execution_id,
-        claim.attempt,
-        &plugin_ref,
-        now_millis(),
-    );
+    // Written late, or with the end (see `start`): the run needs nothing from it.
+    let start = start_slot.get_or_init(|| {
+        Arc::new(DeferredStart::new(
+            context.store.clone(),
+            claim.lease.clone(),
+            ExecutionStart {
+                execution_id: execution_id.to_owned(),
+                attempt: claim.attempt,
+                plugin: plugin_ref,
+                started_at: now_millis(),
+            },
+        ))
+    });
 
     let run_started = Instant::now();
     let waited = Duration::from_millis(now_millis().saturating_sub(claim.created_at).max(0) as u64);
     context.metrics.execution_started(&claim.problem, waited);
     let end = match plugin {
-        Ok(plugin) => execute(context, &claim, execution_id, &plugin, interrupt),
+        Ok(plugin) => execute(
+            context,
+            &claim,
+            execution_id,
+            &plugin,
+            interrupt,
+            start.clone(),
+        ),
         Err(why) => failed(execution_id, ErrorCode::PluginError, why),
     };
     context.metrics.execution_ended(ExecutionOutcome {
@@ -426,13 +447,31 @@ fn run_claimed(
         error = end.error.as_ref().map(|error| error.code.as_str()),
         "execution ended"
     );
-    let finished = context.store.finish_execution(&claim.lease, &end);
+    let (started, finished) = end_with_start(context, &claim.lease, start, &end);
     Ending {
         lease: claim.lease,
         end,
-        started: Some(started),
+        started,
         finished,
         race_of: claim.race_of,
+    }
+}
+
+/// Queues an attempt's end, with its start if that was never written; returns the start's
+/// write if it was queued before, to be confirmed with the end.
+fn end_with_start(
+    context: &WorkerContext,
+    lease: &Lease,
+    start: &DeferredStart,
+    end: &ExecutionEnd,
+) -> (Option<QueuedWrite>, QueuedWrite) {
+    match start.take() {
+        Started::Unwritten(start) => (
+            None,
+            context.store.start_and_finish_execution(lease, &start, end),
+        ),
+        Started::Queued(started) => (Some(started), context.store.finish_execution(lease, end)),
+        Started::Taken => (None, context.store.finish_execution(lease, end)),
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::start::{DeferredStart, START_DELAY};
 use crate::runtime::{BoundedLog, ExecutionObserver};
 use crate::store::{JobStore, Lease, LiveUpdate, NewIncumbent, Progress, now_millis};
 
@@ -20,7 +21,10 @@ const PENDING_INCUMBENTS: usize = 20;
 /// most once per [`PROGRESS_INTERVAL`], without blocking the guest: the write is queued for
 /// the group commit and awaited on the async runtime. What arrives in between is kept and
 /// goes with the next write; incumbents still waiting when the run returns go with
-/// [`ProgressWriter::flush`], queued before the execution's end.
+/// [`ProgressWriter::flush`], queued before the execution's end. Nothing is written while
+/// the execution's start may still wait ([`DeferredStart`]): a run that ends within
+/// [`START_DELAY`] writes its log with its end, and one that goes on writes what it reported
+/// so far then, after its start.
 pub(crate) struct ProgressWriter {
     store: Arc<dyn JobStore>,
     runtime: tokio::runtime::Handle,
@@ -29,6 +33,7 @@ pub(crate) struct ProgressWriter {
     live: Mutex<Live>,
     /// Set when the job is asked to finish now.
     finish: Arc<AtomicBool>,
+    start: Arc<DeferredStart>,
 }
 
 impl ProgressWriter {
@@ -38,6 +43,7 @@ impl ProgressWriter {
         lease: Lease,
         execution_id: String,
         finish: Arc<AtomicBool>,
+        start: Arc<DeferredStart>,
     ) -> ProgressWriter {
         ProgressWriter {
             store,
@@ -46,7 +52,21 @@ impl ProgressWriter {
             execution_id,
             live: Mutex::new(Live::default()),
             finish,
+            start,
         }
+    }
+
+    /// Writes the start, and what the run reported meanwhile, once [`START_DELAY`] has
+    /// passed, unless the run ended first.
+    pub(crate) fn start_when_due(self: &Arc<Self>) {
+        let writer = Arc::downgrade(self);
+        self.runtime.spawn(async move {
+            tokio::time::sleep(START_DELAY).await;
+            if let Some(writer) = writer.upgrade() {
+                writer.start.queue();
+                writer.update(None, None);
+            }
+        });
     }
 }
 
@@ -61,6 +81,8 @@ struct Live {
     incumbents: VecDeque<NewIncumbent>,
     /// The number of the last incumbent reported.
     incumbent_seq: u32,
+    /// The log, if it grew while the start waited.
+    log: Option<BoundedLog>,
 }
 
 impl ProgressWriter {
@@ -70,6 +92,12 @@ impl ProgressWriter {
             if progress.is_some() {
                 live.progress = progress;
             }
+            if self.start.may_wait() {
+                if let Some(log) = log {
+                    live.log = Some(log.clone());
+                }
+                return;
+            }
             let now = Instant::now();
             if live
                 .last_write
@@ -77,6 +105,8 @@ impl ProgressWriter {
             {
                 return;
             }
+            let held = live.log.take();
+            let log = log.or(held.as_ref());
             live.last_write = Some(now);
             let log = log.and_then(|log| {
                 let written = log.written();
@@ -99,6 +129,7 @@ impl ProgressWriter {
         if update.progress.is_none() && update.log.is_none() && update.incumbents.is_empty() {
             return;
         }
+        self.start.queue();
         let queued = self
             .store
             .record_progress(&self.lease, &self.execution_id, update);
