@@ -152,6 +152,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         36,
         include_str!("../../migrations/postgres/0036_quota_allowances.sql"),
     ),
+    (
+        37,
+        include_str!("../../migrations/postgres/0037_job_indexes.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

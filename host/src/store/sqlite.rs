@@ -145,6 +145,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         36,
         include_str!("../../migrations/sqlite/0036_quota_allowances.sql"),
     ),
+    (
+        37,
+        include_str!("../../migrations/sqlite/0037_job_indexes.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;
