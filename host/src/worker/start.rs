@@ -1,6 +1,6 @@
-//! An attempt's start, written late: once the run has gone on for [`START_DELAY`] or has
-//! something of its own to write (progress, a log, incumbents), whichever comes first; or,
-//! for a run that ends sooner, with its end, in one write.
+//! An attempt's start, written late: once the run has gone on for [`START_DELAY`], before
+//! anything the run reported (progress, a log, incumbents; held until then); or, for a run
+//! that ends sooner, with its end, in one write.
 //!
 //! A tiny job's attempt used to cost three writes (its start, its first progress, its end);
 //! it now costs one. What a client can see does not change in kind: a claimed job reads
