@@ -327,8 +327,8 @@ pub(super) const ABANDON_UNSTARTED: &str = "INSERT INTO executions (id, job_id, 
                                      AND executions.attempt = jobs.attempts)";
 
 /// The message of an attempt reaped before its start was recorded.
-pub(super) const LOST_BEFORE_START: &str =
-    "its worker stopped before this attempt started (the process died or was cut off)";
+pub(super) const LOST_BEFORE_START: &str = "its worker stopped before this attempt's start was recorded (the process died or was \
+     cut off)";
 
 /// Retention goes in batches of jobs that ended at or before a time: the last end among the
 /// oldest `$2` that ended before `$1`.

@@ -268,8 +268,9 @@ fn confirm_all(context: &WorkerContext, endings: &mut Vec<Ending>) {
 struct Ending {
     lease: Lease,
     end: ExecutionEnd,
-    /// The start's own write; None if it went with the end, or the host failed first.
-    started: Option<QueuedWrite>,
+    /// The start: queued on its own, written with the end (and again with a retried end),
+    /// or none (the host failed before the attempt had one).
+    started: Started,
     finished: QueuedWrite,
     /// The race its job is an entrant of, if it is one.
     race_of: Option<String>,
@@ -318,7 +319,7 @@ fn run_guarded(
         };
         let (started, finished) = match start_slot.get() {
             Some(start) => end_with_start(context, &lease, start, &end),
-            None => (None, context.store.finish_execution(&lease, &end)),
+            None => (Started::Taken, context.store.finish_execution(&lease, &end)),
         };
         Ending {
             started,
@@ -457,21 +458,29 @@ fn run_claimed(
     }
 }
 
-/// Queues an attempt's end, with its start if that was never written; returns the start's
-/// write if it was queued before, to be confirmed with the end.
+/// Queues an attempt's end, with its start if that was never written; returns what became
+/// of the start, to be confirmed with the end.
 fn end_with_start(
     context: &WorkerContext,
     lease: &Lease,
     start: &DeferredStart,
     end: &ExecutionEnd,
-) -> (Option<QueuedWrite>, QueuedWrite) {
-    match start.take() {
-        Started::Unwritten(start) => (
-            None,
-            context.store.start_and_finish_execution(lease, &start, end),
-        ),
-        Started::Queued(started) => (Some(started), context.store.finish_execution(lease, end)),
-        Started::Taken => (None, context.store.finish_execution(lease, end)),
+) -> (Started, QueuedWrite) {
+    let started = start.take();
+    let finished = queue_end(context, lease, &started, end);
+    (started, finished)
+}
+
+/// Queues an attempt's end, with its start if that goes with it.
+fn queue_end(
+    context: &WorkerContext,
+    lease: &Lease,
+    started: &Started,
+    end: &ExecutionEnd,
+) -> QueuedWrite {
+    match started {
+        Started::Unwritten(start) => context.store.start_and_finish_execution(lease, start, end),
+        Started::Queued(_) | Started::Taken => context.store.finish_execution(lease, end),
     }
 }
 
@@ -497,11 +506,16 @@ fn confirm(context: &WorkerContext, ending: Ending) {
     let job = &lease.job_id;
     // Renewed until the end is written: a retried end must still hold the lease.
     let _release = ReleaseOnDrop(&context.local.held, &lease);
-    if let Some(started) = started
-        && let Err(error) = context.runtime.block_on(started.lease_held())
-    {
-        tracing::error!(%job, %error, "cannot record the execution's start");
-    }
+    let started = match started {
+        Started::Queued(queued) => {
+            if let Err(error) = context.runtime.block_on(queued.lease_held()) {
+                tracing::error!(%job, %error, "cannot record the execution's start");
+            }
+            Started::Taken
+        }
+        // A failed end rolled its start back with it: a retry writes both again.
+        unwritten => unwritten,
+    };
     let mut outcome = context.runtime.block_on(finished.lease_held());
     let mut backoff = Duration::from_millis(100);
     for attempt in 1.. {
@@ -528,7 +542,7 @@ fn confirm(context: &WorkerContext, ending: Ending) {
                 backoff *= 2;
                 outcome = context
                     .runtime
-                    .block_on(context.store.finish_execution(&lease, &end).lease_held());
+                    .block_on(queue_end(context, &lease, &started, &end).lease_held());
             }
             Err(error) => {
                 tracing::error!(%job, %error, "cannot record the execution's end");

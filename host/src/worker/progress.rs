@@ -62,8 +62,9 @@ impl ProgressWriter {
         let writer = Arc::downgrade(self);
         self.runtime.spawn(async move {
             tokio::time::sleep(START_DELAY).await;
-            if let Some(writer) = writer.upgrade() {
-                writer.start.queue();
+            if let Some(writer) = writer.upgrade()
+                && writer.start.queue()
+            {
                 writer.update(None, None);
             }
         });
@@ -129,7 +130,10 @@ impl ProgressWriter {
         if update.progress.is_none() && update.log.is_none() && update.incumbents.is_empty() {
             return;
         }
-        self.start.queue();
+        if !self.start.queue() {
+            // The end is queued: nothing more is written about the run.
+            return;
+        }
         let queued = self
             .store
             .record_progress(&self.lease, &self.execution_id, update);

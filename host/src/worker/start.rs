@@ -1,11 +1,11 @@
 //! An attempt's start, written late: once the run has gone on for [`START_DELAY`], before
 //! anything the run reported (progress, a log, incumbents; held until then); or, for a run
-//! that ends sooner, with its end, in one write.
+//! that ends sooner, with its end, in one write (after its last incumbents, if it reported
+//! any).
 //!
-//! A tiny job's attempt used to cost three writes (its start, its first progress, its end);
-//! it now costs one. What a client can see does not change in kind: a claimed job reads
-//! `PENDING` until its start is written, as it always did for a moment, and now for at most
-//! [`START_DELAY`] longer.
+//! A tiny job's attempt is then one write where it would be three (its start, its first
+//! progress, its end). A claimed job reads `PENDING` until its start is stored, about
+//! [`START_DELAY`] into its run; one that ends sooner goes from `PENDING` to its end.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ pub(crate) enum Started {
     Unwritten(ExecutionStart),
     /// Queued, to be confirmed with the end.
     Queued(QueuedWrite),
-    /// Already taken (a second [`DeferredStart::take`]): nothing to write or confirm.
+    /// Nothing to write or confirm: taken before, or confirmed already.
     Taken,
 }
 
@@ -62,12 +62,18 @@ impl DeferredStart {
         matches!(*self.state(), State::Waiting) && self.began.elapsed() < START_DELAY
     }
 
-    /// Queues the start, unless it was queued or taken already. Whatever the run writes
-    /// about this execution is queued after it, so it finds the execution there.
-    pub(crate) fn queue(&self) {
+    /// Queues the start, unless it was queued or taken already; whether the run may still
+    /// write about this execution (false once its end was queued). Whatever it writes is
+    /// queued after the start, so it finds the execution there.
+    pub(crate) fn queue(&self) -> bool {
         let mut state = self.state();
-        if matches!(*state, State::Waiting) {
-            *state = State::Queued(self.store.start_execution(&self.lease, &self.start));
+        match *state {
+            State::Waiting => {
+                *state = State::Queued(self.store.start_execution(&self.lease, &self.start));
+                true
+            }
+            State::Queued(_) => true,
+            State::Taken => false,
         }
     }
 
