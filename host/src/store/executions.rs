@@ -334,9 +334,9 @@ pub(super) async fn finish<C: WriteConnection>(
         values.extend(execution.values);
         let finish = Statement {
             sql: if start.is_some() {
-                sql::START_AND_FINISH_IN_ONE
+                sql::START_AND_FINISH_IN_ONE.as_str()
             } else {
-                sql::FINISH_IN_ONE
+                sql::FINISH_IN_ONE.as_str()
             },
             values,
         }

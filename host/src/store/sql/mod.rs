@@ -5,6 +5,14 @@
 
 use std::sync::LazyLock;
 
+mod executions;
+
+pub(super) use self::executions::{
+    ABANDON_UNSTARTED, FINISH_EXECUTION, FINISH_IN_ONE, FINISH_JOB, HEARTBEAT, INSERT_OUTPUT,
+    LOST_BEFORE_START, REAP_JOBS, RECORD_PROGRESS, RELEASE_UNSTARTED, START_AND_FINISH_IN_ONE,
+    START_EXECUTION,
+};
+
 pub(super) const INSERT_USER: &str =
     "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)";
 
@@ -210,125 +218,6 @@ pub(super) static JOB_OUTPUT: LazyLock<String> = LazyLock::new(|| {
          WHERE jobs.id = $1 AND {READABLE}"
     )
 });
-
-pub(super) const START_EXECUTION: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at)
-     SELECT $1, id, $2, 'RUNNING', $3, $4, $5, $6 FROM jobs
-     WHERE id = $7 AND lease_token = $8 AND status = 'RUNNING'";
-
-/// What is not given (null) stays as it was.
-pub(super) const RECORD_PROGRESS: &str = "UPDATE executions
-     SET progress_fraction = COALESCE($1, progress_fraction),
-         progress_message = COALESCE($2, progress_message),
-         log_tail = COALESCE($6, log_tail),
-         log_truncated = COALESCE($7, log_truncated),
-         incumbents = COALESCE($8, incumbents)
-     WHERE id = $3 AND status = 'RUNNING'
-       AND EXISTS (SELECT 1 FROM jobs
-                   WHERE jobs.id = $4 AND jobs.lease_token = $5 AND jobs.status = 'RUNNING')";
-
-/// A lease whose job's cancellation was asked for is not renewed: its holder hears it as lost
-/// and interrupts the run (the backstop of the cancel notification).
-pub(super) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
-     WHERE id = $2 AND lease_token = $3 AND status = 'RUNNING' AND NOT cancel_requested";
-
-/// The lease check of every end: only the holder of the current token moves a running job.
-/// `$1`/`$2` are the job's status and end (`outcome::JobEnds`), `$5`/`$6` those if its
-/// cancellation was asked for.
-pub(super) const FINISH_JOB: &str = "UPDATE jobs
-     SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
-         ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
-         lease_expires_at = NULL, objective = $7, objective_sense = $8, time_to_best = $9,
-         stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
-     WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
-
-pub(super) const FINISH_EXECUTION: &str = "UPDATE executions
-     SET status = $1, ended_at = $2, error_code = $3, error_message = $4, log_tail = $5,
-         log_truncated = $6,
-         progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END,
-         objective = $9, objective_sense = $10
-     WHERE id = $7 AND job_id = $8";
-
-/// [`FINISH_JOB`], then [`FINISH_EXECUTION`] (`$10`…`$19`, its `$1`…`$10`) and
-/// [`INSERT_OUTPUT`] (`$20`, `$21`: the output and its bytes, no row if the output is null)
-/// if the job's row changed, in one statement: PostgreSQL's. Returns `held`, 1 if the lease
-/// was held.
-pub(super) const FINISH_IN_ONE: &str = "WITH job AS (
-         UPDATE jobs
-         SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
-             ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
-             lease_expires_at = NULL, objective = $7, objective_sense = $8, time_to_best = $9,
-             stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
-         WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'
-         RETURNING id),
-     execution AS (
-         UPDATE executions
-         SET status = $10, ended_at = $11, error_code = $12, error_message = $13,
-             log_tail = $14, log_truncated = $15,
-             progress_fraction = CASE WHEN $10 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END,
-             objective = $18, objective_sense = $19
-         WHERE id = $16 AND job_id = $17 AND EXISTS (SELECT 1 FROM job)),
-     output AS (
-         INSERT INTO job_outputs (job_id, output, bytes)
-         SELECT id, $20, $21 FROM job WHERE $20 IS NOT NULL)
-     SELECT COUNT(*) AS held FROM job";
-
-/// [`FINISH_IN_ONE`] for an attempt whose start was not written: the execution is inserted
-/// ended (`$16`, `$17`: its id and job's; `$22`…`$26`: its attempt, plugin name, version and
-/// digest, and start) instead of updated, under the same lease check.
-pub(super) const START_AND_FINISH_IN_ONE: &str = "WITH job AS (
-         UPDATE jobs
-         SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
-             ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
-             lease_expires_at = NULL, objective = $7, objective_sense = $8, time_to_best = $9,
-             stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
-         WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'
-         RETURNING id),
-     execution AS (
-         INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version,
-             plugin_digest, started_at, ended_at, error_code, error_message, log_tail,
-             log_truncated, progress_fraction, objective, objective_sense)
-         SELECT $16, $17, $22, $10, $23, $24, $25, $26, $11, $12, $13, $14, $15,
-             CASE WHEN $10 = 'COMPLETED' THEN 1.0 END, $18, $19
-         FROM job),
-     output AS (
-         INSERT INTO job_outputs (job_id, output, bytes)
-         SELECT id, $20, $21 FROM job WHERE $20 IS NOT NULL)
-     SELECT COUNT(*) AS held FROM job";
-
-/// A claimed job that never started goes back, its attempt uncounted (`$5`/`$6`, its status
-/// and end); unless its cancellation was asked for meanwhile (`$3`/`$4`).
-pub(super) const RELEASE_UNSTARTED: &str = "UPDATE jobs
-     SET status = CASE WHEN cancel_requested THEN $3 ELSE $5 END,
-         ended_at = CASE WHEN cancel_requested THEN $4 ELSE $6 END,
-         attempts = attempts - 1, lease_expires_at = NULL
-     WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'";
-
-/// The trigger `job_outputs_counted` adds `$3` to the owner's `users.output_bytes`.
-pub(super) const INSERT_OUTPUT: &str =
-    "INSERT INTO job_outputs (job_id, output, bytes) VALUES ($1, $2, $3)";
-
-/// Expired leases (or, with `$3`, every running job) go back to the queue, or fail once they
-/// used their attempts (`$1`): the statuses and ends `outcome::ReapedEnds` binds, if the
-/// job's cancellation was asked for (`$4`/`$5`), if it had its attempts (`$6`/`$7`), and
-/// otherwise (`$8`/`$9`). The token is bumped, so the lost worker's late writes change nothing.
-pub(super) const REAP_JOBS: &str = "UPDATE jobs
-     SET status = CASE WHEN cancel_requested THEN $4 WHEN attempts >= $1 THEN $6 ELSE $8 END,
-         ended_at = CASE WHEN cancel_requested THEN $5 WHEN attempts >= $1 THEN $7 ELSE $9 END,
-         lease_expires_at = NULL, lease_token = lease_token + 1
-     WHERE status = 'RUNNING' AND ($3 OR lease_expires_at < $2)
-     RETURNING id, owner_id";
-
-/// A reaped attempt whose start was never recorded (its worker died first, or had only
-/// claimed it) still gets its entry in the job's history.
-pub(super) const ABANDON_UNSTARTED: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at, ended_at, error_code, error_message)
-     SELECT $1, id, attempts, 'ABANDONED', problem, '', '', $2, $2, 'worker_lost', $3 FROM jobs
-     WHERE id = $4 AND NOT EXISTS (SELECT 1 FROM executions
-                                   WHERE executions.job_id = jobs.id
-                                     AND executions.attempt = jobs.attempts)";
-
-/// The message of an attempt reaped before its start was recorded.
-pub(super) const LOST_BEFORE_START: &str = "its worker stopped before this attempt's start was recorded (the process died or was \
-     cut off)";
 
 /// Retention goes in batches of jobs that ended at or before a time: the last end among the
 /// oldest `$2` that ended before `$1`.
