@@ -171,12 +171,7 @@ pub(super) async fn a_start_written_with_its_end_is_the_whole_execution(backend:
     let alice = user(store, "alice").await;
     let new = new_job(&alice);
     store.insert_job(&new).await.expect("insert");
-    let claim = store
-        .claim_jobs(LONG, 1)
-        .await
-        .expect("claim")
-        .pop()
-        .expect("a pending job");
+    let claim = claim_next(store, LONG).await;
     let execution_id = uuid::Uuid::now_v7().to_string();
     let start = start_of(&claim, &execution_id);
     let end = completed(&execution_id, r#"{"cut":1}"#);
@@ -225,12 +220,7 @@ pub(super) async fn a_start_written_with_its_end_is_the_whole_execution(backend:
     // A failed attempt written the same way keeps its error.
     let again = new_job(&alice);
     store.insert_job(&again).await.expect("insert");
-    let claim = store
-        .claim_jobs(LONG, 1)
-        .await
-        .expect("claim")
-        .pop()
-        .expect("a pending job");
+    let claim = claim_next(store, LONG).await;
     let execution_id = uuid::Uuid::now_v7().to_string();
     let failed = ExecutionEnd {
         status: ExecutionStatus::Failed,

@@ -233,14 +233,19 @@ fn start_of(claim: &ClaimedJob, execution_id: &str) -> ExecutionStart {
     }
 }
 
-/// Claims the next job and records its execution's start.
-async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, String) {
-    let claim = store
+/// Claims the next job.
+async fn claim_next(store: &dyn JobStore, lease: Duration) -> ClaimedJob {
+    store
         .claim_jobs(lease, 1)
         .await
         .expect("claim")
         .pop()
-        .expect("a pending job");
+        .expect("a pending job")
+}
+
+/// Claims the next job and records its execution's start.
+async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, String) {
+    let claim = claim_next(store, lease).await;
     let execution_id = uuid::Uuid::now_v7().to_string();
     assert!(
         store
