@@ -21,20 +21,14 @@ pub(crate) const START_DELAY: Duration = Duration::from_millis(20);
 pub(crate) struct DeferredStart {
     store: Arc<dyn JobStore>,
     lease: Lease,
-    start: ExecutionStart,
     began: Instant,
-    state: Mutex<State>,
+    state: Mutex<Started>,
 }
 
-enum State {
-    Waiting,
-    Queued(QueuedWrite),
-    Taken,
-}
-
-/// What became of the start when the attempt ended.
+/// Where an attempt's start is: waiting to be written (or, once the attempt ended, going with
+/// its end), queued on its own, or neither any more.
 pub(crate) enum Started {
-    /// Never written: it goes with the end.
+    /// Not written yet: after the end, it goes with the end.
     Unwritten(ExecutionStart),
     /// Queued, to be confirmed with the end.
     Queued(QueuedWrite),
@@ -51,15 +45,14 @@ impl DeferredStart {
         DeferredStart {
             store,
             lease,
-            start,
             began: Instant::now(),
-            state: Mutex::new(State::Waiting),
+            state: Mutex::new(Started::Unwritten(start)),
         }
     }
 
     /// Whether the start may wait longer: not queued, and within [`START_DELAY`].
     pub(crate) fn may_wait(&self) -> bool {
-        matches!(*self.state(), State::Waiting) && self.began.elapsed() < START_DELAY
+        matches!(*self.state(), Started::Unwritten(_)) && self.began.elapsed() < START_DELAY
     }
 
     /// Queues the start, unless it was queued or taken already; whether the run may still
@@ -67,28 +60,22 @@ impl DeferredStart {
     /// queued after the start, so it finds the execution there.
     pub(crate) fn queue(&self) -> bool {
         let mut state = self.state();
-        match *state {
-            State::Waiting => {
-                *state = State::Queued(self.store.start_execution(&self.lease, &self.start));
-                true
-            }
-            State::Queued(_) => true,
-            State::Taken => false,
-        }
+        let queued = match &*state {
+            Started::Unwritten(start) => self.store.start_execution(&self.lease, start),
+            Started::Queued(_) => return true,
+            Started::Taken => return false,
+        };
+        *state = Started::Queued(queued);
+        true
     }
 
     /// The start as the attempt ends: unwritten if it was never queued, and never queued
     /// from now on.
     pub(crate) fn take(&self) -> Started {
-        let mut state = self.state();
-        match std::mem::replace(&mut *state, State::Taken) {
-            State::Waiting => Started::Unwritten(self.start.clone()),
-            State::Queued(queued) => Started::Queued(queued),
-            State::Taken => Started::Taken,
-        }
+        std::mem::replace(&mut *self.state(), Started::Taken)
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> std::sync::MutexGuard<'_, Started> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
