@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{PATIENCE, ServerOptions, TestServer, complete_graph};
-
-const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
+use crate::support::{PATIENCE, RUNAWAY, ServerOptions, TestServer, complete_graph};
 
 /// The host keeps this much of an execution's log (`Limits::log_bytes`).
 const LOG_CAP: usize = 64 << 10;

@@ -8,11 +8,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::support::{
-    ADMIN_PASSWORD, Contract, PATIENCE, ServerOptions, TestServer, assert_contract, complete_graph,
-    expect_problem,
+    ADMIN_PASSWORD, Contract, PATIENCE, RUNAWAY, ServerOptions, TestServer, assert_contract,
+    complete_graph, expect_problem, start_with_limits,
 };
-
-const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
 
 async fn delete(server: &TestServer, token: &str, job: &str) -> reqwest::Response {
     server.delete(token, &format!("/job/{job}")).await
@@ -121,10 +119,11 @@ async fn pending_and_running_jobs_are_cancelled_and_ended_ones_are_not() {
     .await;
 }
 
-/// A long max-cut search shows its progress and log while it runs, and stops on request.
+/// A long max-cut search shows its progress and log while it runs, and stops on request,
+/// in a sandbox process.
 #[tokio::test]
 async fn a_long_max_cut_search_is_cancelled() {
-    let server = TestServer::start();
+    let (server, _limits) = start_with_limits("[maxcut]\nsandbox = \"process\"\n", &[]);
     let token = server.admin_token().await;
     // A 400-node random graph keeps the heuristic busy for its whole time limit.
     let n = 400;

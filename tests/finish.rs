@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{ServerOptions, TestServer, expect_problem};
+use crate::support::{ServerOptions, TestServer, expect_problem, start_with_limits};
 
 /// A graph that keeps max-cut's search busy for its whole time limit.
 fn busy_maxcut(seconds: u64) -> Value {
@@ -40,12 +40,13 @@ async fn finish(server: &TestServer, token: &str, job: &str) -> (StatusCode, Val
     (status, response.json().await.unwrap())
 }
 
+/// In a sandbox process: the server tells it to finish, and kills it only after the grace.
 #[tokio::test]
 async fn a_finished_job_completes_with_what_it_had() {
-    let server = TestServer::start_with(ServerOptions {
-        args: &["--workers", "1"],
-        ..Default::default()
-    });
+    let (server, _limits) = start_with_limits(
+        "[maxcut]\nsandbox = \"process\"\n[qubo]\nsandbox = \"process\"\n",
+        &["--workers", "1"],
+    );
     let token = server.admin_token().await;
     for (problem, body, objective) in [
         ("maxcut", busy_maxcut(60), "/cut_value"),

@@ -4,9 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{ServerOptions, TestServer, expect_problem, matrix};
-
-const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
+use crate::support::{TestServer, expect_problem, matrix, start_with_limits};
 
 const LIMITS: &str = r#"
 [runaway]
@@ -28,23 +26,6 @@ async fn run(server: &TestServer, token: &str, problem: &str, body: &Value) -> V
         .next()
         .unwrap()
         .clone()
-}
-
-/// A server with the runaway guest and these `--plugin-limits`, and more arguments; the
-/// limits file lives as long as the server.
-fn start_with_limits(limits: &str, args: &[&str]) -> (TestServer, tempfile::NamedTempFile) {
-    let file = tempfile::NamedTempFile::new().expect("a temporary file");
-    std::fs::write(file.path(), limits).expect("the limits are written");
-    let path = file.path().to_str().expect("a UTF-8 path");
-    let args: Vec<&str> = ["--plugin-limits", path]
-        .into_iter()
-        .chain(args.iter().copied())
-        .collect();
-    let server = TestServer::start_with(ServerOptions {
-        args: &args,
-        plugins: RUNAWAY,
-    });
-    (server, file)
 }
 
 async fn detail(server: &TestServer, token: &str, problem: &str) -> Value {

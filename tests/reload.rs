@@ -263,17 +263,17 @@ async fn a_removed_file_unregisters_its_use_case_and_a_built_in_comes_back() {
 
 #[tokio::test]
 async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt_entry() {
-    let server = TestServer::start_with(ServerOptions {
-        args: &[],
-        plugins: V1,
-    });
+    // Jobs run in the server's process: a sandbox process's engine keeps entries of its
+    // own in the same directory.
+    let args = &["--sandbox-processes-from", "off"];
+    let server = TestServer::start_with(ServerOptions { args, plugins: V1 });
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
     // Built-in max-cut and QUBO and the versioned file, each compiled once and cached.
     wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 3).await;
     let cache_dir = server.data_dir().join("compile-cache");
 
-    let server = TestServer::start_in(server.kill(), &[]);
+    let server = TestServer::start_in(server.kill(), args);
     wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 3).await;
     assert!(!server_log(&server).contains("code=compiled"));
     let token = server.admin_token().await;
@@ -300,7 +300,7 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     let cut = std::fs::read(&entries[1]).unwrap();
     std::fs::write(&entries[1], &cut[..cut.len() / 3]).unwrap();
 
-    let server = TestServer::start_in(data_dir, &[]);
+    let server = TestServer::start_in(data_dir, args);
     wait_for_log_lines(
         &server,
         &["compile cache entry rejected", "truncated or corrupted"],
@@ -323,7 +323,7 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     );
 
     // The recompiled code replaced the bad entries.
-    let server = TestServer::start_in(server.kill(), &[]);
+    let server = TestServer::start_in(server.kill(), args);
     wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 3).await;
 }
 

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{ServerOptions, TestServer, complete_graph, matrix};
-
-const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
+use crate::support::{
+    RUNAWAY, ServerOptions, TestServer, complete_graph, matrix, start_with_limits,
+};
 
 /// The only execution of an ended job.
 fn only_execution(view: &Value) -> Value {
@@ -14,12 +14,23 @@ fn only_execution(view: &Value) -> Value {
     executions.values().next().unwrap().clone()
 }
 
+/// The guest's runs in a sandbox process, killed at the deadline.
+const IN_A_PROCESS: &str = "[runaway]\nsandbox = \"process\"\n";
+/// The guest's runs in the server's own process, with epoch checks.
+const IN_THE_SERVER: &str = "[runaway]\nsandbox = \"server\"\n";
+
 #[tokio::test]
 async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
-    let server = TestServer::start_with(ServerOptions {
-        args: &["--workers", "2"],
-        plugins: RUNAWAY,
-    });
+    spin_past_the_time_limit(IN_A_PROCESS).await;
+}
+
+#[tokio::test]
+async fn time_limit_violated_in_the_servers_process() {
+    spin_past_the_time_limit(IN_THE_SERVER).await;
+}
+
+async fn spin_past_the_time_limit(place: &str) {
+    let (server, _limits) = start_with_limits(place, &["--workers", "2"]);
     let token = server.admin_token().await;
     let spinning = server
         .launch(
@@ -57,14 +68,162 @@ async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
     assert!((4_000..9_000).contains(&duration), "{execution}");
 }
 
+/// A sandbox process that dies (here killed, as the kernel's OOM killer would, or a crash in
+/// wasmtime) fails only the run it held; the next long run gets a new process.
+#[tokio::test]
+async fn a_sandbox_process_that_dies_fails_only_its_run() {
+    let (server, _limits) = start_with_limits(IN_A_PROCESS, &["--workers", "1"]);
+    let token = server.admin_token().await;
+    // A first run leaves the process idle with the component loaded, so that the next run
+    // has begun in it once the job reads RUNNING.
+    let growing = server
+        .launch(
+            &token,
+            "runaway",
+            &json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&token, &growing).await["status"],
+        "COMPLETED"
+    );
+    let sandboxes = sandbox_processes(server.pid());
+    assert_eq!(sandboxes.len(), 1, "one sandbox process ran the job");
+    let spinning = server
+        .launch(
+            &token,
+            "runaway",
+            &json!({"mode": "spin", "options": {"time_limit_s": 30}}),
+        )
+        .await;
+    server.wait_until_running(&token, &spinning).await;
+    assert_eq!(
+        sandbox_processes(server.pid()),
+        sandboxes,
+        "the same process runs it"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &sandboxes[0].to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+
+    let view = server.wait_until_ended(&token, &spinning).await;
+    assert_eq!(view["status"], "FAILED", "{view}");
+    let execution = only_execution(&view);
+    assert_eq!(execution["error"]["code"], "trap", "{execution}");
+    let message = execution["error"]["message"].as_str().unwrap();
+    assert!(message.contains("sandbox process"), "{message}");
+    let duration = execution["duration_ms"].as_i64().unwrap();
+    assert!(duration < 20_000, "{execution}");
+
+    let job = server
+        .launch(
+            &token,
+            "runaway",
+            &json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
+    let now = sandbox_processes(server.pid());
+    assert!(
+        now.len() == 1 && now != sandboxes,
+        "a new process ran it: {now:?}"
+    );
+}
+
+/// Left to choose, the server runs tiny jobs in its own process, and a component's runs in a
+/// sandbox process once one of them was long.
+#[tokio::test]
+async fn runs_go_to_a_sandbox_process_once_one_was_long() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "1"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    // The default time limit (10 s) is long enough for a process; the runs are not.
+    for _ in 0..3 {
+        let tiny = json!({"num_nodes": 4, "adj_matrix": complete_graph(4)});
+        let job = server.launch(&token, "maxcut", &tiny).await;
+        assert_eq!(
+            server.wait_until_ended(&token, &job).await["status"],
+            "COMPLETED"
+        );
+    }
+    assert!(
+        sandbox_processes(server.pid()).is_empty(),
+        "tiny jobs stay in the server"
+    );
+    // 30 nodes: past exhaustive search, so the heuristic runs until its time limit.
+    let edges: Vec<(usize, usize, f64)> = (0..30)
+        .flat_map(|i| [(i, (i + 1) % 30, 1.0), (i, (i + 7) % 30, -1.0)])
+        .collect();
+    let long =
+        json!({"num_nodes": 30, "adj_matrix": matrix(30, &edges), "options": {"time_limit_s": 1}});
+    let first = server.launch(&token, "maxcut", &long).await;
+    assert_eq!(
+        server.wait_until_ended(&token, &first).await["status"],
+        "COMPLETED"
+    );
+    assert!(
+        sandbox_processes(server.pid()).is_empty(),
+        "the first long run tells"
+    );
+    let second = server.launch(&token, "maxcut", &long).await;
+    assert_eq!(
+        server.wait_until_ended(&token, &second).await["status"],
+        "COMPLETED"
+    );
+    assert_eq!(
+        sandbox_processes(server.pid()).len(),
+        1,
+        "the next runs in a process"
+    );
+}
+
+/// The pids of the `caseload sandbox` processes `server` started.
+fn sandbox_processes(server: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc is readable") {
+        let Ok(pid) = entry
+            .expect("an entry")
+            .file_name()
+            .to_string_lossy()
+            .parse::<u32>()
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces, so count from the last ')'.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse::<u32>().ok());
+        let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let sandbox = command.split(|byte| *byte == 0).nth(1) == Some(b"sandbox".as_slice());
+        if parent == Some(server) && sandbox {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 /// Epoch interruption cannot stop a guest blocked in a host call; a WASI sleep still ends at
-/// the deadline.
+/// the deadline (and a sandbox process is killed at it).
 #[tokio::test]
 async fn time_limit_violated_by_sleeping_in_wasi() {
-    let server = TestServer::start_with(ServerOptions {
-        args: &[],
-        plugins: RUNAWAY,
-    });
+    for place in [IN_THE_SERVER, IN_A_PROCESS] {
+        sleep_past_the_time_limit(place).await;
+    }
+}
+
+async fn sleep_past_the_time_limit(place: &str) {
+    let (server, _limits) = start_with_limits(place, &[]);
     let token = server.admin_token().await;
     let sleeping = server
         .launch(
@@ -122,10 +281,16 @@ async fn memory_limit_obeyed() {
 
 #[tokio::test]
 async fn memory_limit_violated() {
-    let server = TestServer::start_with(ServerOptions {
-        args: &["--memory-limit-mib", "64"],
-        plugins: RUNAWAY,
-    });
+    grow_past_the_memory_limit(IN_A_PROCESS).await;
+}
+
+#[tokio::test]
+async fn memory_limit_violated_in_the_servers_process() {
+    grow_past_the_memory_limit(IN_THE_SERVER).await;
+}
+
+async fn grow_past_the_memory_limit(place: &str) {
+    let (server, _limits) = start_with_limits(place, &["--memory-limit-mib", "64"]);
     let token = server.admin_token().await;
     let job = server
         .launch(&token, "runaway", &json!({"mode": "grow"}))

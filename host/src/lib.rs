@@ -24,6 +24,7 @@ pub mod private_file;
 pub mod readiness;
 pub mod replica;
 pub mod runtime;
+pub mod sandbox_process;
 pub mod store;
 pub mod telemetry;
 pub mod upkeep;
@@ -47,6 +48,7 @@ use crate::metrics::Metrics;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::plugins::{PluginRegistry, PluginSync};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
+use crate::sandbox_process::{ChildConfig, SandboxProcesses};
 use crate::store::{
     JobStore, Migrations, PostgresStore, Role, SqliteStore, StoreError, UserChange,
 };
@@ -250,16 +252,26 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
             "--workers 0: this replica runs no job; jobs wait for a replica sharing its database"
         );
     }
+    let compile_cache_dir = args
+        .compile_cache_dir
+        .clone()
+        .unwrap_or_else(|| storage.data_dir.join("compile-cache"));
+    let sandbox_processes = (workers > 0 && args.sandbox_processes_from < std::time::Duration::MAX)
+        .then(|| {
+            Arc::new(SandboxProcesses::new(
+                args.sandbox_processes_from,
+                &ChildConfig {
+                    memory_bytes: job_limits.largest_memory_bytes(),
+                    compile_cache_dir: Some(compile_cache_dir.clone()),
+                },
+            ))
+        });
     let runtime_config = RuntimeConfig::default()
         .with_pooling(
             job_limits.largest_memory_bytes(),
             concurrent_instances(workers),
         )
-        .with_compile_cache(
-            args.compile_cache_dir
-                .clone()
-                .unwrap_or_else(|| storage.data_dir.join("compile-cache")),
-        );
+        .with_compile_cache(compile_cache_dir);
     let registry = tokio::task::spawn_blocking(move || -> anyhow::Result<PluginRegistry> {
         let runtime = Runtime::with_config(&runtime_config)?;
         tracing::info!(allocation = ?runtime.allocation(), "WebAssembly engine ready");
@@ -323,6 +335,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         Workers {
             count: workers,
             pool: &args.pool,
+            sandbox_processes,
         },
         store.clone(),
         plugin_sync.clone(),

@@ -13,6 +13,7 @@ use caseload::kit::check::{CheckOptions, check_plugins};
 use caseload::kit::new::{new_project, next_steps};
 use caseload::kit::publish::{PublishOptions, publish};
 use caseload::kit::watch::{WatchOptions, watch};
+use caseload::sandbox_process::{ChildConfig, serve_child};
 
 /// musl's allocator takes one lock for every thread; mimalloc keeps the static build (the
 /// container image) as fast as the glibc one.
@@ -20,9 +21,21 @@ use caseload::kit::watch::{WatchOptions, watch};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // A sandbox process runs guests on its main thread, outside any async runtime: the
+    // blocking calls of wasmtime-wasi start one of their own.
+    if let Some(Command::Sandbox(args)) = &cli.command {
+        let _telemetry = caseload::telemetry::init("warn", cli.log_format, None)?;
+        return serve_child(&ChildConfig {
+            memory_bytes: args.memory_bytes,
+            compile_cache_dir: args.compile_cache_dir.clone(),
+        });
+    }
+    tokio::runtime::Runtime::new()?.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     // A command's report is its output; the server's log lines would only bury it.
     let default_level = match cli.command {
         Some(Command::Plugin(_) | Command::Job(_) | Command::Ready { .. }) => "warn",
@@ -44,6 +57,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Key(command)) => {
             caseload::key_command::manage_keys(&cli.storage, command).await
         }
+        Some(Command::Sandbox(_)) => unreachable!("served before the async runtime starts"),
         Some(Command::Migrate) => caseload::migrate(&cli.storage).await,
         Some(Command::Ready { url }) => match caseload::readiness::probe(url).await {
             Ok(()) => Ok(()),

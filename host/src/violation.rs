@@ -3,7 +3,7 @@
 //! in `runtime` and the problem document's `errors` entry in `api/error.rs`, nowhere else.
 
 /// One problem with an input, at a JSON pointer into it (`""` for the input as a whole).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Violation {
     pub pointer: String,
     pub message: String,

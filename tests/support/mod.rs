@@ -72,6 +72,26 @@ pub fn versioned(variant: &str) -> Vec<u8> {
         .expect("the test guest was built by build.rs")
 }
 
+/// The runaway guest, as a plugin file: it spins, sleeps or grows its memory on request.
+pub const RUNAWAY: &[(&str, &str)] = &[("caseload_guest_runaway", "runaway.wasm")];
+
+/// A server with the runaway guest and these `--plugin-limits`, and more arguments; the
+/// limits file lives as long as the server.
+pub fn start_with_limits(limits: &str, args: &[&str]) -> (TestServer, tempfile::NamedTempFile) {
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(file.path(), limits).expect("the limits are written");
+    let path = file.path().to_str().expect("a UTF-8 path");
+    let args: Vec<&str> = ["--plugin-limits", path]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let server = TestServer::start_with(ServerOptions {
+        args: &args,
+        plugins: RUNAWAY,
+    });
+    (server, file)
+}
+
 /// A child process killed when the test ends, passed or failed.
 pub struct KillOnDrop(pub Child);
 

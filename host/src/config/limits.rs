@@ -38,6 +38,21 @@ pub struct LimitOverrides {
     /// The worker pools that run the use case's jobs (`pools = ["bigmem"]`); the default
     /// pool's if not set.
     pub pools: Option<Vec<String>>,
+    /// Where its runs go (`sandbox = "process"`); [`SandboxPlace::Auto`] if not set.
+    pub sandbox: Option<SandboxPlace>,
+}
+
+/// Where a use case's runs go, with sandbox processes on (`--sandbox-processes-from`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxPlace {
+    /// A sandbox process when the time limit is long enough and a recent run of the same
+    /// component was long; the server's process otherwise.
+    #[default]
+    Auto,
+    /// Always a sandbox process: a use case whose runs are long, from the first.
+    Process,
+    /// Always the server's process.
+    Server,
 }
 
 /// The pool of a replica started without `--pool`, and of a use case bound to none.
@@ -60,6 +75,14 @@ impl JobLimits {
             .values()
             .filter_map(|overrides| overrides.memory_bytes)
             .fold(self.sandbox.memory_bytes, usize::max)
+    }
+
+    /// Where the named use case's runs go.
+    pub fn sandbox_place_of(&self, use_case: &str) -> SandboxPlace {
+        self.per_use_case
+            .get(use_case)
+            .and_then(|overrides| overrides.sandbox)
+            .unwrap_or_default()
     }
 
     /// The pools whose workers run the named use case's jobs.
@@ -122,6 +145,7 @@ pub fn read_limit_overrides(
         memory_limit_mib: Option<u64>,
         max_output_bytes: Option<toml::Value>,
         pools: Option<Vec<String>>,
+        sandbox: Option<String>,
     }
 
     let text = std::fs::read_to_string(path).map_err(|error| error.to_string())?;
@@ -156,6 +180,17 @@ pub fn read_limit_overrides(
                 ));
             }
         };
+        let sandbox = match entry.sandbox.as_deref() {
+            None => None,
+            Some("auto") => Some(SandboxPlace::Auto),
+            Some("process") => Some(SandboxPlace::Process),
+            Some("server") => Some(SandboxPlace::Server),
+            Some(other) => {
+                return Err(format!(
+                    "[{use_case}] sandbox: {other:?} is not \"auto\", \"process\" or \"server\""
+                ));
+            }
+        };
         overrides.insert(
             use_case.clone(),
             LimitOverrides {
@@ -180,6 +215,7 @@ pub fn read_limit_overrides(
                         Some(pools)
                     }
                 },
+                sandbox,
             },
         );
     }
@@ -253,10 +289,11 @@ mod tests {
     }
 
     #[test]
-    fn a_use_case_s_pools_are_the_file_s_or_the_default() {
+    fn a_use_case_s_pools_and_sandbox_are_the_file_s_or_the_default() {
         let overrides = limits_from(
-            "[big]\npools = [\"bigmem\"]\n[both]\npools = [\"default\", \"bigmem\"]\n\
-             [gpu]\npools = [\"gpu\"]\n[small]\nmemory_limit_mib = 64\n",
+            "[big]\npools = [\"bigmem\"]\nsandbox = \"process\"\n\
+             [both]\npools = [\"default\", \"bigmem\"]\nsandbox = \"server\"\n\
+             [gpu]\npools = [\"gpu\"]\nsandbox = \"auto\"\n[small]\nmemory_limit_mib = 64\n",
         )
         .expect("valid");
         let limits = JobLimits {
@@ -270,6 +307,10 @@ mod tests {
         assert_eq!(limits.pools_of("big"), ["bigmem"]);
         assert_eq!(limits.pools_of("small"), [DEFAULT_POOL]);
         assert_eq!(limits.pools_of("unlisted"), [DEFAULT_POOL]);
+        assert_eq!(limits.sandbox_place_of("big"), SandboxPlace::Process);
+        assert_eq!(limits.sandbox_place_of("both"), SandboxPlace::Server);
+        assert_eq!(limits.sandbox_place_of("gpu"), SandboxPlace::Auto);
+        assert_eq!(limits.sandbox_place_of("small"), SandboxPlace::Auto);
     }
 
     #[test]
@@ -290,6 +331,10 @@ mod tests {
                 "[maxcut] pools: name at least one",
             ),
             ("[maxcut]\npools = [\"Big Mem\"]\n", "[maxcut] pools"),
+            (
+                "[maxcut]\nsandbox = \"thread\"\n",
+                "[maxcut] sandbox: \"thread\" is not",
+            ),
             ("not toml", ""),
         ] {
             let error = limits_from(text).expect_err(text);

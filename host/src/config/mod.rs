@@ -12,7 +12,8 @@ mod limits;
 mod plugin;
 
 pub use self::limits::{
-    DEFAULT_POOL, JobLimits, LimitOverrides, UseCaseLimits, check_pool_name, read_limit_overrides,
+    DEFAULT_POOL, JobLimits, LimitOverrides, SandboxPlace, UseCaseLimits, check_pool_name,
+    read_limit_overrides,
 };
 pub use self::plugin::{BuildArgs, CheckArgs, Language, PluginCommand};
 
@@ -82,6 +83,10 @@ pub enum Command {
         #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
         url: String,
     },
+    /// Run jobs for the server that started this process, over standard input and output
+    /// (`--sandbox-processes-from`).
+    #[command(hide = true)]
+    Sandbox(SandboxArgs),
 }
 
 /// The server a `caseload job` command calls, and the key it calls with.
@@ -493,6 +498,33 @@ pub struct ServeArgs {
     /// `<data-dir>/compile-cache`).
     #[arg(long, env = "CASELOAD_COMPILE_CACHE_DIR")]
     pub compile_cache_dir: Option<PathBuf>,
+
+    /// Jobs whose time limit is at least this (e.g. `1s`) run in sandbox processes, which
+    /// the server kills at the deadline, compiled without the time checks that slow a
+    /// guest's loops in the server's own process; `off` runs every job in the server's
+    /// process.
+    #[arg(long, env = "CASELOAD_SANDBOX_PROCESSES_FROM", default_value = "1s", value_parser = parse_threshold)]
+    pub sandbox_processes_from: Duration,
+}
+
+/// A sandbox process's settings, from the server that starts it.
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    /// The memory slot's size: the largest memory cap of any use case, in bytes.
+    #[arg(long)]
+    pub memory_bytes: usize,
+    /// The server's compile cache.
+    #[arg(long)]
+    pub compile_cache_dir: Option<PathBuf>,
+}
+
+/// A duration, or `off` for one no time limit reaches.
+fn parse_threshold(text: &str) -> Result<Duration, String> {
+    if text.trim() == "off" {
+        Ok(Duration::MAX)
+    } else {
+        parse_duration(text)
+    }
 }
 
 /// `--max-held-requests-per-user` when not given: room for a console, a client following

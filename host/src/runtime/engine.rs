@@ -1,5 +1,5 @@
 //! The wasmtime engine as the process sets it up: pooled instances if asked and possible,
-//! on-demand otherwise, epoch interruption on (but in one bench), the component model.
+//! on-demand otherwise, epoch interruption on (off in sandbox processes), the component model.
 
 use std::path::PathBuf;
 
@@ -12,7 +12,8 @@ use super::RuntimeError;
 pub struct RuntimeConfig {
     pub(super) pooling: Option<PoolSize>,
     pub(super) compile_cache_dir: Option<PathBuf>,
-    /// Compiled code without epoch checks: only for measuring what they cost.
+    /// Compiled code without epoch checks: for sandbox processes, which are killed to stop
+    /// a guest, and for measuring what the checks cost.
     pub(super) unchecked: bool,
 }
 
@@ -44,8 +45,10 @@ impl RuntimeConfig {
     }
 
     /// Compiles guests without the epoch checks in their loops and function entries, so
-    /// that nothing stops a guest before it returns: no time limit, no cancel. Only the
-    /// max-cut bench uses it, to measure what the checks cost; the server never does.
+    /// that nothing inside the process stops a guest before it returns: no time limit, no
+    /// cancel. A sandbox process (`sandbox_process`) runs its guests so, and the server
+    /// kills the whole process to stop one; the max-cut bench uses it to measure what the
+    /// checks cost.
     pub fn without_epoch_checks(mut self) -> Self {
         self.unchecked = true;
         self
@@ -90,7 +93,8 @@ pub(super) fn engine(
 /// The engine's settings before the choice of instance allocation.
 pub(super) fn base_config(runtime_config: &RuntimeConfig) -> Config {
     let mut config = Config::new();
-    // Off only in a bench: it is what stops a guest that loops without calling the host.
+    // Off only where something else stops the guest: it is what stops a guest that loops
+    // without calling the host.
     config.epoch_interruption(!runtime_config.unchecked);
     config.wasm_component_model(true);
     config

@@ -14,7 +14,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 /// The newest bytes written to an execution's log.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LogTail {
     pub text: String,
     /// True when older bytes were dropped to respect the cap.
@@ -74,6 +74,15 @@ impl BoundedLog {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .written
+    }
+
+    /// The bytes appended since [`BoundedLog::written`] was `written`, of those it still
+    /// holds: what a copy of the log that had every byte up to then lacks.
+    pub fn since(&self, written: u64) -> Vec<u8> {
+        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        let new = usize::try_from(buffer.written.saturating_sub(written)).unwrap_or(usize::MAX);
+        let skip = buffer.bytes.len().saturating_sub(new);
+        buffer.bytes.range(skip..).copied().collect()
     }
 
     pub fn tail(&self) -> LogTail {
@@ -172,5 +181,19 @@ mod tests {
         );
         log.append(b"0123456789");
         assert_eq!(log.tail().text, "23456789");
+    }
+
+    #[test]
+    fn since_gives_what_a_copy_lacks() {
+        let log = BoundedLog::new(8);
+        log.append(b"abc");
+        let written = log.written();
+        assert_eq!(log.since(0), b"abc");
+        log.append(b"de");
+        assert_eq!(log.since(written), b"de");
+        assert!(log.since(log.written()).is_empty());
+        // More than the log keeps: its newest bytes.
+        log.append(b"0123456789");
+        assert_eq!(log.since(written), b"23456789");
     }
 }

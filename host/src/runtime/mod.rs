@@ -43,7 +43,7 @@ pub const PLUGIN_WORLD: &str = "caseload:plugin@0.2.1";
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The limits of one call into a plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// The cap on all linear memories of the instance together.
     pub memory_bytes: usize,
@@ -72,6 +72,9 @@ impl Default for Limits {
 /// Receives what a running plugin reports. Called on the worker's thread, inside the guest's
 /// call: implementations must return quickly.
 pub trait ExecutionObserver: Send + Sync {
+    /// The run begins; `log` is its log, which the guest's stdout and stderr also write to
+    /// without a call to this observer.
+    fn started(&self, _log: &BoundedLog) {}
     /// The plugin reported progress; `log` is its log so far.
     fn progress(&self, fraction: f64, message: String, log: &BoundedLog);
     /// The plugin wrote a line through the `log` import.
@@ -103,7 +106,7 @@ pub struct PluginInfo {
 }
 
 /// The options of one run, as the plugin receives them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunOptions {
     pub time_limit: Duration,
     pub seed: u64,
@@ -136,7 +139,7 @@ pub enum LoadError {
 }
 
 /// Why a call into a plugin produced no result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum CallError {
     /// The call ran past its wall-clock limit.
     #[error("time limit of {0:?} exceeded")]
@@ -252,7 +255,9 @@ impl Runtime {
         )
         .map_err(RuntimeError::Engine)?;
 
-        spawn_epoch_ticker(&engine);
+        if !runtime_config.unchecked {
+            spawn_epoch_ticker(&engine);
+        }
         Ok(Runtime {
             engine,
             linker: Arc::new(linker),
@@ -269,26 +274,24 @@ impl Runtime {
     /// Compiles a component (or loads its code from the compile cache) and links it against
     /// the host, ready to instantiate.
     pub fn compile(&self, wasm: &[u8]) -> Result<CompiledPlugin, LoadError> {
+        let wasm_sha256 = hex::encode(Sha256::digest(wasm));
         let (component, origin) = match &self.cache {
             None => (self.compile_now(wasm)?, CodeOrigin::Compiled),
-            Some(cache) => {
-                let wasm_sha256 = hex::encode(Sha256::digest(wasm));
-                match cache.load(&self.engine, &wasm_sha256) {
-                    Ok(Some(component)) => (component, CodeOrigin::Cache),
-                    outcome => {
-                        if let Err(reason) = outcome {
-                            tracing::warn!(
-                                entry = %cache.entry_path(&wasm_sha256).display(),
-                                %reason,
-                                "compile cache entry rejected; recompiling"
-                            );
-                        }
-                        let component = self.compile_now(wasm)?;
-                        cache.store(&wasm_sha256, &component);
-                        (component, CodeOrigin::Compiled)
+            Some(cache) => match cache.load(&self.engine, &wasm_sha256) {
+                Ok(Some(component)) => (component, CodeOrigin::Cache),
+                outcome => {
+                    if let Err(reason) = outcome {
+                        tracing::warn!(
+                            entry = %cache.entry_path(&wasm_sha256).display(),
+                            %reason,
+                            "compile cache entry rejected; recompiling"
+                        );
                     }
+                    let component = self.compile_now(wasm)?;
+                    cache.store(&wasm_sha256, &component);
+                    (component, CodeOrigin::Compiled)
                 }
-            }
+            },
         };
         let world_error = |error| LoadError::World {
             built_against: plugin_world_versions(&self.engine, &component),
@@ -311,6 +314,8 @@ impl Runtime {
             pre,
             origin,
             world,
+            wasm: Arc::from(wasm),
+            wasm_sha256,
         })
     }
 
@@ -417,6 +422,10 @@ pub struct CompiledPlugin {
     origin: CodeOrigin,
     /// The world it was built against, e.g. `caseload:plugin@0.2.0`.
     world: String,
+    /// The component's bytes, for a sandbox process that compiles them for itself.
+    wasm: Arc<[u8]>,
+    /// The hex sha256 of `wasm`.
+    wasm_sha256: String,
 }
 
 impl std::fmt::Debug for CompiledPlugin {
@@ -437,6 +446,16 @@ impl CompiledPlugin {
     /// [`PLUGIN_WORLD`] or an older minor version of it, whose imports are a part of ours.
     pub fn world(&self) -> &str {
         &self.world
+    }
+
+    /// The component's bytes, as compiled.
+    pub fn wasm(&self) -> &[u8] {
+        &self.wasm
+    }
+
+    /// The hex sha256 of [`CompiledPlugin::wasm`].
+    pub fn wasm_sha256(&self) -> &str {
+        &self.wasm_sha256
     }
 
     /// Calls `describe`.
@@ -539,6 +558,9 @@ impl CompiledPlugin {
         observer: Option<Arc<dyn ExecutionObserver>>,
     ) -> Call {
         let log = BoundedLog::new(limits.log_bytes);
+        if let Some(observer) = &observer {
+            observer.started(&log);
+        }
         let deadline = Instant::now() + limits.wall_time;
         let state = SandboxState::new(limits, deadline, log.clone(), cancelled, observer);
         let mut store = Store::new(&self.engine, state);

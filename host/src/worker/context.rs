@@ -9,6 +9,7 @@ use super::local_jobs::LocalJobs;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
 use crate::plugins::PluginSync;
+use crate::sandbox_process::SandboxProcesses;
 use crate::store::{ClaimFilter, JobStore};
 
 /// Short jobs are claimed several at a time, so that one commit serves many of them; a job
@@ -37,6 +38,8 @@ pub(super) struct WorkerContext {
     /// long one.
     pub(super) claim_size: AtomicU32,
     pub(super) runtime: tokio::runtime::Handle,
+    /// Where runs with long time limits go, if anywhere.
+    pub(super) sandbox_processes: Option<Arc<SandboxProcesses>>,
 }
 
 impl WorkerContext {

@@ -70,19 +70,27 @@ pub(super) fn execute(
         seed: options.seed,
         max_iterations: options.max_iterations,
     };
-    let report = match dataset_input(context, claim, plugin, &limits) {
-        Ok(None) => plugin.component.run(
-            &claim.input,
+    let run = |input: &str| match &context.sandbox_processes {
+        Some(processes) => processes.run(
+            &plugin.component,
+            context.limits.sandbox_place_of(&plugin.info.name),
+            input,
             &run_options,
             &limits,
-            interrupt,
+            interrupt.clone(),
             observer.clone(),
         ),
-        Ok(Some(input)) => {
-            plugin
-                .component
-                .run(&input, &run_options, &limits, interrupt, observer.clone())
-        }
+        _ => plugin.component.run(
+            input,
+            &run_options,
+            &limits,
+            interrupt.clone(),
+            observer.clone(),
+        ),
+    };
+    let report = match dataset_input(context, claim, plugin, &limits) {
+        Ok(None) => run(&claim.input),
+        Ok(Some(input)) => run(&input),
         Err(DatasetFailure::Call(error)) => RunReport {
             result: Err(error),
             log: LogTail::default(),

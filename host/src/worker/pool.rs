@@ -21,6 +21,7 @@ use crate::config::JobLimits;
 use crate::metrics::{ExecutionOutcome, Metrics};
 use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSync};
+use crate::sandbox_process::SandboxProcesses;
 use crate::store::{
     ClaimFilter, ClaimedJob, ErrorCode, ExecutionEnd, ExecutionStart, ExecutionStatus, JobStore,
     Lease, PluginRef, QueuedWrite, Retry, now_millis,
@@ -57,11 +58,13 @@ impl std::fmt::Debug for WorkerPool {
     }
 }
 
-/// How many workers a replica runs, and the pool they are in.
-#[derive(Debug, Clone, Copy)]
+/// How many workers a replica runs, the pool they are in, and where their long runs go.
+#[derive(Debug, Clone)]
 pub struct Workers<'a> {
     pub count: usize,
     pub pool: &'a str,
+    /// Sandbox processes for the runs they take; the rest run in this process.
+    pub sandbox_processes: Option<Arc<SandboxProcesses>>,
 }
 
 impl WorkerPool {
@@ -76,7 +79,11 @@ impl WorkerPool {
         metrics: Arc<Metrics>,
         runtime: tokio::runtime::Handle,
     ) -> WorkerPool {
-        let Workers { count, pool } = workers;
+        let Workers {
+            count,
+            pool,
+            sandbox_processes,
+        } = workers;
         let claim_filter = Arc::new(claim_filter(&limits, pool));
         if count > 0 && claim_filter.as_ref() == &ClaimFilter::Only(Vec::new()) {
             tracing::warn!(
@@ -96,6 +103,7 @@ impl WorkerPool {
             releasing: AtomicBool::new(false),
             claim_size: AtomicU32::new(1),
             runtime,
+            sandbox_processes,
         });
         context.runtime.spawn(heartbeat(Arc::downgrade(&context)));
         context

@@ -1,0 +1,165 @@
+//! Sandbox processes: long runs go to a pool of long-lived child processes (this binary's
+//! hidden `sandbox` command) whose engine compiles guests without epoch checks. The server
+//! keeps the hard limits from outside: it kills the process at the deadline, on a cancel, or
+//! when a run asked to finish now outlives its grace, and starts another for the next run. A
+//! guest then runs as fast as the compiled code allows (the checks cost about a fifth of a
+//! solver's time: `docs/benchmarks.md`), and a crash in a guest or in wasmtime takes only
+//! its process down. Memory caps are the child's own limiter, as in the server.
+//!
+//! Short runs stay in the server's process with epoch checks, where a tiny job costs less
+//! than a round trip to a process: those with a time limit under `--sandbox-processes-from`,
+//! and those of a component whose last runs were all short ([`recent_runs`]). A use case's
+//! `sandbox` in `--plugin-limits` may choose for it instead.
+
+mod child;
+mod frame;
+mod process;
+mod recent_runs;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+pub use self::child::{ChildConfig, serve_child};
+use self::process::{SandboxProcess, Unavailable};
+use self::recent_runs::RecentRuns;
+use crate::config::SandboxPlace;
+use crate::runtime::{CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport};
+
+/// A process keeps at most this many components; one that would take another is retired
+/// and a fresh one starts, so that plugins reloaded all day do not pile up in it.
+const MAX_COMPONENTS: usize = 16;
+
+/// Where long runs go: the idle processes, and how to start another.
+pub struct SandboxProcesses {
+    /// Runs whose time limit is at least this go to a process.
+    from: Duration,
+    program: PathBuf,
+    args: Vec<OsString>,
+    idle: Mutex<Vec<SandboxProcess>>,
+    recent: RecentRuns,
+}
+
+impl std::fmt::Debug for SandboxProcesses {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SandboxProcesses")
+            .field("from", &self.from)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SandboxProcesses {
+    /// Processes of this binary (`/proc/self/exe`, which still runs if the file was replaced
+    /// since), set up as `config` says, for runs whose time limit is at least `from`.
+    pub fn new(from: Duration, config: &ChildConfig) -> SandboxProcesses {
+        let program = if cfg!(target_os = "linux") {
+            PathBuf::from("/proc/self/exe")
+        } else {
+            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("caseload"))
+        };
+        SandboxProcesses::of_program(program, from, config)
+    }
+
+    /// As [`SandboxProcesses::new`], with processes of `program` (a `caseload` binary): for
+    /// a bench, whose own binary is not one.
+    pub fn of_program(program: PathBuf, from: Duration, config: &ChildConfig) -> SandboxProcesses {
+        let mut args: Vec<OsString> = vec![
+            "sandbox".into(),
+            "--memory-bytes".into(),
+            config.memory_bytes.to_string().into(),
+        ];
+        if let Some(dir) = &config.compile_cache_dir {
+            args.push("--compile-cache-dir".into());
+            args.push(dir.into());
+        }
+        SandboxProcesses {
+            from,
+            program,
+            args,
+            idle: Mutex::new(Vec::new()),
+            recent: RecentRuns::default(),
+        }
+    }
+
+    /// Runs `plugin` as [`CompiledPlugin::run`] does, with the same limits, reports and
+    /// errors, where `place` says: left to choose, in a sandbox process if its time limit is
+    /// at least `from` and one of the component's last runs was long ([`RecentRuns`]). In
+    /// this process otherwise, or if no process can take it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        plugin: &CompiledPlugin,
+        place: SandboxPlace,
+        input: &str,
+        options: &RunOptions,
+        limits: &Limits,
+        cancelled: Arc<AtomicBool>,
+        observer: Arc<dyn ExecutionObserver>,
+    ) -> RunReport {
+        let in_a_process = match place {
+            SandboxPlace::Process => true,
+            SandboxPlace::Server => false,
+            SandboxPlace::Auto => {
+                options.time_limit >= self.from && self.recent.long_lately(plugin.wasm_sha256())
+            }
+        };
+        let started = Instant::now();
+        let report = if in_a_process {
+            self.run_in_a_process(plugin, input, options, limits, cancelled, observer)
+        } else {
+            plugin.run(input, options, limits, cancelled, observer)
+        };
+        self.recent.record(plugin.wasm_sha256(), started.elapsed());
+        report
+    }
+
+    fn run_in_a_process(
+        &self,
+        plugin: &CompiledPlugin,
+        input: &str,
+        options: &RunOptions,
+        limits: &Limits,
+        cancelled: Arc<AtomicBool>,
+        observer: Arc<dyn ExecutionObserver>,
+    ) -> RunReport {
+        // One that holds the component already, if any is idle; dropping one kills it.
+        let process = {
+            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            idle.iter()
+                .rposition(|process| process.holds(plugin))
+                .or(idle.len().checked_sub(1))
+                .map(|index| idle.swap_remove(index))
+        }
+        .filter(|process| process.holds(plugin) || process.components() < MAX_COMPONENTS);
+        let ready = match process {
+            Some(process) => Ok(process),
+            None => SandboxProcess::spawn(&self.program, &self.args).map_err(Unavailable::Spawn),
+        }
+        .and_then(|process| process.load(plugin, &cancelled));
+        let mut process = match ready {
+            Ok(process) => process,
+            Err(why) => {
+                tracing::warn!(%why, "running the job in the server's process");
+                return plugin.run(input, options, limits, cancelled, observer);
+            }
+        };
+        let (report, reusable) = process.run(
+            plugin,
+            input,
+            options,
+            limits,
+            &cancelled,
+            observer.as_ref(),
+        );
+        if reusable {
+            self.idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(process);
+        }
+        report
+    }
+}

@@ -1,0 +1,291 @@
+//! One sandbox process as the server drives it: started, given components, given a run and
+//! watched until it answers, or killed at the deadline, on a cancel, or when a run asked to
+//! finish now outlives its grace.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::{self, BufReader, BufWriter};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::frame::{ToChild, ToServer, read_frame, write_frame};
+use crate::runtime::{
+    BoundedLog, CallError, CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport,
+};
+
+/// How often a waiting server looks at the deadline, the cancel flag and finish-now: the
+/// epoch tick of runs in its own process.
+const TICK: Duration = Duration::from_millis(10);
+
+/// How long a sandbox process may take to compile a component (or read it from the compile
+/// cache) before the server gives up on it and runs the job in its own process.
+const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Why a run could not go to a sandbox process; it runs in the server's process instead.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unavailable {
+    #[error("cannot start a sandbox process: {0}")]
+    Spawn(io::Error),
+    #[error("the sandbox process did not load the component: {0}")]
+    Load(String),
+}
+
+/// One child process, between runs or in one. Dropping it kills the process.
+pub(super) struct SandboxProcess {
+    child: Child,
+    input: BufWriter<ChildStdin>,
+    /// Its frames, read on a thread of their own; an error or a closed channel means the
+    /// process is gone.
+    frames: mpsc::Receiver<io::Result<(ToServer, Vec<u8>)>>,
+    /// The sha256 of the components it holds.
+    loaded: HashSet<String>,
+}
+
+/// How a run in a process ended, seen from the server.
+enum Stop {
+    /// The deadline passed.
+    Deadline,
+    /// Cancelled, or asked to finish and past its grace.
+    Cancelled,
+}
+
+impl SandboxProcess {
+    pub(super) fn spawn(program: &Path, args: &[OsString]) -> io::Result<SandboxProcess> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("the child's pipes are missing"));
+        };
+        let (sender, frames) = mpsc::channel();
+        let reader = std::thread::Builder::new()
+            .name("sandbox-frames".into())
+            .spawn(move || {
+                let mut output = BufReader::new(output);
+                loop {
+                    let frame = match read_frame::<ToServer>(&mut output) {
+                        Ok(Some(frame)) => Ok(frame),
+                        Ok(None) => return,
+                        Err(error) => Err(error),
+                    };
+                    let failed = frame.is_err();
+                    if sender.send(frame).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        if let Err(error) = reader {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(error);
+        }
+        tracing::debug!(pid = child.id(), "sandbox process started");
+        Ok(SandboxProcess {
+            child,
+            input: BufWriter::new(input),
+            frames,
+            loaded: HashSet::new(),
+        })
+    }
+
+    /// Whether it holds `plugin`'s component.
+    pub(super) fn holds(&self, plugin: &CompiledPlugin) -> bool {
+        self.loaded.contains(plugin.wasm_sha256())
+    }
+
+    /// How many components it holds.
+    pub(super) fn components(&self) -> usize {
+        self.loaded.len()
+    }
+
+    /// Makes sure the process holds `plugin`'s component.
+    pub(super) fn load(
+        mut self,
+        plugin: &CompiledPlugin,
+        cancelled: &AtomicBool,
+    ) -> Result<SandboxProcess, Unavailable> {
+        if self.loaded.contains(plugin.wasm_sha256()) {
+            return Ok(self);
+        }
+        let load = ToChild::Load {
+            sha256: plugin.wasm_sha256().to_owned(),
+        };
+        write_frame(&mut self.input, &load, plugin.wasm())
+            .map_err(|error| Unavailable::Load(error.to_string()))?;
+        let deadline = Instant::now() + LOAD_TIMEOUT;
+        loop {
+            match self.frames.recv_timeout(TICK) {
+                Ok(Ok((ToServer::Loaded(Ok(())), _))) => {
+                    self.loaded.insert(plugin.wasm_sha256().to_owned());
+                    return Ok(self);
+                }
+                Ok(Ok((ToServer::Loaded(Err(message)), _))) => {
+                    return Err(Unavailable::Load(message));
+                }
+                Ok(Ok((other, _))) => {
+                    return Err(Unavailable::Load(format!("it answered {other:?}")));
+                }
+                Ok(Err(error)) => return Err(Unavailable::Load(error.to_string())),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Unavailable::Load(format!("it exited ({})", self.end())));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if Instant::now() >= deadline || cancelled.load(Ordering::Relaxed) {
+                        return Err(Unavailable::Load("it took too long".to_owned()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs the component, passing on what the guest reports, until it answers or is
+    /// stopped. Returns the report and whether the process can take another run.
+    pub(super) fn run(
+        &mut self,
+        plugin: &CompiledPlugin,
+        input: &str,
+        options: &RunOptions,
+        limits: &Limits,
+        cancelled: &AtomicBool,
+        observer: &dyn ExecutionObserver,
+    ) -> (RunReport, bool) {
+        let deadline = Instant::now() + limits.wall_time;
+        // What the guest logged, as far as its reports told: the log of a run that is
+        // killed, and what progress and log writes read meanwhile.
+        let log = BoundedLog::new(limits.log_bytes);
+        let stopped = |process: &mut SandboxProcess, log: &BoundedLog, stop: Stop| {
+            process.kill();
+            let error = match stop {
+                Stop::Deadline => CallError::Timeout(limits.wall_time),
+                Stop::Cancelled => CallError::Cancelled,
+            };
+            let report = RunReport {
+                result: Err(error),
+                log: log.tail(),
+                peak_memory_bytes: 0,
+            };
+            (report, false)
+        };
+        let run = ToChild::Run {
+            sha256: plugin.wasm_sha256().to_owned(),
+            options: *options,
+            limits: *limits,
+        };
+        if let Err(error) = write_frame(&mut self.input, &run, input.as_bytes()) {
+            return self.died(&log, format!("it took no run: {error}"));
+        }
+        let mut finish_by: Option<Instant> = None;
+        loop {
+            match self.frames.recv_timeout(TICK) {
+                Ok(Ok((ToServer::Report(report), _))) => {
+                    log.append(&report.log);
+                    for (objective, solution) in report.incumbents {
+                        observer.incumbent(objective, solution);
+                    }
+                    match report.progress {
+                        Some((fraction, message)) => observer.progress(fraction, message, &log),
+                        None if report.logged => observer.logged(&log),
+                        None => {}
+                    }
+                }
+                Ok(Ok((
+                    ToServer::Done {
+                        result,
+                        log: tail,
+                        peak_memory_bytes,
+                    },
+                    output,
+                ))) => {
+                    let result = match result {
+                        // Stopped while it ran: what it returned does not count, as in the
+                        // server's own process.
+                        _ if cancelled.load(Ordering::Relaxed) => Err(CallError::Cancelled),
+                        Ok(()) => String::from_utf8(output).map_err(|_| {
+                            CallError::PluginFailed("the output is not UTF-8".to_owned())
+                        }),
+                        Err(error) => Err(error),
+                    };
+                    let report = RunReport {
+                        result,
+                        log: tail,
+                        peak_memory_bytes,
+                    };
+                    return (report, true);
+                }
+                Ok(Ok((other, _))) => {
+                    return self.died(&log, format!("it answered a run with {other:?}"));
+                }
+                Ok(Err(error)) => return self.died(&log, error.to_string()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.end();
+                    return self.died(&log, format!("it exited ({status})"));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let now = Instant::now();
+            if cancelled.load(Ordering::Relaxed) {
+                return stopped(self, &log, Stop::Cancelled);
+            }
+            if now >= deadline {
+                return stopped(self, &log, Stop::Deadline);
+            }
+            // Asked to finish: the guest hears `cancelled()` and has its grace to return.
+            if observer.finishing() {
+                match finish_by {
+                    None => {
+                        finish_by = Some(now + limits.finish_grace);
+                        if write_frame(&mut self.input, &ToChild::Finish, b"").is_err() {
+                            return stopped(self, &log, Stop::Cancelled);
+                        }
+                    }
+                    Some(by) if now >= by => return stopped(self, &log, Stop::Cancelled),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+
+    /// A run whose process went away or spoke out of turn: a trap, as a crash of the guest
+    /// in the server's own process would have been, had it not taken the server down.
+    fn died(&mut self, log: &BoundedLog, why: String) -> (RunReport, bool) {
+        self.kill();
+        let summary = format!("the sandbox process running it failed: {why}");
+        let report = RunReport {
+            result: Err(CallError::Trap {
+                details: summary.clone(),
+                summary,
+                panic: None,
+            }),
+            log: log.tail(),
+            peak_memory_bytes: 0,
+        };
+        (report, false)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the process, which has closed its output, and says how it ended.
+    fn end(&mut self) -> String {
+        match self.child.wait() {
+            Ok(status) => status.to_string(),
+            Err(error) => format!("its status is unknown: {error}"),
+        }
+    }
+}
+
+impl Drop for SandboxProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
