@@ -56,10 +56,15 @@ struct Args {
     /// compared, since what a shared machine adds to a run is only ever delay.
     #[arg(long, default_value_t = 3)]
     ratio_runs: u32,
-    /// Also times the sandbox with guests compiled without epoch checks, to show what the
-    /// checks cost (the server never runs guests so: nothing could stop them).
+    /// Also times the sandbox with guests compiled without epoch checks, in this process,
+    /// to show what the checks cost (nothing could stop these runs).
     #[arg(long)]
     unchecked: bool,
+    /// Also times runs in a sandbox process, as the server runs jobs with long time
+    /// limits (`--sandbox-processes-from`): compiled without epoch checks, killed at the
+    /// deadline.
+    #[arg(long)]
+    processes: bool,
     /// CSV with columns `instance` and `best_known` (or `optimum`).
     #[arg(long)]
     best_known: Option<PathBuf>,
@@ -100,7 +105,7 @@ fn main() -> anyhow::Result<()> {
         Some(path) => read_best_known(path)?,
         None => HashMap::new(),
     };
-    let sandbox = Sandbox::new(MAXCUT_WASM, args.seconds)?;
+    let sandbox = Sandbox::as_server(MAXCUT_WASM, args.seconds)?;
     let instances = args
         .files
         .iter()
@@ -113,6 +118,8 @@ fn main() -> anyhow::Result<()> {
         args.seconds,
         if args.native {
             "natively"
+        } else if args.seconds >= 1.0 {
+            "in sandbox processes, under a job's limits, as the server runs jobs of 1 s or more"
         } else {
             "in the sandbox, under a job's limits"
         },
@@ -218,8 +225,16 @@ fn main() -> anyhow::Result<()> {
         } else {
             None
         };
+        // In this process, with epoch checks: the server's way for runs under 1 s.
+        let checked = Sandbox::new(MAXCUT_WASM, args.seconds)?;
+        let in_processes = if args.processes {
+            Some(Sandbox::in_processes(MAXCUT_WASM, args.seconds)?)
+        } else {
+            None
+        };
         let mut ratios = Vec::new();
         let mut unchecked_ratios = Vec::new();
+        let mut process_ratios = Vec::new();
         for instance in &instances {
             let options = JobOptions {
                 time_limit_ms: 3_600_000,
@@ -231,9 +246,10 @@ fn main() -> anyhow::Result<()> {
             let runs = args.ratio_runs.max(1);
             let (mut native, mut sandboxed) = (f64::INFINITY, f64::INFINITY);
             let mut sandboxed_unchecked = f64::INFINITY;
+            let mut in_a_process = f64::INFINITY;
             for _ in 0..runs {
                 let native_run = run_natively(instance, &options)?;
-                let sandboxed_run = run_sandbox(&sandbox, instance, &options)?;
+                let sandboxed_run = run_sandbox(&checked, instance, &options)?;
                 if native_run.partition != sandboxed_run.partition {
                     bail!(
                         "{}: the sandbox and the native run disagree on the same seed and budget",
@@ -249,6 +265,13 @@ fn main() -> anyhow::Result<()> {
                     }
                     sandboxed_unchecked = sandboxed_unchecked.min(unchecked_run.elapsed);
                 }
+                if let Some(in_processes) = &in_processes {
+                    let process_run = run_sandbox(in_processes, instance, &options)?;
+                    if process_run.partition != native_run.partition {
+                        bail!("{}: the run in a sandbox process disagrees", instance.name);
+                    }
+                    in_a_process = in_a_process.min(process_run.elapsed);
+                }
             }
             let ratio = sandboxed / native;
             ratios.push(ratio);
@@ -260,6 +283,11 @@ fn main() -> anyhow::Result<()> {
                 let ratio = sandboxed_unchecked / native;
                 unchecked_ratios.push(ratio);
                 print!("; without epoch checks {ratio:.3} ({sandboxed_unchecked:.2} s)");
+            }
+            if in_processes.is_some() {
+                let ratio = in_a_process / native;
+                process_ratios.push(ratio);
+                print!("; in a sandbox process {ratio:.3} ({in_a_process:.2} s)");
             }
             println!();
         }
@@ -273,6 +301,13 @@ fn main() -> anyhow::Result<()> {
             println!(
                 "without epoch checks: median {:.3}, worst {worst:.3}",
                 median(&unchecked_ratios)
+            );
+        }
+        if !process_ratios.is_empty() {
+            let worst = process_ratios.iter().copied().fold(0.0, f64::max);
+            println!(
+                "in a sandbox process: median {:.3}, worst {worst:.3}",
+                median(&process_ratios)
             );
         }
     }

@@ -94,7 +94,7 @@ fn main() -> anyhow::Result<()> {
         Some(path) => read_best_known(path)?,
         None => HashMap::new(),
     };
-    let sandbox = Sandbox::new(QUBO_WASM, args.seconds)?;
+    let sandbox = Sandbox::as_server(QUBO_WASM, args.seconds)?;
     let instances = args
         .files
         .iter()
@@ -108,6 +108,8 @@ fn main() -> anyhow::Result<()> {
         args.sense,
         if args.native {
             "natively"
+        } else if args.seconds >= 1.0 {
+            "in sandbox processes, under a job's limits, as the server runs jobs of 1 s or more"
         } else {
             "in the sandbox, under a job's limits"
         },

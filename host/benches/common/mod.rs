@@ -9,11 +9,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use caseload::config::UseCaseLimits;
+use caseload::config::{SandboxPlace, UseCaseLimits};
 use caseload::options::JobOptions;
 use caseload::runtime::{
     BoundedLog, CompiledPlugin, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,
 };
+use caseload::sandbox_process::{ChildConfig, SandboxProcesses};
 use caseload_sdk::{RunContext, UseCase};
 use serde_json::Value;
 
@@ -21,6 +22,9 @@ use serde_json::Value;
 pub struct Sandbox {
     plugin: CompiledPlugin,
     limits: UseCaseLimits,
+    /// Where runs go if not in this process: sandbox processes of the `caseload` binary, as
+    /// the server runs jobs with long time limits.
+    processes: Option<SandboxProcesses>,
 }
 
 /// What a sandboxed run returned.
@@ -51,6 +55,34 @@ impl Sandbox {
                 max_time_limit: Duration::from_secs_f64(max_seconds.max(60.0)),
                 sandbox: Limits::default(),
             },
+            processes: None,
+        })
+    }
+
+    /// As the server runs a job of `seconds` by default: in a sandbox process from 1 s on
+    /// (`--sandbox-processes-from`), in this process with epoch checks below.
+    pub fn as_server(wasm: &[u8], seconds: f64) -> anyhow::Result<Sandbox> {
+        if seconds >= 1.0 {
+            Sandbox::in_processes(wasm, seconds)
+        } else {
+            Sandbox::new(wasm, seconds)
+        }
+    }
+
+    /// As the server runs a job with a long time limit: in a sandbox process of the
+    /// `caseload` binary, compiled without epoch checks and killed at the deadline.
+    pub fn in_processes(wasm: &[u8], max_seconds: f64) -> anyhow::Result<Sandbox> {
+        let config = ChildConfig {
+            memory_bytes: Limits::default().memory_bytes,
+            compile_cache_dir: None,
+        };
+        Ok(Sandbox {
+            processes: Some(SandboxProcesses::of_program(
+                PathBuf::from(env!("CARGO_BIN_EXE_caseload")),
+                Duration::ZERO,
+                &config,
+            )),
+            ..Sandbox::new(wasm, max_seconds)?
         })
     }
 
@@ -61,13 +93,26 @@ impl Sandbox {
             seed: options.seed,
             max_iterations: options.max_iterations,
         };
-        let report = self.plugin.run(
-            json,
-            &run_options,
-            &self.limits.for_run(options),
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(IgnoreProgress),
-        );
+        let limits = self.limits.for_run(options);
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let report = match &self.processes {
+            Some(processes) => processes.run(
+                &self.plugin,
+                SandboxPlace::Process,
+                json,
+                &run_options,
+                &limits,
+                cancelled,
+                Arc::new(IgnoreProgress),
+            ),
+            None => self.plugin.run(
+                json,
+                &run_options,
+                &limits,
+                cancelled,
+                Arc::new(IgnoreProgress),
+            ),
+        };
         let output = report
             .result
             .map_err(|error| anyhow::anyhow!("{name}: the sandboxed run failed: {error}"))?;
