@@ -27,10 +27,11 @@ fn main() -> anyhow::Result<()> {
     // blocking calls of wasmtime-wasi start one of their own.
     if let Some(Command::Sandbox(args)) = &cli.command {
         let _telemetry = caseload::telemetry::init("warn", cli.log_format, None)?;
-        return serve_child(&ChildConfig {
+        serve_child(&ChildConfig {
             memory_bytes: args.memory_bytes,
             compile_cache_dir: args.compile_cache_dir.clone(),
-        });
+        })?;
+        return Ok(());
     }
     tokio::runtime::Runtime::new()?.block_on(run(cli))
 }

@@ -77,12 +77,16 @@ impl BoundedLog {
     }
 
     /// The bytes appended since [`BoundedLog::written`] was `written`, of those it still
-    /// holds: what a copy of the log that had every byte up to then lacks.
-    pub fn since(&self, written: u64) -> Vec<u8> {
+    /// holds: what a copy of the log that had every byte up to then lacks; and what
+    /// [`BoundedLog::written`] is now, read under the same lock.
+    pub fn since(&self, written: u64) -> (Vec<u8>, u64) {
         let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
         let new = usize::try_from(buffer.written.saturating_sub(written)).unwrap_or(usize::MAX);
         let skip = buffer.bytes.len().saturating_sub(new);
-        buffer.bytes.range(skip..).copied().collect()
+        (
+            buffer.bytes.range(skip..).copied().collect(),
+            buffer.written,
+        )
     }
 
     pub fn tail(&self) -> LogTail {
@@ -188,12 +192,12 @@ mod tests {
         let log = BoundedLog::new(8);
         log.append(b"abc");
         let written = log.written();
-        assert_eq!(log.since(0), b"abc");
+        assert_eq!(log.since(0), (b"abc".to_vec(), 3));
         log.append(b"de");
-        assert_eq!(log.since(written), b"de");
-        assert!(log.since(log.written()).is_empty());
+        assert_eq!(log.since(written), (b"de".to_vec(), 5));
+        assert!(log.since(log.written()).0.is_empty());
         // More than the log keeps: its newest bytes.
         log.append(b"0123456789");
-        assert_eq!(log.since(written), b"23456789");
+        assert_eq!(log.since(written), (b"23456789".to_vec(), 15));
     }
 }

@@ -5,24 +5,24 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter};
+use std::io::{self, BufReader};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, mpsc};
 
-use super::frame::{Report, ToChild, ToServer, read_frame, write_frame};
-use crate::runtime::{
-    BoundedLog, CallError, CompiledPlugin, ExecutionObserver, Runtime, RuntimeConfig,
-};
+use super::frame::{ToChild, ToServer, read_frame};
+use super::outbox::{ChildObserver, Outbox};
+use crate::runtime::{CallError, CompiledPlugin, Runtime, RuntimeConfig, RuntimeError};
 
-/// At most one report in this interval: a guest that reports on every step does not spend
-/// its time in `write`, and what it reported meanwhile goes with the next one.
-const REPORT_INTERVAL: Duration = Duration::from_millis(10);
-
-/// At most this many incumbents wait for the next report; older ones are dropped, as the
-/// server's own writer does ([`crate::worker`]'s progress writer keeps 20).
-const PENDING_INCUMBENTS: usize = 20;
+/// Why a sandbox process could not start serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    /// Its standard output could not be set aside for frames.
+    #[error("cannot set standard output aside for the server's frames: {0}")]
+    Output(io::Error),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
 
 /// How a sandbox process sets up its engine: as the server's, but for one instance at a time
 /// and without epoch checks.
@@ -34,8 +34,8 @@ pub struct ChildConfig {
 }
 
 /// Serves the server on standard input and output until the server closes them (or goes).
-pub fn serve_child(config: &ChildConfig) -> anyhow::Result<()> {
-    let output = protocol_output()?;
+pub fn serve_child(config: &ChildConfig) -> Result<(), ChildError> {
+    let output = protocol_output().map_err(ChildError::Output)?;
     let mut runtime_config = RuntimeConfig::default()
         .without_epoch_checks()
         .with_pooling(config.memory_bytes, 1);
@@ -43,13 +43,9 @@ pub fn serve_child(config: &ChildConfig) -> anyhow::Result<()> {
         runtime_config = runtime_config.with_compile_cache(dir.clone());
     }
     let runtime = Runtime::with_config(&runtime_config)?;
-    let outbox = Arc::new(Outbox {
-        writer: Mutex::new(BufWriter::new(output)),
-        pending: Mutex::new(Pending::default()),
-    });
+    let outbox = Outbox::start(output);
     let finishing = Arc::new(AtomicBool::new(false));
     let requests = read_requests(finishing.clone());
-    spawn_reporter(Arc::downgrade(&outbox));
 
     let mut plugins: HashMap<String, CompiledPlugin> = HashMap::new();
     for (request, body) in requests {
@@ -69,8 +65,6 @@ pub fn serve_child(config: &ChildConfig) -> anyhow::Result<()> {
                 options,
                 limits,
             } => {
-                // A `Finish` for the run before this one was read before this `Run`.
-                finishing.store(false, Ordering::SeqCst);
                 outbox.begin_run();
                 let report = match (plugins.get(&sha256), String::from_utf8(body)) {
                     (Some(plugin), Ok(input)) => {
@@ -89,7 +83,7 @@ pub fn serve_child(config: &ChildConfig) -> anyhow::Result<()> {
                     (None, _) => refused(format!("no component {sha256} was loaded")),
                     (_, Err(_)) => refused("the input is not UTF-8".to_owned()),
                 };
-                outbox.flush();
+                outbox.end_run();
                 let (result, output) = match report.result {
                     Ok(output) => (Ok(()), output),
                     Err(error) => (Err(error), String::new()),
@@ -142,6 +136,11 @@ fn read_requests(finishing: Arc<AtomicBool>) -> mpsc::Receiver<(ToChild, Vec<u8>
                 match read_frame::<ToChild>(&mut input) {
                     Ok(Some((ToChild::Finish, _))) => finishing.store(true, Ordering::SeqCst),
                     Ok(Some(request)) => {
+                        // Frames come in the order they were sent: a `Finish` read before
+                        // this `Run` was for the run before it.
+                        if matches!(request.0, ToChild::Run { .. }) {
+                            finishing.store(false, Ordering::SeqCst);
+                        }
                         if sender.send(request).is_err() {
                             return;
                         }
@@ -156,142 +155,4 @@ fn read_requests(finishing: Arc<AtomicBool>) -> mpsc::Receiver<(ToChild, Vec<u8>
         })
         .expect("the request thread starts");
     receiver
-}
-
-/// Sends what waits every [`REPORT_INTERVAL`], so that a guest that reports once and then
-/// computes for a while is not left unheard.
-fn spawn_reporter(outbox: std::sync::Weak<Outbox>) {
-    std::thread::Builder::new()
-        .name("sandbox-reports".into())
-        .spawn(move || {
-            while let Some(outbox) = outbox.upgrade() {
-                outbox.send_report(true);
-                drop(outbox);
-                std::thread::sleep(REPORT_INTERVAL);
-            }
-        })
-        .expect("the report thread starts");
-}
-
-/// Frames on their way to the server, and the report being gathered.
-struct Outbox {
-    writer: Mutex<BufWriter<File>>,
-    pending: Mutex<Pending>,
-}
-
-#[derive(Default)]
-struct Pending {
-    report: Report,
-    /// The run's log, read into each report.
-    log: Option<BoundedLog>,
-    /// [`BoundedLog::written`] when the log was last read into a report.
-    log_read: u64,
-    last_sent: Option<Instant>,
-}
-
-impl Outbox {
-    fn send(&self, header: &ToServer, body: &[u8]) {
-        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        if write_frame(&mut *writer, header, body).is_err() {
-            // The server is gone: nobody wants the result.
-            std::process::exit(0);
-        }
-    }
-
-    /// Clears the report for a new run. Its first report goes [`REPORT_INTERVAL`] in, like
-    /// every other: a run shorter than that sends only its end.
-    fn begin_run(&self) {
-        *self.pending.lock().unwrap_or_else(PoisonError::into_inner) = Pending {
-            last_sent: Some(Instant::now()),
-            ..Pending::default()
-        };
-    }
-
-    /// The run's log, read into every report from now on.
-    fn follow(&self, log: &BoundedLog) {
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .log = Some(log.clone());
-    }
-
-    /// Adds to the report, and sends it if the last went [`REPORT_INTERVAL`] ago.
-    fn gather(&self, add: impl FnOnce(&mut Report)) {
-        {
-            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-            add(&mut pending.report);
-            let excess = pending
-                .report
-                .incumbents
-                .len()
-                .saturating_sub(PENDING_INCUMBENTS);
-            pending.report.incumbents.drain(..excess);
-        }
-        self.send_report(true);
-    }
-
-    /// Sends the report, with what the log gained since the last, if it holds anything: at
-    /// once, or only if the last went [`REPORT_INTERVAL`] ago. The report is written under
-    /// the lock that gathers it, so that the end of a run ([`Outbox::flush`], then `Done`)
-    /// never overtakes its last report.
-    fn send_report(&self, only_if_due: bool) {
-        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        let due = pending
-            .last_sent
-            .is_none_or(|sent| sent.elapsed() >= REPORT_INTERVAL);
-        if only_if_due && !due {
-            return;
-        }
-        if let Some(log) = pending.log.clone() {
-            let new = log.since(pending.log_read);
-            pending.log_read = log.written();
-            pending.report.log.extend_from_slice(&new);
-        }
-        if pending.report.is_empty() {
-            return;
-        }
-        pending.last_sent = Some(Instant::now());
-        let report = std::mem::take(&mut pending.report);
-        self.send(&ToServer::Report(report), b"");
-    }
-
-    /// At the end of a run: sends its progress and incumbents not sent yet. The log stops
-    /// being followed, since `Done` carries it whole.
-    fn flush(&self) {
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .log = None;
-        self.send_report(false);
-    }
-}
-
-/// Gathers what the guest reports into the outbox; asked to finish once the server says so.
-struct ChildObserver {
-    outbox: Arc<Outbox>,
-    finishing: Arc<AtomicBool>,
-}
-
-impl ExecutionObserver for ChildObserver {
-    fn started(&self, log: &BoundedLog) {
-        self.outbox.follow(log);
-    }
-
-    fn progress(&self, fraction: f64, message: String, _log: &BoundedLog) {
-        self.outbox
-            .gather(|report| report.progress = Some((fraction, message)));
-    }
-
-    fn logged(&self, _log: &BoundedLog) {
-        self.outbox.gather(|report| report.logged = true);
-    }
-
-    fn finishing(&self) -> bool {
-        self.finishing.load(Ordering::SeqCst)
-    }
-
-    fn incumbent(&self, objective: f64, solution: String) {
-        self.outbox
-            .gather(|report| report.incumbents.push((objective, solution)));
-    }
 }

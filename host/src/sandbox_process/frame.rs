@@ -11,10 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::runtime::{CallError, Limits, LogTail, RunOptions};
 
 /// The largest header either side accepts: a report of incumbents and a log delta, or a
-/// result with its log tail, is far below it.
+/// result with its log tail, is far below it. A body (a component, an input, an output) may
+/// have any length a `u32` holds.
 const MAX_HEADER: u32 = 256 << 20;
-/// The largest body: a component or an input.
-const MAX_BODY: u32 = 1 << 30;
 
 /// From the server to a sandbox process.
 #[derive(Debug, Serialize, Deserialize)]
@@ -87,22 +86,26 @@ pub(super) fn write_frame(
 }
 
 /// Reads one frame: its header and body. `Ok(None)` at the end of the stream, between
-/// frames.
+/// frames; an error if it ends inside one.
 pub(super) fn read_frame<T: DeserializeOwned>(
     reader: &mut impl Read,
 ) -> io::Result<Option<(T, Vec<u8>)>> {
     let mut lengths = [0u8; 8];
-    match reader.read_exact(&mut lengths) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(error) => return Err(error),
+    loop {
+        match reader.read(&mut lengths[..1]) {
+            Ok(0) => return Ok(None),
+            Ok(_) => break,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
     }
+    reader.read_exact(&mut lengths[1..])?;
     let header_len = u32::from_le_bytes([lengths[0], lengths[1], lengths[2], lengths[3]]);
     let body_len = u32::from_le_bytes([lengths[4], lengths[5], lengths[6], lengths[7]]);
-    if header_len > MAX_HEADER || body_len > MAX_BODY {
+    if header_len > MAX_HEADER {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("a frame of {header_len} + {body_len} bytes, over the limits"),
+            format!("a frame header of {header_len} bytes, over the limit"),
         ));
     }
     let mut header = vec![0u8; header_len as usize];
@@ -149,7 +152,9 @@ mod tests {
         assert!(matches!(header, ToChild::Finish) && body.is_empty());
         assert!(read_frame::<ToChild>(&mut reader).expect("read").is_none());
         // A stream cut inside a frame is an error, not an end.
-        let mut cut = &bytes[..10];
-        assert!(read_frame::<ToChild>(&mut cut).is_err());
+        for end in [3, 10] {
+            let mut cut = &bytes[..end];
+            assert!(read_frame::<ToChild>(&mut cut).is_err());
+        }
     }
 }

@@ -13,6 +13,7 @@
 
 mod child;
 mod frame;
+mod outbox;
 mod process;
 mod recent_runs;
 
@@ -22,7 +23,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-pub use self::child::{ChildConfig, serve_child};
+pub use self::child::{ChildConfig, ChildError, serve_child};
 use self::process::{SandboxProcess, Unavailable};
 use self::recent_runs::RecentRuns;
 use crate::config::SandboxPlace;
@@ -125,35 +126,41 @@ impl SandboxProcesses {
         cancelled: Arc<AtomicBool>,
         observer: Arc<dyn ExecutionObserver>,
     ) -> RunReport {
-        // One that holds the component already, if any is idle; dropping one kills it.
+        // One that holds the component already, if any is idle; dropping one kills it, and
+        // one that died while idle (the OOM killer, an operator) is dropped too.
         let process = {
             let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            idle.retain_mut(SandboxProcess::is_alive);
             idle.iter()
                 .rposition(|process| process.holds(plugin))
                 .or(idle.len().checked_sub(1))
                 .map(|index| idle.swap_remove(index))
         }
         .filter(|process| process.holds(plugin) || process.components() < MAX_COMPONENTS);
-        let ready = match process {
+        let ran = match process {
             Some(process) => Ok(process),
             None => SandboxProcess::spawn(&self.program, &self.args).map_err(Unavailable::Spawn),
         }
-        .and_then(|process| process.load(plugin, &cancelled));
-        let mut process = match ready {
-            Ok(process) => process,
+        .and_then(|process| process.load(plugin, &cancelled))
+        .and_then(|mut process| {
+            process
+                .run(
+                    plugin,
+                    input,
+                    options,
+                    limits,
+                    &cancelled,
+                    observer.as_ref(),
+                )
+                .map(|(report, reusable)| (process, report, reusable))
+        });
+        let (process, report, reusable) = match ran {
+            Ok(ran) => ran,
             Err(why) => {
                 tracing::warn!(%why, "running the job in the server's process");
                 return plugin.run(input, options, limits, cancelled, observer);
             }
         };
-        let (report, reusable) = process.run(
-            plugin,
-            input,
-            options,
-            limits,
-            &cancelled,
-            observer.as_ref(),
-        );
         if reusable {
             self.idle
                 .lock()

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{self, BufReader, BufWriter};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,10 +28,15 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 /// Why a run could not go to a sandbox process; it runs in the server's process instead.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum Unavailable {
+    /// No process could be started (the binary is gone, no more processes allowed...).
     #[error("cannot start a sandbox process: {0}")]
     Spawn(io::Error),
+    /// The process could not compile the component, died, or took too long.
     #[error("the sandbox process did not load the component: {0}")]
     Load(String),
+    /// The process took no run: it died since its last one.
+    #[error("the sandbox process took no run: {0}")]
+    Run(io::Error),
 }
 
 /// One child process, between runs or in one. Dropping it kills the process.
@@ -54,11 +60,15 @@ enum Stop {
 
 impl SandboxProcess {
     pub(super) fn spawn(program: &Path, args: &[OsString]) -> io::Result<SandboxProcess> {
+        // A process group of its own: a Ctrl-C in the server's terminal, or a signal to the
+        // server's group, is the server's to handle (it lets running jobs finish or gives
+        // them back), not a crash of the jobs' processes.
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            .process_group(0)
             .spawn()?;
         let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
@@ -94,6 +104,11 @@ impl SandboxProcess {
             frames,
             loaded: HashSet::new(),
         })
+    }
+
+    /// Whether the process still runs (it may have been killed while idle).
+    pub(super) fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// Whether it holds `plugin`'s component.
@@ -147,7 +162,8 @@ impl SandboxProcess {
     }
 
     /// Runs the component, passing on what the guest reports, until it answers or is
-    /// stopped. Returns the report and whether the process can take another run.
+    /// stopped. Returns the report and whether the process can take another run; an error if
+    /// the process took no run, which then has not begun.
     pub(super) fn run(
         &mut self,
         plugin: &CompiledPlugin,
@@ -156,7 +172,7 @@ impl SandboxProcess {
         limits: &Limits,
         cancelled: &AtomicBool,
         observer: &dyn ExecutionObserver,
-    ) -> (RunReport, bool) {
+    ) -> Result<(RunReport, bool), Unavailable> {
         let deadline = Instant::now() + limits.wall_time;
         // What the guest logged, as far as its reports told: the log of a run that is
         // killed, and what progress and log writes read meanwhile.
@@ -179,9 +195,7 @@ impl SandboxProcess {
             options: *options,
             limits: *limits,
         };
-        if let Err(error) = write_frame(&mut self.input, &run, input.as_bytes()) {
-            return self.died(&log, format!("it took no run: {error}"));
-        }
+        write_frame(&mut self.input, &run, input.as_bytes()).map_err(Unavailable::Run)?;
         let mut finish_by: Option<Instant> = None;
         loop {
             match self.frames.recv_timeout(TICK) {
@@ -218,35 +232,35 @@ impl SandboxProcess {
                         log: tail,
                         peak_memory_bytes,
                     };
-                    return (report, true);
+                    return Ok((report, true));
                 }
                 Ok(Ok((other, _))) => {
-                    return self.died(&log, format!("it answered a run with {other:?}"));
+                    return Ok(self.died(&log, format!("it answered a run with {other:?}")));
                 }
-                Ok(Err(error)) => return self.died(&log, error.to_string()),
+                Ok(Err(error)) => return Ok(self.died(&log, error.to_string())),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = self.end();
-                    return self.died(&log, format!("it exited ({status})"));
+                    return Ok(self.died(&log, format!("it exited ({status})")));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             let now = Instant::now();
             if cancelled.load(Ordering::Relaxed) {
-                return stopped(self, &log, Stop::Cancelled);
+                return Ok(stopped(self, &log, Stop::Cancelled));
             }
             if now >= deadline {
-                return stopped(self, &log, Stop::Deadline);
+                return Ok(stopped(self, &log, Stop::Deadline));
             }
             // Asked to finish: the guest hears `cancelled()` and has its grace to return.
             if observer.finishing() {
                 match finish_by {
                     None => {
                         finish_by = Some(now + limits.finish_grace);
-                        if write_frame(&mut self.input, &ToChild::Finish, b"").is_err() {
-                            return stopped(self, &log, Stop::Cancelled);
+                        if let Err(error) = write_frame(&mut self.input, &ToChild::Finish, b"") {
+                            return Ok(self.died(&log, format!("it took no finish: {error}")));
                         }
                     }
-                    Some(by) if now >= by => return stopped(self, &log, Stop::Cancelled),
+                    Some(by) if now >= by => return Ok(stopped(self, &log, Stop::Cancelled)),
                     Some(_) => {}
                 }
             }
