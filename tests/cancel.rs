@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     ADMIN_PASSWORD, Contract, PATIENCE, RUNAWAY, ServerOptions, TestServer, assert_contract,
-    complete_graph, expect_problem, start_with_limits,
+    complete_graph, expect_problem, start_with_limits, wait_for_sandbox_process,
 };
 
 async fn delete(server: &TestServer, token: &str, job: &str) -> reqwest::Response {
@@ -140,6 +140,7 @@ async fn a_long_max_cut_search_is_cancelled() {
         )
         .await;
     server.wait_until_running(&token, &job).await;
+    wait_for_sandbox_process(&server).await;
 
     // While it runs, its progress (the best cut so far) and its log show.
     let deadline = Instant::now() + PATIENCE;

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{ServerOptions, TestServer, expect_problem, start_with_limits};
+use crate::support::{
+    ServerOptions, TestServer, expect_problem, start_with_limits, wait_for_sandbox_process,
+};
 
 /// A graph that keeps max-cut's search busy for its whole time limit.
 fn busy_maxcut(seconds: u64) -> Value {
@@ -54,6 +56,7 @@ async fn a_finished_job_completes_with_what_it_had() {
     ] {
         let job = server.launch(&token, problem, &body).await;
         server.wait_until_running(&token, &job).await;
+        wait_for_sandbox_process(&server).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         let asked = Instant::now();
         let (status, answer) = finish(&server, &token, &job).await;

@@ -1,10 +1,13 @@
 //! The sandbox's limits, against real guests: each limit in a pair, `_obeyed` and `_violated`,
 //! and the server keeps serving while a runaway guest runs.
 
+use std::time::{Duration, Instant};
+
 use serde_json::{Value, json};
 
 use crate::support::{
-    RUNAWAY, ServerOptions, TestServer, complete_graph, matrix, start_with_limits,
+    ServerOptions, TestServer, complete_graph, matrix, sandbox_processes, start_with_limits,
+    wait_for_sandbox_process,
 };
 
 /// The only execution of an ended job.
@@ -18,6 +21,19 @@ fn only_execution(view: &Value) -> Value {
 const IN_A_PROCESS: &str = "[runaway]\nsandbox = \"process\"\n";
 /// The guest's runs in the server's own process, with epoch checks.
 const IN_THE_SERVER: &str = "[runaway]\nsandbox = \"server\"\n";
+
+/// Checks that the server ran its runaway guest where `place` says: a run that silently fell
+/// back to the server's process would pass every limit's test.
+async fn assert_ran_in(server: &TestServer, place: &str) {
+    if place == IN_A_PROCESS {
+        wait_for_sandbox_process(server).await;
+    } else {
+        assert!(
+            sandbox_processes(server.pid()).is_empty(),
+            "no sandbox process"
+        );
+    }
+}
 
 #[tokio::test]
 async fn time_limit_violated_fails_with_timeout_while_another_job_completes() {
@@ -42,6 +58,7 @@ async fn spin_past_the_time_limit(place: &str) {
 
     // While the spinning guest holds one worker, max-cut jobs run on the other.
     server.wait_until_running(&token, &spinning).await;
+    assert_ran_in(&server, place).await;
     let job = server
         .launch(
             &token,
@@ -133,6 +150,58 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
         now.len() == 1 && now != sandboxes,
         "a new process ran it: {now:?}"
     );
+
+    // Killed while idle, it is not handed the next run: a new one takes it.
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &now[0].to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let job = server
+        .launch(
+            &token,
+            "runaway",
+            &json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_until_ended(&token, &job).await["status"],
+        "COMPLETED"
+    );
+    let last = sandbox_processes(server.pid());
+    assert!(last.len() == 1 && last != now, "{last:?}");
+}
+
+/// A run asked to finish now that does not return is stopped once its grace is over (a
+/// tenth of its time limit, at least 1 s), and the job ends CANCELLED.
+#[tokio::test]
+async fn a_run_that_ignores_finish_now_is_stopped_after_its_grace() {
+    for place in [IN_A_PROCESS, IN_THE_SERVER] {
+        let (server, _limits) = start_with_limits(place, &[]);
+        let token = server.admin_token().await;
+        let spinning = server
+            .launch(
+                &token,
+                "runaway",
+                &json!({"mode": "spin", "options": {"time_limit_s": 30}}),
+            )
+            .await;
+        server.wait_until_running(&token, &spinning).await;
+        assert_ran_in(&server, place).await;
+        let asked = Instant::now();
+        let response = server
+            .post_json(&token, &format!("/job/{spinning}/finish"), &json!({}))
+            .await;
+        assert!(response.status().is_success(), "{place}");
+        let view = server.wait_until_ended(&token, &spinning).await;
+        assert_eq!(view["status"], "CANCELLED", "{place}: {view}");
+        let took = asked.elapsed();
+        // Its grace is 3 s: stopped after it, long before the 30 s limit.
+        assert!(
+            (Duration::from_secs(3)..Duration::from_secs(20)).contains(&took),
+            "{place}: {took:?}"
+        );
+    }
 }
 
 /// Left to choose, the server runs tiny jobs in its own process, and a component's runs in a
@@ -184,35 +253,6 @@ async fn runs_go_to_a_sandbox_process_once_one_was_long() {
     );
 }
 
-/// The pids of the `caseload sandbox` processes `server` started.
-fn sandbox_processes(server: u32) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc is readable") {
-        let Ok(pid) = entry
-            .expect("an entry")
-            .file_name()
-            .to_string_lossy()
-            .parse::<u32>()
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid ...`; comm may hold spaces, so count from the last ')'.
-        let parent = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|ppid| ppid.parse::<u32>().ok());
-        let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let sandbox = command.split(|byte| *byte == 0).nth(1) == Some(b"sandbox".as_slice());
-        if parent == Some(server) && sandbox {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 /// Epoch interruption cannot stop a guest blocked in a host call; a WASI sleep still ends at
 /// the deadline (and a sandbox process is killed at it).
 #[tokio::test]
@@ -232,6 +272,8 @@ async fn sleep_past_the_time_limit(place: &str) {
             &json!({"mode": "sleep", "options": {"time_limit_s": 1}}),
         )
         .await;
+    server.wait_until_running(&token, &sleeping).await;
+    assert_ran_in(&server, place).await;
     let execution = only_execution(&server.wait_until_ended(&token, &sleeping).await);
     assert_eq!(execution["error"]["code"], "timeout", "{execution}");
     let duration = execution["duration_ms"].as_i64().unwrap();
@@ -240,7 +282,16 @@ async fn sleep_past_the_time_limit(place: &str) {
 
 #[tokio::test]
 async fn time_limit_obeyed_completes_within_it() {
-    let server = TestServer::start();
+    for place in [
+        "[maxcut]\nsandbox = \"process\"\n",
+        "[maxcut]\nsandbox = \"server\"\n",
+    ] {
+        run_within_the_time_limit(place).await;
+    }
+}
+
+async fn run_within_the_time_limit(place: &str) {
+    let (server, _limits) = start_with_limits(place, &[]);
     let token = server.admin_token().await;
     // 30 nodes: past exhaustive search, so the heuristic runs until its time limit.
     let edges: Vec<(usize, usize, f64)> = (0..30)
@@ -256,27 +307,29 @@ async fn time_limit_obeyed_completes_within_it() {
     assert_eq!(output["solver"]["seed"], 7);
     // It used the 0.5 s it was given (not the 10 s default) and returned within it.
     let elapsed = output["solver"]["elapsed_s"].as_f64().unwrap();
-    assert!((0.45..1.5).contains(&elapsed), "{output}");
+    assert!((0.45..1.5).contains(&elapsed), "{place}: {output}");
+    let processes = sandbox_processes(server.pid());
+    assert_eq!(processes.is_empty(), place.contains("server"), "{place}");
 }
 
 #[tokio::test]
 async fn memory_limit_obeyed() {
-    let server = TestServer::start_with(ServerOptions {
-        args: &["--memory-limit-mib", "64"],
-        plugins: RUNAWAY,
-    });
-    let token = server.admin_token().await;
-    let job = server
-        .launch(&token, "runaway", &json!({"mode": "grow", "grow_mib": 16}))
-        .await;
-    assert_eq!(
-        server.wait_until_ended(&token, &job).await["status"],
-        "COMPLETED"
-    );
-    assert_eq!(
-        server.output(&token, &job).await,
-        json!({"allocated_mib": 16})
-    );
+    for place in [IN_A_PROCESS, IN_THE_SERVER] {
+        let (server, _limits) = start_with_limits(place, &["--memory-limit-mib", "64"]);
+        let token = server.admin_token().await;
+        let job = server
+            .launch(&token, "runaway", &json!({"mode": "grow", "grow_mib": 16}))
+            .await;
+        assert_eq!(
+            server.wait_until_ended(&token, &job).await["status"],
+            "COMPLETED"
+        );
+        assert_eq!(
+            server.output(&token, &job).await,
+            json!({"allocated_mib": 16})
+        );
+        assert_ran_in(&server, place).await;
+    }
 }
 
 #[tokio::test]
@@ -306,6 +359,8 @@ async fn grow_past_the_memory_limit(place: &str) {
             .unwrap()
             .contains("67108864")
     );
+    // A process that ran out of the guest's memory takes the next run.
+    assert_ran_in(&server, place).await;
 }
 
 /// Clients that hang up while their submission's `validate` runs cannot pile up sandbox
@@ -326,7 +381,7 @@ async fn hung_up_submissions_cannot_exhaust_the_instance_pool() {
     let submissions = cpus + 7;
     let validate_ms = 2_000;
     let impatient = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_millis(20))
+        .timeout(Duration::from_millis(20))
         .build()
         .expect("a client");
     for _ in 0..submissions {

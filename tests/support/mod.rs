@@ -556,3 +556,45 @@ pub fn brute_force_max_cut(matrix: &[Vec<f64>]) -> f64 {
         })
         .fold(f64::NEG_INFINITY, f64::max)
 }
+
+/// The pids of the `caseload sandbox` processes the server of pid `server` started.
+pub fn sandbox_processes(server: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc is readable") {
+        let Ok(pid) = entry
+            .expect("an entry")
+            .file_name()
+            .to_string_lossy()
+            .parse::<u32>()
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces, so count from the last ')'.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse::<u32>().ok());
+        let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let sandbox = command.split(|byte| *byte == 0).nth(1) == Some(b"sandbox".as_slice());
+        if parent == Some(server) && sandbox {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The pids of `server`'s sandbox processes, once it has one (a run sent to a process).
+pub async fn wait_for_sandbox_process(server: &TestServer) -> Vec<u32> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let pids = sandbox_processes(server.pid());
+        if !pids.is_empty() {
+            return pids;
+        }
+        assert!(Instant::now() < deadline, "no sandbox process started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
