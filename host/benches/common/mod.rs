@@ -59,7 +59,8 @@ impl Sandbox {
         })
     }
 
-    /// As the server runs a job of `seconds` by default: in a sandbox process from 1 s on
+    /// As the server runs a use case's jobs of `seconds` once one of them was long (its
+    /// first runs in its own process): in a sandbox process from 1 s on
     /// (`--sandbox-processes-from`), in this process with epoch checks below.
     pub fn as_server(wasm: &[u8], seconds: f64) -> anyhow::Result<Sandbox> {
         if seconds >= 1.0 {
