@@ -42,13 +42,13 @@ use sha2::Digest;
 
 pub use crate::api::{AppState, app};
 use crate::auth::{TokenKeys, hash_password, write_private_file};
-use crate::config::{JobLimits, ServeArgs, StorageArgs};
+use crate::config::{JobLimits, SandboxArgs, ServeArgs, StorageArgs};
 use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::plugins::{PluginRegistry, PluginSync};
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
-use crate::sandbox_process::{ChildConfig, SandboxProcesses};
+use crate::sandbox_process::SandboxProcesses;
 use crate::store::{
     JobStore, Migrations, PostgresStore, Role, SqliteStore, StoreError, UserChange,
 };
@@ -260,7 +260,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .then(|| {
             Arc::new(SandboxProcesses::new(
                 args.sandbox_processes_from,
-                &ChildConfig {
+                &SandboxArgs {
                     memory_bytes: job_limits.largest_memory_bytes(),
                     compile_cache_dir: Some(compile_cache_dir.clone()),
                 },

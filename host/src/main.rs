@@ -13,7 +13,7 @@ use caseload::kit::check::{CheckOptions, check_plugins};
 use caseload::kit::new::{new_project, next_steps};
 use caseload::kit::publish::{PublishOptions, publish};
 use caseload::kit::watch::{WatchOptions, watch};
-use caseload::sandbox_process::{ChildConfig, serve_child};
+use caseload::sandbox_process::serve_child;
 
 /// musl's allocator takes one lock for every thread; mimalloc keeps the static build (the
 /// container image) as fast as the glibc one.
@@ -27,10 +27,7 @@ fn main() -> anyhow::Result<()> {
     // blocking calls of wasmtime-wasi start one of their own.
     if let Some(Command::Sandbox(args)) = &cli.command {
         let _telemetry = caseload::telemetry::init("warn", cli.log_format, None)?;
-        serve_child(&ChildConfig {
-            memory_bytes: args.memory_bytes,
-            compile_cache_dir: args.compile_cache_dir.clone(),
-        })?;
+        serve_child(args)?;
         return Ok(());
     }
     tokio::runtime::Runtime::new()?.block_on(run(cli))

@@ -9,12 +9,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use caseload::config::{SandboxPlace, UseCaseLimits};
+use caseload::config::{SandboxArgs, SandboxPlace, UseCaseLimits};
 use caseload::options::JobOptions;
 use caseload::runtime::{
     BoundedLog, CompiledPlugin, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,
 };
-use caseload::sandbox_process::{ChildConfig, SandboxProcesses};
+use caseload::sandbox_process::SandboxProcesses;
 use caseload_sdk::{RunContext, UseCase};
 use serde_json::Value;
 
@@ -73,7 +73,7 @@ impl Sandbox {
     /// As the server runs a job with a long time limit: in a sandbox process of the
     /// `caseload` binary, compiled without epoch checks and killed at the deadline.
     pub fn in_processes(wasm: &[u8], max_seconds: f64) -> anyhow::Result<Sandbox> {
-        let config = ChildConfig {
+        let config = SandboxArgs {
             memory_bytes: Limits::default().memory_bytes,
             compile_cache_dir: None,
         };

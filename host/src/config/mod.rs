@@ -507,8 +507,9 @@ pub struct ServeArgs {
     pub sandbox_processes_from: Duration,
 }
 
-/// A sandbox process's settings, from the server that starts it.
-#[derive(Debug, Args)]
+/// A sandbox process's settings: the flags of `caseload sandbox`, which the server that
+/// starts it passes (`sandbox_process`).
+#[derive(Debug, Clone, Args)]
 pub struct SandboxArgs {
     /// The memory slot's size: the largest memory cap of any use case, in bytes.
     #[arg(long)]

@@ -6,12 +6,12 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufReader};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 
 use super::frame::{ToChild, ToServer, read_frame};
 use super::outbox::{ChildObserver, Outbox};
+use crate::config::SandboxArgs;
 use crate::runtime::{CallError, CompiledPlugin, Runtime, RuntimeConfig, RuntimeError};
 
 /// Why a sandbox process could not start serving.
@@ -24,17 +24,10 @@ pub enum ChildError {
     Runtime(#[from] RuntimeError),
 }
 
-/// How a sandbox process sets up its engine: as the server's, but for one instance at a time
-/// and without epoch checks.
-#[derive(Debug, Clone)]
-pub struct ChildConfig {
-    /// The largest memory cap of any use case: the pooled memory slot's size.
-    pub memory_bytes: usize,
-    pub compile_cache_dir: Option<PathBuf>,
-}
-
 /// Serves the server on standard input and output until the server closes them (or goes).
-pub fn serve_child(config: &ChildConfig) -> Result<(), ChildError> {
+/// Its engine is the server's, but for one instance at a time (a memory slot of
+/// `memory_bytes`) and without epoch checks.
+pub fn serve_child(config: &SandboxArgs) -> Result<(), ChildError> {
     let output = protocol_output().map_err(ChildError::Output)?;
     let mut runtime_config = RuntimeConfig::default()
         .without_epoch_checks()

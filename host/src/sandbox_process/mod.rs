@@ -23,10 +23,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-pub use self::child::{ChildConfig, ChildError, serve_child};
+pub use self::child::{ChildError, serve_child};
 use self::process::{SandboxProcess, Unavailable};
 use self::recent_runs::RecentRuns;
-use crate::config::SandboxPlace;
+use crate::config::{SandboxArgs, SandboxPlace};
 use crate::runtime::{CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport};
 
 /// A process keeps at most this many components; one that would take another is retired
@@ -55,7 +55,7 @@ impl std::fmt::Debug for SandboxProcesses {
 impl SandboxProcesses {
     /// Processes of this binary (`/proc/self/exe`, which still runs if the file was replaced
     /// since), set up as `config` says, for runs whose time limit is at least `from`.
-    pub fn new(from: Duration, config: &ChildConfig) -> SandboxProcesses {
+    pub fn new(from: Duration, config: &SandboxArgs) -> SandboxProcesses {
         let program = if cfg!(target_os = "linux") {
             PathBuf::from("/proc/self/exe")
         } else {
@@ -66,7 +66,7 @@ impl SandboxProcesses {
 
     /// As [`SandboxProcesses::new`], with processes of `program` (a `caseload` binary): for
     /// a bench, whose own binary is not one.
-    pub fn of_program(program: PathBuf, from: Duration, config: &ChildConfig) -> SandboxProcesses {
+    pub fn of_program(program: PathBuf, from: Duration, config: &SandboxArgs) -> SandboxProcesses {
         let mut args: Vec<OsString> = vec![
             "sandbox".into(),
             "--memory-bytes".into(),
