@@ -40,7 +40,7 @@ pub const PLUGIN_WORLD: &str = "caseload:plugin@0.2.1";
 
 /// How often the ticker thread advances the engine's epoch; deadlines and cancellation are
 /// noticed within one tick of CPU-bound guest code.
-const EPOCH_TICK: Duration = Duration::from_millis(10);
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The limits of one call into a plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

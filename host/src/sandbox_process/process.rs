@@ -13,13 +13,12 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::frame::{ToChild, ToServer, read_frame, write_frame};
+// A waiting server looks at the deadline, the cancel flag and finish-now as often as the
+// epoch callback does for runs in its own process.
+use crate::runtime::EPOCH_TICK as TICK;
 use crate::runtime::{
     BoundedLog, CallError, CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport,
 };
-
-/// How often a waiting server looks at the deadline, the cancel flag and finish-now: the
-/// epoch tick of runs in its own process.
-const TICK: Duration = Duration::from_millis(10);
 
 /// How long a sandbox process may take to compile a component (or read it from the compile
 /// cache) before the server gives up on it and runs the job in its own process.
@@ -153,7 +152,10 @@ impl SandboxProcess {
                     return Err(Unavailable::Load(format!("it exited ({})", self.end())));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if Instant::now() >= deadline || cancelled.load(Ordering::Relaxed) {
+                    if cancelled.load(Ordering::Relaxed) {
+                        return Err(Unavailable::Load("the run was cancelled first".to_owned()));
+                    }
+                    if Instant::now() >= deadline {
                         return Err(Unavailable::Load("it took too long".to_owned()));
                     }
                 }

@@ -80,7 +80,7 @@ pub(super) fn execute(
             interrupt.clone(),
             observer.clone(),
         ),
-        _ => plugin.component.run(
+        None => plugin.component.run(
             input,
             &run_options,
             &limits,
