@@ -93,17 +93,7 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
     let token = server.admin_token().await;
     // A first run leaves the process idle with the component loaded, so that the next run
     // has begun in it once the job reads RUNNING.
-    let growing = server
-        .launch(
-            &token,
-            "runaway",
-            &json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}}),
-        )
-        .await;
-    assert_eq!(
-        server.wait_until_ended(&token, &growing).await["status"],
-        "COMPLETED"
-    );
+    grow_a_little(&server, &token).await;
     let sandboxes = sandbox_processes(server.pid());
     assert_eq!(sandboxes.len(), 1, "one sandbox process ran the job");
     let spinning = server
@@ -119,11 +109,7 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
         sandboxes,
         "the same process runs it"
     );
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &sandboxes[0].to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
+    kill(sandboxes[0]);
 
     let view = server.wait_until_ended(&token, &spinning).await;
     assert_eq!(view["status"], "FAILED", "{view}");
@@ -134,17 +120,7 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
     let duration = execution["duration_ms"].as_i64().unwrap();
     assert!(duration < 20_000, "{execution}");
 
-    let job = server
-        .launch(
-            &token,
-            "runaway",
-            &json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}}),
-        )
-        .await;
-    assert_eq!(
-        server.wait_until_ended(&token, &job).await["status"],
-        "COMPLETED"
-    );
+    grow_a_little(&server, &token).await;
     let now = sandbox_processes(server.pid());
     assert!(
         now.len() == 1 && now != sandboxes,
@@ -152,24 +128,34 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
     );
 
     // Killed while idle, it is not handed the next run: a new one takes it.
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &now[0].to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
+    kill(now[0]);
+    grow_a_little(&server, &token).await;
+    let last = sandbox_processes(server.pid());
+    assert!(last.len() == 1 && last != now, "{last:?}");
+}
+
+/// A run of the runaway guest that completes at once (it grows its memory by 1 MiB).
+async fn grow_a_little(server: &TestServer, token: &str) {
     let job = server
         .launch(
-            &token,
+            token,
             "runaway",
             &json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}}),
         )
         .await;
     assert_eq!(
-        server.wait_until_ended(&token, &job).await["status"],
+        server.wait_until_ended(token, &job).await["status"],
         "COMPLETED"
     );
-    let last = sandbox_processes(server.pid());
-    assert!(last.len() == 1 && last != now, "{last:?}");
+}
+
+/// Kills a process as the kernel's OOM killer would.
+fn kill(pid: u32) {
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success(), "kill {pid}");
 }
 
 /// A run asked to finish now that does not return is stopped once its grace is over (a
