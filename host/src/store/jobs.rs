@@ -536,7 +536,14 @@ pub(super) async fn insert_job<C: WriteConnection>(
     connection: &mut C,
     job: &NewJob,
 ) -> Result<Inserted, StoreError> {
-    let insert = Statement::new(sql::INSERT_JOB.as_str())
+    let place = sql::JobPlace {
+        outranks: job.priority > 0,
+        shared_project: job
+            .project_id
+            .as_ref()
+            .is_some_and(|project_id| *project_id != job.owner_id),
+    };
+    let insert = Statement::new(sql::insert_job(place))
         .bind(&job.id)
         .bind(&job.owner_id)
         .bind(&job.problem)
@@ -566,7 +573,7 @@ pub(super) async fn insert_job<C: WriteConnection>(
         .bind(job.race_of.as_deref())
         .bind(job.project_id.as_deref());
     if connection.execute(insert).await? == 1 {
-        if job.priority > 0 {
+        if place.outranks {
             let make_room = Statement::new(sql::MAKE_ROOM)
                 .bind(&job.owner_id)
                 .bind(&job.id)

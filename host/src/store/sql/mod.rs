@@ -122,15 +122,56 @@ pub(super) const USER_COUNT: &str = "SELECT COUNT(*) FROM users";
 /// migration 0006 (fair share).
 pub(super) const FAIR_SHARE_SPACING_MS: i64 = 60_000;
 
-/// A job's place: after its owner's last pending job, or, if it has a higher priority than
-/// some of them, at the place of the first of those, which [`MAKE_ROOM`] then moves back. A
-/// job of a shared project (`$24`, not the owner's personal one) without that priority is
-/// also placed after the project's last pending job, and the later of the two places wins:
-/// a team's backlog is spread as one user's is, so that ten members do not take ten shares
-/// of the queue.
-pub(super) static INSERT_JOB: LazyLock<String> = LazyLock::new(|| {
-    let priority_place = "CASE WHEN $13 > 0 THEN (SELECT MIN(fair_key) FROM jobs
-                  WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13) END";
+/// What decides a new job's place in the queue, and so which insert stores it
+/// ([`insert_job`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct JobPlace {
+    /// Its priority is above the default: it may go before its owner's pending jobs of
+    /// lower priority.
+    pub(super) outranks: bool,
+    /// It is launched in a shared project, not its owner's own: the project's backlog
+    /// counts too.
+    pub(super) shared_project: bool,
+}
+
+impl JobPlace {
+    /// Every place, in the order of [`JobPlace::index`].
+    const ALL: [JobPlace; 4] = [
+        JobPlace {
+            outranks: false,
+            shared_project: false,
+        },
+        JobPlace {
+            outranks: false,
+            shared_project: true,
+        },
+        JobPlace {
+            outranks: true,
+            shared_project: false,
+        },
+        JobPlace {
+            outranks: true,
+            shared_project: true,
+        },
+    ];
+
+    fn index(self) -> usize {
+        usize::from(self.outranks) * 2 + usize::from(self.shared_project)
+    }
+}
+
+/// A job's place: after its owner's last pending job, or, if it outranks some of them, at
+/// the place of the first of those, which [`MAKE_ROOM`] then moves back. Otherwise a job of a
+/// shared project (`$24`) is also placed after the project's last pending job, and the later
+/// of the two places wins: a team's backlog is spread as one user's is, so that ten members
+/// do not take ten shares of the queue.
+///
+/// No `CASE` over the parameters picks among the places. A plan made for given values drops
+/// the branches they skip, so PostgreSQL would judge it cheaper than the generic plan every
+/// time, and plan every launch again; a statement per place has one plan worth keeping.
+fn insert_job_statement(place: JobPlace) -> String {
+    let priority_place = "(SELECT MIN(fair_key) FROM jobs
+                  WHERE owner_id = $2 AND status = 'PENDING' AND priority < $13)";
     let owner_place = "(SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
                           ELSE MAX(fair_key) + $12 END
               FROM jobs WHERE owner_id = $2 AND status = 'PENDING')";
@@ -138,18 +179,35 @@ pub(super) static INSERT_JOB: LazyLock<String> = LazyLock::new(|| {
         "(SELECT CASE WHEN MAX(fair_key) IS NULL OR MAX(fair_key) + $12 < $6 THEN $6
                           ELSE MAX(fair_key) + $12 END
               FROM jobs WHERE project_id = $24 AND status = 'PENDING')";
+    let later_place = if place.shared_project {
+        format!(
+            "(SELECT CASE WHEN owner_place > project_place THEN owner_place
+                          ELSE project_place END
+              FROM (SELECT {owner_place} AS owner_place,
+                           {project_place} AS project_place) AS places)"
+        )
+    } else {
+        owner_place.to_owned()
+    };
+    let fair_key = if place.outranks {
+        format!("COALESCE({priority_place}, {later_place})")
+    } else {
+        later_place
+    };
     format!(
         "INSERT INTO jobs (id, owner_id, problem, input, options, status, created_at, idempotency_key, request_hash, data_file_id, data_blob_id, data_media_type, priority, labels, callback_url, plugin_version, plugin_digest, version_requested, rerun_of, warm_start, experiment_id, race, race_of, project_id, fair_key)
          VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $7, $8, $9, $10, $11, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, COALESCE($24, $2),
-             COALESCE({priority_place},
-                 CASE WHEN $24 IS NULL OR $24 = $2 THEN {owner_place}
-                      ELSE (SELECT CASE WHEN owner_place > project_place THEN owner_place
-                                        ELSE project_place END
-                            FROM (SELECT {owner_place} AS owner_place,
-                                         {project_place} AS project_place) AS places) END))
+             {fair_key})
          ON CONFLICT DO NOTHING"
     )
-});
+}
+
+/// The insert of a job whose place `place` decides ([`insert_job_statement`]'s).
+pub(super) fn insert_job(place: JobPlace) -> &'static str {
+    static STATEMENTS: LazyLock<[String; 4]> =
+        LazyLock::new(|| JobPlace::ALL.map(insert_job_statement));
+    &STATEMENTS[place.index()]
+}
 
 /// After a job of priority `$3` is queued: its owner's pending jobs of lower priority move
 /// back one place each, so the owner's share of the queue stays what it was.

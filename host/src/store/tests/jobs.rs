@@ -461,6 +461,45 @@ pub(super) async fn a_priority_job_goes_first_in_a_project_too(backend: Backend)
     assert_eq!(first[0].lease.job_id, urgent.id);
 }
 
+/// A priority job in a shared project with none of its owner's jobs to go before is placed
+/// as any member's job is: after the project's backlog.
+pub(super) async fn a_priority_job_with_nothing_to_outrank_waits_for_its_project(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let carol = user(store, "carol").await;
+    let team = store.create_project("team").await.expect("a project");
+    let mut backlog = Vec::new();
+    for _ in 0..3 {
+        let job = NewJob {
+            project_id: Some(team.id.clone()),
+            ..new_job(&alice)
+        };
+        store.insert_job(&job).await.expect("insert");
+        backlog.push(job.id);
+    }
+    let urgent = NewJob {
+        created_at: now_millis() + 5,
+        project_id: Some(team.id.clone()),
+        priority: 5,
+        ..new_job(&bob)
+    };
+    store.insert_job(&urgent).await.expect("insert");
+    let carols = NewJob {
+        created_at: now_millis() + 10,
+        ..new_job(&carol)
+    };
+    store.insert_job(&carols).await.expect("insert");
+    let claim = |count| claimed_ids(store, count);
+    let mut first_two = vec![backlog[0].clone(), carols.id];
+    first_two.sort();
+    assert_eq!(claim(2).await, first_two);
+    let mut next = backlog[1..].to_vec();
+    next.sort();
+    assert_eq!(claim(2).await, next);
+    assert_eq!(claim(1).await, [urgent.id]);
+}
+
 /// A shared project's own cap on pending jobs holds beside its members' quotas.
 pub(super) async fn a_project_s_cap_on_pending_jobs_holds(backend: Backend) {
     let store = backend.store.as_ref();
