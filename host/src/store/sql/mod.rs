@@ -73,17 +73,16 @@ pub(super) const DELETE_USER_COUNTS: &str =
 /// What counts against a user's quotas: its pending jobs, its outputs' bytes and the bytes its
 /// jobs keep (running totals over the user's slots, see migrations 0035 and 0036), and its
 /// data files' bytes.
-pub(super) const USAGE: &str = "SELECT
-     (SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) FROM user_counts
-      WHERE user_id = $1) AS pending_jobs,
-     (SELECT CAST(COALESCE(SUM(kept_bytes), 0) AS BIGINT) FROM user_counts
-      WHERE user_id = $1)
-     + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
-        WHERE owner_id = $1) AS dataset_bytes,
-     (SELECT CAST(COALESCE(SUM(output_bytes), 0) AS BIGINT) FROM user_counts
-      WHERE user_id = $1) AS output_bytes,
-     max_pending_jobs, max_dataset_bytes, max_output_bytes
-     FROM users WHERE id = $1";
+pub(super) const USAGE: &str = "SELECT totals.pending_jobs AS pending_jobs,
+     totals.kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
+                          WHERE owner_id = $1) AS dataset_bytes,
+     totals.output_bytes AS output_bytes, max_pending_jobs, max_dataset_bytes, max_output_bytes
+     FROM users, (
+         SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) AS pending_jobs,
+                CAST(COALESCE(SUM(kept_bytes), 0) AS BIGINT) AS kept_bytes,
+                CAST(COALESCE(SUM(output_bytes), 0) AS BIGINT) AS output_bytes
+         FROM user_counts WHERE user_id = $1) AS totals
+     WHERE users.id = $1";
 
 /// What the quota checks of a write read, in its transaction: `$1` the user, `$2` and `$3`
 /// the server's pending-jobs and dataset-bytes quotas. The counts, and what launch
