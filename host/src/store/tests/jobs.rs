@@ -400,42 +400,47 @@ pub(super) async fn a_user_s_backlog_does_not_hold_back_another_user_s_job(backe
 }
 
 /// A shared project's backlog is spread as one user's is, whoever launched its jobs: a
-/// member's job lands after the project's pending jobs, not beside its own first place.
+/// member's job lands after the project's pending jobs, not beside its own first place. So
+/// does a priority job with none of its owner's jobs to go before.
 pub(super) async fn a_project_s_backlog_takes_one_share(backend: Backend) {
     let store = backend.store.as_ref();
     let alice = user(store, "alice").await;
     let bob = user(store, "bob").await;
     let carol = user(store, "carol").await;
     let team = store.create_project("team").await.expect("a project");
-    let mut backlog = Vec::new();
-    for _ in 0..5 {
-        let job = NewJob {
+    // Each round claims every job it queued.
+    for priority in [0, 5] {
+        let mut backlog = Vec::new();
+        for _ in 0..5 {
+            let job = NewJob {
+                project_id: Some(team.id.clone()),
+                ..new_job(&alice)
+            };
+            store.insert_job(&job).await.expect("insert");
+            backlog.push(job.id);
+        }
+        let bobs = NewJob {
+            created_at: now_millis() + 5,
             project_id: Some(team.id.clone()),
-            ..new_job(&alice)
+            priority,
+            ..new_job(&bob)
         };
-        store.insert_job(&job).await.expect("insert");
-        backlog.push(job.id);
+        store.insert_job(&bobs).await.expect("insert");
+        let carols = NewJob {
+            created_at: now_millis() + 10,
+            ..new_job(&carol)
+        };
+        store.insert_job(&carols).await.expect("insert");
+        let claim = |count| claimed_ids(store, count);
+        // The project's first job and carol's; then the project's, bob's after alice's.
+        let mut first_two = vec![backlog[0].clone(), carols.id];
+        first_two.sort();
+        assert_eq!(claim(2).await, first_two, "priority {priority}");
+        let mut next = backlog[1..].to_vec();
+        next.sort();
+        assert_eq!(claim(4).await, next, "priority {priority}");
+        assert_eq!(claim(1).await, [bobs.id], "priority {priority}");
     }
-    let bobs = NewJob {
-        created_at: now_millis() + 5,
-        project_id: Some(team.id.clone()),
-        ..new_job(&bob)
-    };
-    store.insert_job(&bobs).await.expect("insert");
-    let carols = NewJob {
-        created_at: now_millis() + 10,
-        ..new_job(&carol)
-    };
-    store.insert_job(&carols).await.expect("insert");
-    let claim = |count| claimed_ids(store, count);
-    // The project's first job and carol's; then the project's, bob's after alice's.
-    let mut first_two = vec![backlog[0].clone(), carols.id];
-    first_two.sort();
-    assert_eq!(claim(2).await, first_two);
-    let mut next = backlog[1..].to_vec();
-    next.sort();
-    assert_eq!(claim(4).await, next);
-    assert_eq!(claim(1).await, [bobs.id]);
 }
 
 /// Priority orders an owner's jobs in a shared project as in its personal one: an urgent
@@ -459,45 +464,6 @@ pub(super) async fn a_priority_job_goes_first_in_a_project_too(backend: Backend)
     store.insert_job(&urgent).await.expect("insert");
     let first = store.claim_jobs(LONG, 1).await.expect("claim");
     assert_eq!(first[0].lease.job_id, urgent.id);
-}
-
-/// A priority job in a shared project with none of its owner's jobs to go before is placed
-/// as any member's job is: after the project's backlog.
-pub(super) async fn a_priority_job_with_nothing_to_outrank_waits_for_its_project(backend: Backend) {
-    let store = backend.store.as_ref();
-    let alice = user(store, "alice").await;
-    let bob = user(store, "bob").await;
-    let carol = user(store, "carol").await;
-    let team = store.create_project("team").await.expect("a project");
-    let mut backlog = Vec::new();
-    for _ in 0..3 {
-        let job = NewJob {
-            project_id: Some(team.id.clone()),
-            ..new_job(&alice)
-        };
-        store.insert_job(&job).await.expect("insert");
-        backlog.push(job.id);
-    }
-    let urgent = NewJob {
-        created_at: now_millis() + 5,
-        project_id: Some(team.id.clone()),
-        priority: 5,
-        ..new_job(&bob)
-    };
-    store.insert_job(&urgent).await.expect("insert");
-    let carols = NewJob {
-        created_at: now_millis() + 10,
-        ..new_job(&carol)
-    };
-    store.insert_job(&carols).await.expect("insert");
-    let claim = |count| claimed_ids(store, count);
-    let mut first_two = vec![backlog[0].clone(), carols.id];
-    first_two.sort();
-    assert_eq!(claim(2).await, first_two);
-    let mut next = backlog[1..].to_vec();
-    next.sort();
-    assert_eq!(claim(2).await, next);
-    assert_eq!(claim(1).await, [urgent.id]);
 }
 
 /// A shared project's own cap on pending jobs holds beside its members' quotas.

@@ -111,7 +111,6 @@ for_each_backend!(
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
     a_project_s_backlog_takes_one_share,
     a_priority_job_goes_first_in_a_project_too,
-    a_priority_job_with_nothing_to_outrank_waits_for_its_project,
     a_project_s_cap_on_pending_jobs_holds,
     a_user_s_usage_is_counted_for_quotas,
     no_launch_passes_a_quota_lowered_or_filled_since_the_last,
