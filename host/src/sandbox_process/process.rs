@@ -49,14 +49,6 @@ pub(super) struct SandboxProcess {
     loaded: HashSet<String>,
 }
 
-/// How a run in a process ended, seen from the server.
-enum Stop {
-    /// The deadline passed.
-    Deadline,
-    /// Cancelled, or asked to finish and past its grace.
-    Cancelled,
-}
-
 impl SandboxProcess {
     pub(super) fn spawn(program: &Path, args: &[OsString]) -> io::Result<SandboxProcess> {
         // A process group of its own: a Ctrl-C in the server's terminal, or a signal to the
@@ -179,19 +171,6 @@ impl SandboxProcess {
         // What the guest logged, as far as its reports told: the log of a run that is
         // killed, and what progress and log writes read meanwhile.
         let log = BoundedLog::new(limits.log_bytes);
-        let stopped = |process: &mut SandboxProcess, log: &BoundedLog, stop: Stop| {
-            process.kill();
-            let error = match stop {
-                Stop::Deadline => CallError::Timeout(limits.wall_time),
-                Stop::Cancelled => CallError::Cancelled,
-            };
-            let report = RunReport {
-                result: Err(error),
-                log: log.tail(),
-                peak_memory_bytes: 0,
-            };
-            (report, false)
-        };
         let run = ToChild::Run {
             sha256: plugin.wasm_sha256().to_owned(),
             options: *options,
@@ -248,10 +227,10 @@ impl SandboxProcess {
             }
             let now = Instant::now();
             if cancelled.load(Ordering::Relaxed) {
-                return Ok(stopped(self, &log, Stop::Cancelled));
+                return Ok(self.killed(&log, CallError::Cancelled));
             }
             if now >= deadline {
-                return Ok(stopped(self, &log, Stop::Deadline));
+                return Ok(self.killed(&log, CallError::Timeout(limits.wall_time)));
             }
             // Asked to finish: the guest hears `cancelled()` and has its grace to return.
             if observer.finishing() {
@@ -262,7 +241,7 @@ impl SandboxProcess {
                             return Ok(self.died(&log, format!("it took no finish: {error}")));
                         }
                     }
-                    Some(by) if now >= by => return Ok(stopped(self, &log, Stop::Cancelled)),
+                    Some(by) if now >= by => return Ok(self.killed(&log, CallError::Cancelled)),
                     Some(_) => {}
                 }
             }
@@ -272,14 +251,21 @@ impl SandboxProcess {
     /// A run whose process went away or spoke out of turn: a trap, as a crash of the guest
     /// in the server's own process would have been, had it not taken the server down.
     fn died(&mut self, log: &BoundedLog, why: String) -> (RunReport, bool) {
-        self.kill();
         let summary = format!("the sandbox process running it failed: {why}");
+        let error = CallError::Trap {
+            details: summary.clone(),
+            summary,
+            panic: None,
+        };
+        self.killed(log, error)
+    }
+
+    /// Kills the process in a run, which ends with `error` and what `log` holds; the
+    /// process takes no other run.
+    fn killed(&mut self, log: &BoundedLog, error: CallError) -> (RunReport, bool) {
+        self.kill();
         let report = RunReport {
-            result: Err(CallError::Trap {
-                details: summary.clone(),
-                summary,
-                panic: None,
-            }),
+            result: Err(error),
             log: log.tail(),
             peak_memory_bytes: 0,
         };
