@@ -136,17 +136,24 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
 
 /// A run of the runaway guest that completes at once (it grows its memory by 1 MiB).
 async fn grow_a_little(server: &TestServer, token: &str) {
-    let job = server
-        .launch(
-            token,
-            "runaway",
-            &json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}}),
-        )
-        .await;
-    assert_eq!(
-        server.wait_until_ended(token, &job).await["status"],
-        "COMPLETED"
-    );
+    let grow = json!({"mode": "grow", "grow_mib": 1, "options": {"time_limit_s": 5}});
+    complete(server, token, "runaway", &grow).await;
+}
+
+/// Launches a job and waits for it to complete.
+async fn complete(server: &TestServer, token: &str, problem_id: &str, body: &Value) {
+    let job = server.launch(token, problem_id, body).await;
+    let view = server.wait_until_ended(token, &job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+}
+
+/// A max-cut graph of 30 nodes, past exhaustive search: the heuristic runs until its time
+/// limit.
+fn past_exhaustive_search() -> Vec<Vec<f64>> {
+    let edges: Vec<(usize, usize, f64)> = (0..30)
+        .flat_map(|i| [(i, (i + 1) % 30, 1.0), (i, (i + 7) % 30, -1.0)])
+        .collect();
+    matrix(30, &edges)
 }
 
 /// Kills a process as the kernel's OOM killer would.
@@ -200,38 +207,21 @@ async fn runs_go_to_a_sandbox_process_once_one_was_long() {
     });
     let token = server.admin_token().await;
     // The default time limit (10 s) is long enough for a process; the runs are not.
+    let tiny = json!({"num_nodes": 4, "adj_matrix": complete_graph(4)});
     for _ in 0..3 {
-        let tiny = json!({"num_nodes": 4, "adj_matrix": complete_graph(4)});
-        let job = server.launch(&token, "maxcut", &tiny).await;
-        assert_eq!(
-            server.wait_until_ended(&token, &job).await["status"],
-            "COMPLETED"
-        );
+        complete(&server, &token, "maxcut", &tiny).await;
     }
     assert!(
         sandbox_processes(server.pid()).is_empty(),
         "tiny jobs stay in the server"
     );
-    // 30 nodes: past exhaustive search, so the heuristic runs until its time limit.
-    let edges: Vec<(usize, usize, f64)> = (0..30)
-        .flat_map(|i| [(i, (i + 1) % 30, 1.0), (i, (i + 7) % 30, -1.0)])
-        .collect();
-    let long =
-        json!({"num_nodes": 30, "adj_matrix": matrix(30, &edges), "options": {"time_limit_s": 1}});
-    let first = server.launch(&token, "maxcut", &long).await;
-    assert_eq!(
-        server.wait_until_ended(&token, &first).await["status"],
-        "COMPLETED"
-    );
+    let long = json!({"num_nodes": 30, "adj_matrix": past_exhaustive_search(), "options": {"time_limit_s": 1}});
+    complete(&server, &token, "maxcut", &long).await;
     assert!(
         sandbox_processes(server.pid()).is_empty(),
         "the first long run tells"
     );
-    let second = server.launch(&token, "maxcut", &long).await;
-    assert_eq!(
-        server.wait_until_ended(&token, &second).await["status"],
-        "COMPLETED"
-    );
+    complete(&server, &token, "maxcut", &long).await;
     assert_eq!(
         sandbox_processes(server.pid()).len(),
         1,
@@ -279,12 +269,7 @@ async fn time_limit_obeyed_completes_within_it() {
 async fn run_within_the_time_limit(place: &str) {
     let (server, _limits) = start_with_limits(place, &[]);
     let token = server.admin_token().await;
-    // 30 nodes: past exhaustive search, so the heuristic runs until its time limit.
-    let edges: Vec<(usize, usize, f64)> = (0..30)
-        .flat_map(|i| [(i, (i + 1) % 30, 1.0), (i, (i + 7) % 30, -1.0)])
-        .collect();
-    let adjacency = matrix(30, &edges);
-    let body = json!({"num_nodes": 30, "adj_matrix": adjacency, "options": {"time_limit_s": 0.5, "seed": 7}});
+    let body = json!({"num_nodes": 30, "adj_matrix": past_exhaustive_search(), "options": {"time_limit_s": 0.5, "seed": 7}});
     let job = server.launch(&token, "maxcut", &body).await;
     let view = server.wait_until_ended(&token, &job).await;
     assert_eq!(view["status"], "COMPLETED", "{view}");
