@@ -324,10 +324,7 @@ pub(super) async fn finish<C: WriteConnection>(
         .bind(&lease.job_id)
         .bind(end.objective.map(|objective| objective.value))
         .bind(end.objective.map(|objective| objective.sense.as_str()));
-    let bytes = end
-        .output
-        .as_ref()
-        .map(|output| i64::try_from(output.len()).unwrap_or(i64::MAX));
+    let bytes = end.output_bytes();
     // One round trip where the backend can, three or four where it cannot.
     if C::FINISH_IN_ONE {
         let mut values = job.values;
@@ -467,5 +464,12 @@ impl ExecutionEnd {
     /// What its job becomes, whether or not its cancellation was asked for.
     pub(super) fn job_ends(&self) -> JobEnds {
         JobEnds::after(self.status, self.retry, self.ended_at)
+    }
+
+    /// The output's size, which counts against its owner's output quota.
+    pub(super) fn output_bytes(&self) -> Option<i64> {
+        self.output
+            .as_ref()
+            .map(|output| i64::try_from(output.len()).unwrap_or(i64::MAX))
     }
 }

@@ -25,6 +25,7 @@ mod outcome;
 mod plugins;
 mod postgres;
 mod postgres_allowances;
+mod postgres_ends;
 mod postgres_notices;
 mod projects;
 mod races;

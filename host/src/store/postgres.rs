@@ -15,6 +15,7 @@ use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
 use super::postgres_allowances::{self, launched};
+use super::postgres_ends::{self, End};
 use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
@@ -413,7 +414,8 @@ impl BatchWriter for PostgresWriter {
     /// The quotas of the batch's launches come first, owner by owner in the order of their
     /// ids: an allowance taken ([`postgres_allowances`]), or the owner's row locked for a
     /// check (and its allowances taken back where they would refuse it). Then the shared
-    /// projects' rows, in the order of their ids; then every other write; the launches last.
+    /// projects' rows, in the order of their ids; then every other write, the attempts' ends
+    /// together ([`postgres_ends`]), and the launches last.
     /// Two batches then never wait on each other in a circle: a take waits for nothing, and
     /// a batch that waits for another's slot holds no project row yet. (A launch's own check
     /// takes allowances back again only if the owner's counts grew since the batch began
@@ -439,8 +441,19 @@ impl BatchWriter for PostgresWriter {
             }
         }
         lock_projects(connection.0, writes).await?;
+        // The attempts' ends after the other writes, so that an end follows the start it
+        // updates, and before the launches.
+        let mut ends = Vec::new();
         for (index, write) in others {
-            outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?);
+            match End::of(write) {
+                Some(end) => ends.push((index, end)),
+                None => outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?),
+            }
+        }
+        let (indexes, ends): (Vec<usize>, Vec<End<'_>>) = ends.into_iter().unzip();
+        let held = postgres_ends::write(&mut connection, &ends).await?;
+        for (index, held) in indexes.into_iter().zip(held) {
+            outcomes[index] = Some(Outcome::Held(held));
         }
         for (index, write) in launches {
             outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?);

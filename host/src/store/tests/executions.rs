@@ -514,3 +514,196 @@ pub(super) async fn an_abandoned_attempt_of_a_cancelled_job_ends_it_cancelled(ba
         assert!(record.ended_at.is_some(), "{retry:?}");
     }
 }
+
+/// Twelve claimed jobs of two owners, each with an attempt's end: its start written before
+/// or with it; completed, failed, or abandoned (and so requeued, or cancelled where that was
+/// asked for); and one under a lease lost.
+pub(super) struct EndsAtOnce {
+    pub(super) claims: Vec<ClaimedJob>,
+    pub(super) ends: Vec<AnEnd>,
+}
+
+pub(super) struct AnEnd {
+    pub(super) lease: Lease,
+    pub(super) start: ExecutionStart,
+    pub(super) started_before: bool,
+    pub(super) end: ExecutionEnd,
+}
+
+/// The job whose end carries a lease lost.
+const LOST: usize = 11;
+
+pub(super) async fn ends_at_once(store: &dyn JobStore) -> EndsAtOnce {
+    let owners = [user(store, "alice").await, user(store, "bob").await];
+    for index in 0..12 {
+        let job = new_job(&owners[index % 2]);
+        store.insert_job(&job).await.expect("insert");
+    }
+    let mut claims = store.claim_jobs(LONG, 12).await.expect("claim");
+    assert_eq!(claims.len(), 12);
+    claims.sort_by(|a, b| a.lease.job_id.cmp(&b.lease.job_id));
+    let mut ends = Vec::new();
+    for (index, claim) in claims.iter().enumerate() {
+        let execution_id = uuid::Uuid::now_v7().to_string();
+        let start = start_of(claim, &execution_id);
+        let started_before = index % 3 == 0;
+        if started_before {
+            let started = store.start_execution(&claim.lease, &start).lease_held();
+            assert!(started.await.expect("start"));
+        }
+        if index % 4 == 2 {
+            let cancel = store
+                .cancel_job(&claim.lease.owner_id, &claim.lease.job_id)
+                .await;
+            assert_eq!(cancel.expect("cancel"), Some(CancelOutcome::Requested));
+        }
+        let end = match index % 5 {
+            1 => ExecutionEnd {
+                status: ExecutionStatus::Failed,
+                error: Some(ExecutionError {
+                    code: ErrorCode::Trap,
+                    message: format!("trap {index}"),
+                }),
+                output: None,
+                objective: None,
+                time_to_best_s: None,
+                log_truncated: true,
+                ..completed(&execution_id, "")
+            },
+            2 => ExecutionEnd {
+                status: ExecutionStatus::Abandoned,
+                retry: Retry::Yes,
+                output: None,
+                objective: None,
+                ..completed(&execution_id, "")
+            },
+            _ => completed(&execution_id, &format!(r#"{{"cut":{index}}}"#)),
+        };
+        let mut lease = claim.lease.clone();
+        if index == LOST {
+            lease.token += 1;
+        }
+        ends.push(AnEnd {
+            lease,
+            start,
+            started_before,
+            end,
+        });
+    }
+    EndsAtOnce { claims, ends }
+}
+
+/// Each end of `ends_at_once` was written as it alone would be, `held` its lease.
+pub(super) async fn check_ends_at_once(store: &dyn JobStore, at_once: &EndsAtOnce, held: &[bool]) {
+    let mut output_bytes: HashMap<&str, u64> = HashMap::new();
+    let mut pending: HashMap<&str, u64> = HashMap::new();
+    for (index, ((claim, an_end), held)) in at_once
+        .claims
+        .iter()
+        .zip(&at_once.ends)
+        .zip(held)
+        .enumerate()
+    {
+        let (owner, end) = (claim.lease.owner_id.as_str(), &an_end.end);
+        let record = store.job(owner, &claim.lease.job_id).await.expect("read");
+        let record = record.expect("the job exists");
+        assert_eq!(*held, index != LOST, "job {index}");
+        if index == LOST {
+            // Nothing of the end is written: the job, claimed, reads as pending.
+            assert_eq!(record.status, JobStatus::Pending, "job {index}");
+            assert!(record.executions.is_empty(), "job {index}");
+            continue;
+        }
+        // A cancellation changes only an abandoned attempt's end.
+        let status = match (index % 5, index % 4 == 2) {
+            (1, _) => JobStatus::Failed,
+            (2, true) => JobStatus::Cancelled,
+            (2, false) => JobStatus::Pending,
+            _ => JobStatus::Completed,
+        };
+        assert_eq!(record.status, status, "job {index}");
+        if status == JobStatus::Pending {
+            *pending.entry(owner).or_default() += 1;
+        }
+        let ended_at = (status != JobStatus::Pending).then_some(end.ended_at);
+        assert_eq!(record.ended_at, ended_at, "job {index}");
+        assert_eq!(record.objective, end.objective, "job {index}");
+        assert!(!record.stopped_early, "job {index}");
+        let [execution] = record.executions.as_slice() else {
+            panic!("job {index}: one execution: {:?}", record.executions);
+        };
+        assert_eq!(execution.id, end.execution_id, "job {index}");
+        assert_eq!(execution.attempt, claim.attempt, "job {index}");
+        assert_eq!(execution.status, end.status, "job {index}");
+        assert_eq!(execution.plugin, plugin(), "job {index}");
+        assert_eq!(execution.started_at, an_end.start.started_at, "job {index}");
+        assert_eq!(execution.ended_at, Some(end.ended_at), "job {index}");
+        assert_eq!(execution.error, end.error, "job {index}");
+        assert_eq!(execution.objective, end.objective, "job {index}");
+        assert_eq!(execution.log_tail, end.log_tail, "job {index}");
+        assert_eq!(execution.log_truncated, end.log_truncated, "job {index}");
+        let fraction = execution
+            .progress
+            .as_ref()
+            .map(|progress| progress.fraction);
+        let completed = end.status == ExecutionStatus::Completed;
+        assert_eq!(fraction, completed.then_some(1.0), "job {index}");
+        let output = store
+            .job_output(owner, &claim.lease.job_id)
+            .await
+            .expect("read");
+        match &end.output {
+            Some(written) => {
+                *output_bytes.entry(owner).or_default() += written.len() as u64;
+                assert!(
+                    matches!(&output, Some(JobOutput::Completed(stored)) if stored == written),
+                    "job {index}: {output:?}"
+                );
+            }
+            None => assert!(
+                !matches!(output, Some(JobOutput::Completed(_))),
+                "job {index}"
+            ),
+        }
+    }
+    // The requeued job waits in the queue; the one whose end was refused is still claimed.
+    assert_eq!(pending.values().sum::<u64>(), 1);
+    for claim in &at_once.claims {
+        let owner = claim.lease.owner_id.as_str();
+        let usage = store.usage(owner).await.expect("usage").expect("the user");
+        assert_eq!(
+            usage.output_bytes,
+            output_bytes.get(owner).copied().unwrap_or(0),
+            "{owner}"
+        );
+        assert_eq!(
+            usage.pending_jobs,
+            pending.get(owner).copied().unwrap_or(0),
+            "{owner}"
+        );
+    }
+}
+
+/// Ends queued at once share a batch (PostgreSQL writes a batch's ends in one statement):
+/// each still keeps to its own lease, its own start, its own job's cancellation and its own
+/// output.
+pub(super) async fn ends_written_at_once_each_keep_their_own_lease(backend: Backend) {
+    let store = backend.store.as_ref();
+    let at_once = ends_at_once(store).await;
+    let queued: Vec<_> = at_once
+        .ends
+        .iter()
+        .map(|an_end| {
+            if an_end.started_before {
+                store.finish_execution(&an_end.lease, &an_end.end)
+            } else {
+                store.start_and_finish_execution(&an_end.lease, &an_end.start, &an_end.end)
+            }
+        })
+        .collect();
+    let mut held = Vec::new();
+    for write in queued {
+        held.push(write.lease_held().await.expect("end"));
+    }
+    check_ends_at_once(store, &at_once, &held).await;
+}

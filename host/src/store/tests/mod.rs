@@ -7,6 +7,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::Connection;
+use sqlx::postgres::PgConnection;
+
+use super::postgres::PostgresStore;
+use super::postgres_ends;
+use super::statement::SqlxConnection;
 use super::*;
 use crate::store::scratch::ScratchDatabase;
 
@@ -91,6 +97,7 @@ for_each_backend!(
     a_reaped_claim_that_never_started_stays_in_the_history,
     a_claimed_job_runs_to_completion,
     a_start_written_with_its_end_is_the_whole_execution,
+    ends_written_at_once_each_keep_their_own_lease,
     concurrent_claims_never_share_a_job,
     a_worker_that_lost_its_lease_changes_nothing,
     a_heartbeat_keeps_the_lease,
@@ -362,6 +369,42 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
         .collect();
     assert_eq!(versions, every);
     pool.close().await;
+}
+
+/// A batch's ends in one statement ([`postgres_ends`]), as the group commit writes them:
+/// each as it alone would be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_a_batch_s_ends_are_written_in_one_statement() {
+    let database = ScratchDatabase::create().await;
+    let store = PostgresStore::open(&database.url).await.expect("opens");
+    let at_once = ends_at_once(&store).await;
+    let ends: Vec<postgres_ends::End<'_>> = at_once
+        .ends
+        .iter()
+        .map(|an_end| postgres_ends::End {
+            lease: &an_end.lease,
+            start: (!an_end.started_before).then_some(&an_end.start),
+            end: &an_end.end,
+        })
+        .collect();
+    assert!(
+        postgres_ends::batchable(&ends)
+            .into_iter()
+            .all(|batchable| batchable)
+    );
+    let mut connection = PgConnection::connect(&database.url)
+        .await
+        .expect("connects");
+    let mut transaction = connection.begin().await.expect("begins");
+    let held = postgres_ends::write(
+        &mut SqlxConnection::<PostgresStore>(&mut transaction),
+        &ends,
+    )
+    .await
+    .expect("written");
+    transaction.commit().await.expect("commits");
+    check_ends_at_once(&store, &at_once, &held).await;
 }
 
 /// Two replicas and eight users, all at once: launches of several users in one transaction,
