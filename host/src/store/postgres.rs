@@ -157,6 +157,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         37,
         include_str!("../../migrations/postgres/0037_job_indexes.sql"),
     ),
+    (
+        38,
+        include_str!("../../migrations/postgres/0038_output_counts_per_statement.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

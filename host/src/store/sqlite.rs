@@ -149,6 +149,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         37,
         include_str!("../../migrations/sqlite/0037_job_indexes.sql"),
     ),
+    (
+        38,
+        include_str!("../../migrations/sqlite/0038_output_counts_per_statement.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;

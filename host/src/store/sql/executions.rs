@@ -96,7 +96,7 @@ pub(in crate::store) const RELEASE_UNSTARTED: &str = "UPDATE jobs
          attempts = attempts - 1, lease_expires_at = NULL
      WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'";
 
-/// The trigger `job_outputs_counted` adds `$3` to the owner's `users.output_bytes`.
+/// The trigger `job_outputs_counted` adds the output's bytes (`$3`) to its owner's counts.
 pub(in crate::store) const INSERT_OUTPUT: &str =
     "INSERT INTO job_outputs (job_id, output, bytes) VALUES ($1, $2, $3)";
 
