@@ -153,6 +153,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         38,
         include_str!("../../migrations/sqlite/0038_output_counts_per_statement.sql"),
     ),
+    (
+        39,
+        include_str!("../../migrations/sqlite/0039_claims_counted_once.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;
