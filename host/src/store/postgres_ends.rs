@@ -155,39 +155,20 @@ async fn finish_all(
     ends: &[End<'_>],
 ) -> Result<Vec<bool>, StoreError> {
     let job_ends: Vec<_> = ends.iter().map(|end| end.end.job_ends()).collect();
-    let objective = |end: &End<'_>| end.end.objective;
     let held: Vec<String> = sqlx::query_scalar(FINISH_ALL)
         .bind(column(ends, |end| end.lease.job_id.as_str()))
         .bind(column(ends, |end| end.lease.token))
-        .bind(
-            job_ends
-                .iter()
-                .map(|ends| ends.otherwise.status.as_str())
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            job_ends
-                .iter()
-                .map(|ends| ends.otherwise.ended_at)
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            job_ends
-                .iter()
-                .map(|ends| ends.cancel_requested.status.as_str())
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            job_ends
-                .iter()
-                .map(|ends| ends.cancel_requested.ended_at)
-                .collect::<Vec<_>>(),
-        )
+        .bind(column(&job_ends, |ends| ends.otherwise.status.as_str()))
+        .bind(column(&job_ends, |ends| ends.otherwise.ended_at))
+        .bind(column(&job_ends, |ends| {
+            ends.cancel_requested.status.as_str()
+        }))
+        .bind(column(&job_ends, |ends| ends.cancel_requested.ended_at))
         .bind(column(ends, |end| {
-            objective(end).map(|objective| objective.value)
+            end.end.objective.map(|objective| objective.value)
         }))
         .bind(column(ends, |end| {
-            objective(end).map(|objective| objective.sense.as_str())
+            end.end.objective.map(|objective| objective.sense.as_str())
         }))
         .bind(column(ends, |end| end.end.time_to_best_s))
         .bind(column(ends, |end| end.end.execution_id.as_str()))
@@ -225,7 +206,7 @@ async fn finish_all(
         .collect())
 }
 
-/// One array of the statement: `value` of every end.
-fn column<'w, T>(ends: &[End<'w>], value: impl Fn(&End<'w>) -> T) -> Vec<T> {
+/// One array of the statement: `value` of every end (or of what each end makes its job).
+fn column<E, T>(ends: &[E], value: impl Fn(&E) -> T) -> Vec<T> {
     ends.iter().map(value).collect()
 }
