@@ -583,7 +583,16 @@ pub(super) async fn insert_job<C: WriteConnection>(
         }
         return Ok(Inserted::Created);
     }
-    // A batch retried after a commit whose answer was lost finds its own job.
+    not_inserted(connection, job).await
+}
+
+/// What became of a job whose insert stored nothing: a batch retried after a commit whose
+/// answer was lost finds its own job stored; a launch whose idempotency key was used before
+/// finds the job that key names.
+pub(super) async fn not_inserted<C: WriteConnection>(
+    connection: &mut C,
+    job: &NewJob,
+) -> Result<Inserted, StoreError> {
     let own = connection
         .fetch_optional(Statement::new(sql::JOB_OWNER).bind(&job.id))
         .await?

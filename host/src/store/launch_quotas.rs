@@ -94,6 +94,11 @@ impl LaunchQuotas {
         self.covered.insert(owner_id.to_owned());
     }
 
+    /// Whether an allowance pays for the owner's launches in the transaction.
+    pub(super) fn covers(&self, owner_id: &str) -> bool {
+        self.covered.contains(owner_id)
+    }
+
     /// The owners checked in the transaction, with their counts as its launches left them.
     pub(super) fn checked(&self) -> impl Iterator<Item = (&str, &QuotaState)> {
         self.owners

@@ -26,6 +26,7 @@ mod plugins;
 mod postgres;
 mod postgres_allowances;
 mod postgres_ends;
+mod postgres_launches;
 mod postgres_notices;
 mod projects;
 mod races;

@@ -12,10 +12,12 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryRes
 
 use super::backend::{Backend, FINISH_PREFIX, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
+use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
 use super::postgres_allowances::{self, launched};
 use super::postgres_ends::{self, End};
+use super::postgres_launches::{self, Launches};
 use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
@@ -264,14 +266,7 @@ impl PostgresStore {
             Migrations::Require => require_migrations(&writer).await?,
         }
         let readers = pool(READ_CONNECTIONS).await?;
-        let notices = Notices::start(writer.clone(), CHANNEL, CHANGES_CHANNEL);
-        let batcher = Batcher::start(
-            Arc::new(PostgresWriter {
-                pool: writer.clone(),
-                notices,
-            }),
-            WRITE_LANES,
-        );
+        let batcher = Batcher::start(Arc::new(PostgresWriter::new(writer.clone())), WRITE_LANES);
         Ok(PostgresStore {
             writer,
             readers,
@@ -419,9 +414,17 @@ fn parse_changes(payload: &str) -> Vec<JobChange> {
 
 /// Writes each batch in one transaction on one pooled connection, and has its notices sent
 /// once it committed.
-struct PostgresWriter {
+pub(super) struct PostgresWriter {
     pool: PgPool,
     notices: Notices,
+}
+
+impl PostgresWriter {
+    /// A writer of batches on `pool`'s connections, with the task that sends its notices.
+    pub(super) fn new(pool: PgPool) -> PostgresWriter {
+        let notices = Notices::start(pool.clone(), CHANNEL, CHANGES_CHANNEL);
+        PostgresWriter { pool, notices }
+    }
 }
 
 #[async_trait]
@@ -430,7 +433,8 @@ impl BatchWriter for PostgresWriter {
     /// ids: an allowance taken ([`postgres_allowances`]), or the owner's row locked for a
     /// check (and its allowances taken back where they would refuse it). Then the shared
     /// projects' rows, in the order of their ids; then every other write, the attempts' ends
-    /// together ([`postgres_ends`]), and the launches last.
+    /// together ([`postgres_ends`]), and the launches last: the plain ones first, in one
+    /// statement ([`postgres_launches`]), then the others in queue order.
     /// Two batches then never wait on each other in a circle: a take waits for nothing, and
     /// a batch that waits for another's slot holds no project row yet. (A launch's own check
     /// takes allowances back again only if the owner's counts grew since the batch began
@@ -470,7 +474,14 @@ impl BatchWriter for PostgresWriter {
         for (index, held) in indexes.into_iter().zip(held) {
             outcomes[index] = Some(Outcome::Held(held));
         }
-        for (index, write) in launches {
+        let Launches { together, alone } = postgres_launches::split(launches, &quotas);
+        let jobs: Vec<&NewJob> = together.iter().map(|(_, job)| *job).collect();
+        let inserted = postgres_launches::insert_all(&mut connection, &jobs).await?;
+        for ((index, job), inserted) in together.into_iter().zip(inserted) {
+            quotas.add(std::slice::from_ref(job), std::slice::from_ref(&inserted));
+            outcomes[index] = Some(Outcome::Inserted(inserted));
+        }
+        for (index, write) in alone {
             outcomes[index] = Some(apply(&mut connection, write, &mut quotas).await?);
         }
         postgres_allowances::grant(&mut connection, &quotas).await?;
@@ -485,6 +496,11 @@ impl BatchWriter for PostgresWriter {
         self.notices.jobs_changed(batch::changes(writes, &outcomes));
         Ok(outcomes)
     }
+}
+
+/// One array of a statement that writes many rows at once: `value` of each of `items`.
+pub(super) fn column<I, T>(items: &[I], value: impl Fn(&I) -> T) -> Vec<T> {
+    items.iter().map(value).collect()
 }
 
 /// Locks the rows of the shared projects whose jobs the batch launches, in the order of

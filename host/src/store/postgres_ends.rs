@@ -15,7 +15,7 @@ use sqlx::postgres::PgConnection;
 
 use super::batch::Write;
 use super::executions::{self, ExecutionEnd, ExecutionStart};
-use super::postgres::PostgresStore;
+use super::postgres::{PostgresStore, column};
 use super::statement::SqlxConnection;
 use super::{Lease, StoreError};
 
@@ -204,9 +204,4 @@ async fn finish_all(
         .iter()
         .map(|end| held.contains(end.lease.job_id.as_str()))
         .collect())
-}
-
-/// One array of the statement: `value` of every end (or of what each end makes its job).
-fn column<E, T>(ends: &[E], value: impl Fn(&E) -> T) -> Vec<T> {
-    ends.iter().map(value).collect()
 }
