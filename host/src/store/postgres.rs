@@ -167,6 +167,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         39,
         include_str!("../../migrations/postgres/0039_claims_counted_once.sql"),
     ),
+    (
+        40,
+        include_str!("../../migrations/postgres/0040_launches_counted_per_statement.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -157,6 +157,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         39,
         include_str!("../../migrations/sqlite/0039_claims_counted_once.sql"),
     ),
+    (
+        40,
+        include_str!("../../migrations/sqlite/0040_launches_counted_per_statement.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;
