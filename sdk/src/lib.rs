@@ -115,17 +115,24 @@ pub mod __private {
         input: String,
         options: wit::RunOptions,
     ) -> Result<String, wit::PluginError> {
+        // The job's time budget counts from here: a large input takes seconds to parse and
+        // check, and the sandbox stops the run at the budget plus a grace counted from
+        // before the call.
+        let started = std::time::Instant::now();
         let input = parse::<U>(&input).map_err(wit::PluginError::InvalidInput)?;
         if let Err(violations) = U::validate(&input) {
             return Err(wit::PluginError::InvalidInput(into_wit_violations(
                 violations,
             )));
         }
-        let context = RunContext::new(
-            std::time::Duration::from_millis(options.time_limit_ms),
-            options.seed,
-            options.max_iterations,
-        );
+        let context = RunContext {
+            started,
+            ..RunContext::new(
+                std::time::Duration::from_millis(options.time_limit_ms),
+                options.seed,
+                options.max_iterations,
+            )
+        };
         match U::run(input, &context) {
             Ok(output) => serde_json::to_string(&output).map_err(|error| {
                 wit::PluginError::Failed(format!("cannot encode output: {error}"))
@@ -275,7 +282,8 @@ impl RunContext {
         self.time_limit
     }
 
-    /// When the run should return its answer.
+    /// When the run should return its answer: the time budget from when the sandbox called
+    /// the plugin's `run`, its input's parsing and `validate` included.
     pub fn deadline(&self) -> Instant {
         self.started + self.time_limit
     }
@@ -457,5 +465,49 @@ mod tests {
         assert!(!sent);
         // A clone shares the interval: it is the same run.
         assert!(!context.clone().incumbent(12.0, || [1]));
+    }
+
+    /// A use case whose check of its input takes a while, as a large input's does, and whose
+    /// run answers how much of its budget was gone when it began.
+    struct SlowCheck;
+
+    const CHECK_TIME: Duration = Duration::from_millis(50);
+
+    impl UseCase for SlowCheck {
+        type Input = serde_json::Value;
+        type Output = u128;
+
+        fn describe() -> Describe {
+            Describe {
+                name: "slow-check",
+                version: "0.1.0",
+                aliases: &[],
+                description: "",
+                input_schema: "{}",
+                output_schema: "{}",
+                media_types: &[],
+            }
+        }
+
+        fn validate(_input: &Self::Input) -> Result<(), Vec<Violation>> {
+            std::thread::sleep(CHECK_TIME);
+            Ok(())
+        }
+
+        fn run(_input: Self::Input, context: &RunContext) -> Result<u128, RunError> {
+            Ok(context.elapsed().as_millis())
+        }
+    }
+
+    #[test]
+    fn a_run_s_budget_counts_the_check_of_its_input() {
+        let options = bindings::exports::caseload::plugin::use_case::RunOptions {
+            time_limit_ms: 10_000,
+            seed: 1,
+            max_iterations: None,
+        };
+        let output = __private::run::<SlowCheck>("{}".to_owned(), options).expect("it runs");
+        let spent: u128 = output.parse().expect("a number");
+        assert!(spent >= CHECK_TIME.as_millis(), "{spent} ms");
     }
 }
