@@ -182,12 +182,13 @@ fn terms_model(input: &TermsQubo, violations: &mut Violations) -> Option<Bqm> {
         "/num_variables",
         violations,
     )?;
-    let index = |value: u64, pointer: String, violations: &mut Violations| -> Option<usize> {
+    // The pointer is built only for a violation.
+    let index = |value: u64, pointer: &dyn Fn() -> String, violations: &mut Violations| {
         match usize::try_from(value) {
             Ok(index) if index < n => Some(index),
             _ => {
                 violations.push(
-                    &pointer,
+                    &pointer(),
                     format!(
                         "variable {value} does not exist: variables are numbered 0 to {}",
                         n.saturating_sub(1)
@@ -199,17 +200,17 @@ fn terms_model(input: &TermsQubo, violations: &mut Violations) -> Option<Bqm> {
     };
     let mut linear = Vec::with_capacity(input.linear.len());
     for (position, &(i, bias)) in input.linear.iter().enumerate() {
-        let i = index(i, format!("/linear/{position}/0"), violations);
-        finite(bias, &format!("/linear/{position}/1"), violations);
+        let i = index(i, &|| format!("/linear/{position}/0"), violations);
+        finite(bias, || format!("/linear/{position}/1"), violations);
         if let Some(i) = i {
             linear.push((i, bias));
         }
     }
     let mut quadratic = Vec::with_capacity(input.quadratic.len());
     for (position, &(i, j, bias)) in input.quadratic.iter().enumerate() {
-        let first = index(i, format!("/quadratic/{position}/0"), violations);
-        let second = index(j, format!("/quadratic/{position}/1"), violations);
-        finite(bias, &format!("/quadratic/{position}/2"), violations);
+        let first = index(i, &|| format!("/quadratic/{position}/0"), violations);
+        let second = index(j, &|| format!("/quadratic/{position}/1"), violations);
+        finite(bias, || format!("/quadratic/{position}/2"), violations);
         if i == j {
             violations.push(
                 &format!("/quadratic/{position}"),
@@ -223,7 +224,7 @@ fn terms_model(input: &TermsQubo, violations: &mut Violations) -> Option<Bqm> {
             quadratic.push((i, j, bias));
         }
     }
-    finite(input.offset, "/offset", violations);
+    finite(input.offset, || "/offset".to_owned(), violations);
     violations.is_empty().then(|| {
         Bqm::from_terms(
             n,
@@ -247,10 +248,10 @@ fn dense_model(input: &DenseQubo, violations: &mut Violations) -> Option<Bqm> {
             );
         }
         for (j, &value) in row.iter().enumerate() {
-            finite(value, &format!("/Q/{i}/{j}"), violations);
+            finite(value, || format!("/Q/{i}/{j}"), violations);
         }
     }
-    finite(input.offset, "/offset", violations);
+    finite(input.offset, || "/offset".to_owned(), violations);
     if !violations.is_empty() {
         return None;
     }
@@ -363,9 +364,9 @@ fn dimod_model(input: &DimodBqm, violations: &mut Violations) -> Option<Bqm> {
         }
     }
     for (position, &bias) in input.linear_biases.iter().enumerate() {
-        finite(bias, &format!("/linear_biases/{position}"), violations);
+        finite(bias, || format!("/linear_biases/{position}"), violations);
     }
-    finite(input.offset, "/offset", violations);
+    finite(input.offset, || "/offset".to_owned(), violations);
     let mut quadratic = Vec::with_capacity(input.quadratic_biases.len());
     for (position, ((&head, &tail), &bias)) in input
         .quadratic_head
@@ -374,7 +375,7 @@ fn dimod_model(input: &DimodBqm, violations: &mut Violations) -> Option<Bqm> {
         .zip(&input.quadratic_biases)
         .enumerate()
     {
-        finite(bias, &format!("/quadratic_biases/{position}"), violations);
+        finite(bias, || format!("/quadratic_biases/{position}"), violations);
         let head_ok = head < n as u64;
         let tail_ok = tail < n as u64;
         for (ok, pointer, value) in [
@@ -410,9 +411,11 @@ fn dimod_model(input: &DimodBqm, violations: &mut Violations) -> Option<Bqm> {
     })
 }
 
-fn finite(value: f64, pointer: &str, violations: &mut Violations) {
+/// Checks that `value` is finite; `pointer` is built only for a violation (an input has
+/// millions of values).
+fn finite(value: f64, pointer: impl FnOnce() -> String, violations: &mut Violations) {
     if !value.is_finite() {
-        violations.push(pointer, "must be a finite number");
+        violations.push(&pointer(), "must be a finite number");
     }
 }
 
