@@ -115,9 +115,8 @@ pub mod __private {
         input: String,
         options: wit::RunOptions,
     ) -> Result<String, wit::PluginError> {
-        // The job's time budget counts from here: a large input takes seconds to parse and
-        // check, and the sandbox stops the run at the budget plus a grace counted from
-        // before the call.
+        // The job's time budget counts from here: a large input can take longer to parse
+        // and check than the grace the sandbox adds to the budget, counted from the call.
         let started = std::time::Instant::now();
         let input = parse::<U>(&input).map_err(wit::PluginError::InvalidInput)?;
         if let Err(violations) = U::validate(&input) {
