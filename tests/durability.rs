@@ -336,18 +336,28 @@ async fn short_jobs_claimed_behind_a_long_run_go_to_an_idle_replica() {
     };
     let busy = TestServer::start_with(options());
     let token = busy.token("admin", ADMIN_PASSWORD).await;
-    // Short runs make the replica claim many jobs at a time.
+    // Short runs make the replica claim many jobs at a time; one slow run (a loaded
+    // machine) sets the claim back to one job, so the replica runs them until its claim
+    // takes at least the batch below.
     let tiny = json!({"num_nodes": 3, "adj_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]});
-    for _ in 0..8 {
+    let batch_size = 6;
+    let mut runs = 0;
+    while claim_size(&busy, &token).await < batch_size {
+        assert!(
+            runs < 100,
+            "100 short runs never grew the claim to {batch_size} jobs"
+        );
         let job = busy.launch(&token, "maxcut", &tiny).await;
         busy.wait_until_ended(&token, &job).await;
+        runs += 1;
     }
     // One claim takes them all, the long one first (its priority puts it ahead); the one
-    // worker starts it, and the short ones wait behind it.
-    let mut long = timed_job(20.0);
+    // worker starts it, and the short ones wait behind it. The long run outlasts a slow
+    // start of the second replica.
+    let mut long = timed_job(60.0);
     long["options"]["priority"] = json!(9);
     let mut batch = vec![long];
-    batch.extend(std::iter::repeat_n(tiny, 5));
+    batch.extend(std::iter::repeat_n(tiny, batch_size as usize - 1));
     let response = busy
         .post_json(&token, "/problem/maxcut/batch", &json!({"jobs": batch}))
         .await;
@@ -371,4 +381,14 @@ async fn short_jobs_claimed_behind_a_long_run_go_to_an_idle_replica() {
         log.contains("claimed jobs waited for a busy worker"),
         "the short jobs were not claimed behind the long one: {log}"
     );
+}
+
+/// What `caseload_claim_size` on the server's `/metrics` reads.
+async fn claim_size(server: &TestServer, token: &str) -> u32 {
+    let metrics = server.get(token, "/metrics").await.text().await.unwrap();
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("caseload_claim_size "))
+        .and_then(|size| size.parse().ok())
+        .unwrap_or_else(|| panic!("no caseload_claim_size in {metrics}"))
 }

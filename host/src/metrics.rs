@@ -26,6 +26,7 @@ pub struct Metrics {
     registry: Registry,
     jobs_accepted: Family<Labels, Counter>,
     executions_running: Gauge,
+    claim_size: Gauge,
     executions_ended: Family<Labels, Counter>,
     execution_seconds: Histograms,
     job_wait_seconds: Histograms,
@@ -70,6 +71,7 @@ impl Default for Metrics {
         let metrics = Metrics {
             jobs_accepted: Family::default(),
             executions_running: Gauge::default(),
+            claim_size: Gauge::default(),
             executions_ended: Family::default(),
             execution_seconds: Family::new_with_constructor(seconds_histogram),
             job_wait_seconds: Family::new_with_constructor(seconds_histogram),
@@ -109,6 +111,11 @@ impl Default for Metrics {
             "caseload_executions_running",
             "Executions running on this process's workers.",
             metrics.executions_running.clone(),
+        );
+        registry.register(
+            "caseload_claim_size",
+            "Jobs the next claim of this process's workers takes: it grows while runs are short and falls back to one after a long run.",
+            metrics.claim_size.clone(),
         );
         registry.register(
             "caseload_executions_ended",
@@ -179,6 +186,11 @@ impl Metrics {
         self.job_wait_seconds
             .get_or_create(&vec![("problem", problem.to_owned())])
             .observe(waited.as_secs_f64());
+    }
+
+    /// The workers' next claim takes `size` jobs.
+    pub fn claim_size_set(&self, size: u32) {
+        self.claim_size.set(i64::from(size));
     }
 
     pub fn execution_ended(&self, outcome: ExecutionOutcome<'_>) {

@@ -51,5 +51,6 @@ impl WorkerContext {
             1
         };
         self.claim_size.store(size, Ordering::Relaxed);
+        self.metrics.claim_size_set(size);
     }
 }

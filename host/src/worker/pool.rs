@@ -92,6 +92,9 @@ impl WorkerPool {
                  its workers will claim nothing"
             );
         }
+        if count > 0 {
+            metrics.claim_size_set(1);
+        }
         let context = Arc::new(WorkerContext {
             store,
             plugins,
