@@ -119,7 +119,9 @@ pub mod __private {
         // and check than the grace the sandbox adds to the budget, counted from the call.
         let started = std::time::Instant::now();
         let input = parse::<U>(&input).map_err(wit::PluginError::InvalidInput)?;
-        if let Err(violations) = U::validate(&input) {
+        if !U::RUN_CHECKS_INPUT
+            && let Err(violations) = U::validate(&input)
+        {
             return Err(wit::PluginError::InvalidInput(into_wit_violations(
                 violations,
             )));
@@ -233,6 +235,12 @@ pub trait UseCase {
     fn validate(_input: &Self::Input) -> Result<(), Vec<Violation>> {
         Ok(())
     }
+
+    /// Whether [`run`](Self::run) checks its input as fully as [`validate`](Self::validate)
+    /// does, answering [`RunError::InvalidInput`] for what `validate` refuses. A run calls
+    /// `validate` before `run` unless this says so: a use case whose check builds what its
+    /// run needs (a model of a large input, say) sets it, so that a run checks once.
+    const RUN_CHECKS_INPUT: bool = false;
 
     /// Solves one job.
     fn run(input: Self::Input, context: &RunContext) -> Result<Self::Output, RunError>;
@@ -508,5 +516,48 @@ mod tests {
         let output = __private::run::<SlowCheck>("{}".to_owned(), options).expect("it runs");
         let spent: u128 = output.parse().expect("a number");
         assert!(spent >= CHECK_TIME.as_millis(), "{spent} ms");
+    }
+
+    /// A use case whose `validate` refuses every input and whose run answers `true`; `CHECKS`
+    /// is its [`UseCase::RUN_CHECKS_INPUT`].
+    struct RefusesAll<const CHECKS: bool>;
+
+    impl<const CHECKS: bool> UseCase for RefusesAll<CHECKS> {
+        type Input = serde_json::Value;
+        type Output = bool;
+        const RUN_CHECKS_INPUT: bool = CHECKS;
+
+        fn describe() -> Describe {
+            SlowCheck::describe()
+        }
+
+        fn validate(_input: &Self::Input) -> Result<(), Vec<Violation>> {
+            Err(vec![Violation::new("", "refused")])
+        }
+
+        fn run(_input: Self::Input, _context: &RunContext) -> Result<bool, RunError> {
+            Ok(true)
+        }
+    }
+
+    #[test]
+    fn a_run_checks_its_input_once() {
+        let options = || bindings::exports::caseload::plugin::use_case::RunOptions {
+            time_limit_ms: 1_000,
+            seed: 1,
+            max_iterations: None,
+        };
+        // By default `validate` runs first, and its refusal is the run's answer.
+        let checked = __private::run::<RefusesAll<false>>("{}".to_owned(), options());
+        assert!(
+            matches!(
+                checked,
+                Err(bindings::exports::caseload::plugin::use_case::PluginError::InvalidInput(_))
+            ),
+            "{checked:?}"
+        );
+        // A use case whose run does its own check is not checked twice.
+        let own = __private::run::<RefusesAll<true>>("{}".to_owned(), options());
+        assert_eq!(own.ok().as_deref(), Some("true"));
     }
 }
