@@ -80,6 +80,9 @@ impl UseCase for Qubo {
         input::model(input).map(|_| ())
     }
 
+    /// `run` builds the model `validate` would, and answers its violations the same way.
+    const RUN_CHECKS_INPUT: bool = true;
+
     fn run(input: QuboInput, context: &RunContext) -> Result<QuboOutput, RunError> {
         let (model, labels) = input::model(&input).map_err(RunError::InvalidInput)?;
         let start = input.initial_sample().map(<[i8]>::to_vec);
