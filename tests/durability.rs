@@ -11,17 +11,7 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::support::expect_problem;
-use crate::support::{ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, complete_graph};
-
-/// A max-cut job that runs for its whole time limit: K30 is past exhaustive search (and
-/// reductions: every node has degree 29), so the heuristic goes on until its deadline.
-fn timed_job(seconds: f64) -> Value {
-    json!({
-        "num_nodes": 30,
-        "adj_matrix": complete_graph(30),
-        "options": {"time_limit_s": seconds},
-    })
-}
+use crate::support::{ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, timed_job};
 
 /// Launches `count` copies of `body`, round-robin over `servers`, 16 at a time.
 async fn launch_many(

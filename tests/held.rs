@@ -4,8 +4,9 @@
 
 use reqwest::StatusCode;
 
+use crate::support::timed_job;
 use crate::support::{ServerOptions, TestServer, expect_problem};
-use crate::waiting::{events_url, read_events, timed_job};
+use crate::waiting::{events_url, read_events};
 
 #[tokio::test]
 async fn a_user_holds_at_most_its_share_of_streams_and_long_polls() {

@@ -4,17 +4,8 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{ADMIN_PASSWORD, ServerOptions, TestServer, complete_graph, expect_problem};
+use crate::support::{ADMIN_PASSWORD, ServerOptions, TestServer, expect_problem, timed_job};
 use caseload::store::scratch::ScratchDatabase;
-
-/// A max-cut job that runs for its whole time limit.
-pub(crate) fn timed_job(seconds: f64) -> Value {
-    json!({
-        "num_nodes": 30,
-        "adj_matrix": complete_graph(30),
-        "options": {"time_limit_s": seconds},
-    })
-}
 
 #[tokio::test]
 async fn a_held_status_answers_when_the_job_ends_or_the_wait_passes() {

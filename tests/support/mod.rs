@@ -533,6 +533,16 @@ pub fn complete_graph(n: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// A max-cut job that runs for its whole time limit: K30 is past exhaustive search (and
+/// reductions: every node has degree 29), so the heuristic goes on until its deadline.
+pub fn timed_job(seconds: f64) -> Value {
+    json!({
+        "num_nodes": 30,
+        "adj_matrix": complete_graph(30),
+        "options": {"time_limit_s": seconds},
+    })
+}
+
 /// The cut of `partition` in `matrix`, each edge counted once.
 pub fn cut_of(matrix: &[Vec<f64>], partition: &[u64]) -> f64 {
     let mut cut = 0.0;
