@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::support::expect_problem;
-use crate::support::{ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, timed_job};
+use crate::support::{
+    ADMIN_PASSWORD, PATIENCE, ServerOptions, TestServer, metric_sample, timed_job,
+};
 
 /// Launches `count` copies of `body`, round-robin over `servers`, 16 at a time.
 async fn launch_many(
@@ -330,9 +332,9 @@ async fn short_jobs_claimed_behind_a_long_run_go_to_an_idle_replica() {
     // machine) sets the claim back to one job, so the replica runs them until its claim
     // takes at least the batch below.
     let tiny = json!({"num_nodes": 3, "adj_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]});
-    let batch_size = 6;
+    let batch_size = 6_usize;
     let mut runs = 0;
-    while claim_size(&busy, &token).await < batch_size {
+    while claim_size(&busy, &token).await < batch_size as f64 {
         assert!(
             runs < 100,
             "100 short runs never grew the claim to {batch_size} jobs"
@@ -347,7 +349,7 @@ async fn short_jobs_claimed_behind_a_long_run_go_to_an_idle_replica() {
     let mut long = timed_job(60.0);
     long["options"]["priority"] = json!(9);
     let mut batch = vec![long];
-    batch.extend(std::iter::repeat_n(tiny, batch_size as usize - 1));
+    batch.extend(std::iter::repeat_n(tiny, batch_size - 1));
     let response = busy
         .post_json(&token, "/problem/maxcut/batch", &json!({"jobs": batch}))
         .await;
@@ -374,11 +376,8 @@ async fn short_jobs_claimed_behind_a_long_run_go_to_an_idle_replica() {
 }
 
 /// What `caseload_claim_size` on the server's `/metrics` reads.
-async fn claim_size(server: &TestServer, token: &str) -> u32 {
+async fn claim_size(server: &TestServer, token: &str) -> f64 {
     let metrics = server.get(token, "/metrics").await.text().await.unwrap();
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix("caseload_claim_size "))
-        .and_then(|size| size.parse().ok())
+    metric_sample(&metrics, "caseload_claim_size")
         .unwrap_or_else(|| panic!("no caseload_claim_size in {metrics}"))
 }

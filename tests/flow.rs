@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     ServerOptions, TestServer, brute_force_max_cut, complete_graph, cut_of, expect_problem, matrix,
+    metric_sample,
 };
 
 /// Launches max-cut on `matrix`, waits for it and checks the answer: the expected optimum,
@@ -405,13 +406,7 @@ async fn openapi_metrics_and_unknown_routes() {
         .text()
         .await
         .unwrap();
-    // Each sample's whole line, so that `..._total 1` cannot match `..._total 12`.
-    let sample = |series: &str| -> Option<f64> {
-        metrics.lines().find_map(|line| {
-            let (name, value) = line.rsplit_once(' ')?;
-            (name == series).then(|| value.parse().ok())?
-        })
-    };
+    let sample = |series: &str| metric_sample(&metrics, series);
     assert_eq!(
         sample("caseload_jobs_accepted_total{problem=\"maxcut\"}"),
         Some(1.0),

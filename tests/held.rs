@@ -4,8 +4,7 @@
 
 use reqwest::StatusCode;
 
-use crate::support::timed_job;
-use crate::support::{ServerOptions, TestServer, expect_problem};
+use crate::support::{ServerOptions, TestServer, expect_problem, timed_job};
 use crate::waiting::{events_url, read_events};
 
 #[tokio::test]

@@ -543,6 +543,15 @@ pub fn timed_job(seconds: f64) -> Value {
     })
 }
 
+/// The value of `series` (a metric's name with its labels) in `/metrics`' text. The whole
+/// name is matched, so that `..._total 1` cannot match `..._total 12`.
+pub fn metric_sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let (name, value) = line.rsplit_once(' ')?;
+        (name == series).then(|| value.parse().ok())?
+    })
+}
+
 /// The cut of `partition` in `matrix`, each edge counted once.
 pub fn cut_of(matrix: &[Vec<f64>], partition: &[u64]) -> f64 {
     let mut cut = 0.0;
