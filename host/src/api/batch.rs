@@ -11,8 +11,8 @@ use axum::routing::post;
 use serde_json::Value;
 
 use super::problems::{
-    LaunchRequest, check_quotas, insert_failed, invalid, launched, parse_object, prepare,
-    read_launch, request_hash,
+    LaunchRequest, insert_failed, invalid, launched, parse_object, prepare, read_launch,
+    request_hash,
 };
 use super::projects::{launch_project, named_project};
 use super::wire::BatchResponse;
@@ -117,7 +117,6 @@ async fn run_batch(
         ));
     }
 
-    check_quotas(&state, &user, prepared.len() as u64).await?;
     let jobs = prepared
         .into_iter()
         .enumerate()

@@ -118,6 +118,7 @@ impl From<Refusal> for ApiError {
         match refusal {
             Refusal::PendingJobs(quota) => ApiError::PendingJobsQuota(quota),
             Refusal::DatasetBytes(quota) => ApiError::DatasetBytesQuota(quota),
+            Refusal::OutputBytes(quota) => ApiError::OutputBytesQuota(quota),
             Refusal::ProjectPendingJobs(quota) => ApiError::ProjectPendingJobsQuota(quota),
             Refusal::NoSuchOwner => ApiError::InvalidToken("the token's user no longer exists"),
         }

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use super::experiment_summary::{INPUT_LABEL, SEED_LABEL, VERSION_LABEL, summarize};
 use super::key_project::{default_project, within_key_project};
 use super::plugins::resolve_synced;
-use super::problems::{Prepared, check_quotas, invalid, prepare_with};
+use super::problems::{Prepared, invalid, prepare_with};
 use super::projects::{launch_project, named_project, project_role};
 use super::rerun::input_fields;
 use super::wire::{ExperimentItem, ExperimentView, VersionRefView};
@@ -352,7 +352,6 @@ pub async fn launch(
             }
         }
     }
-    check_quotas(state, user, jobs.len() as u64).await?;
 
     let definition = Definition {
         versions: plugins

@@ -101,8 +101,7 @@ async fn run_job(
         return super::races::launch(&state, &user, launch).await;
     }
     let prepared = prepare(&state, &user, &plugin, fields, large).await?;
-
-    check_quotas(&state, &user, 1).await?;
+    // Its owner's quotas are checked in the transaction that would store it.
     let mut job = prepared.into_job(&user, &plugin, requested, idempotency, state.quotas)?;
     job.project_id = project;
     // The job is committed before the client hears of it.
@@ -446,36 +445,6 @@ fn set_warm_start(
         ));
     }
     fields.insert(field, value);
-    Ok(())
-}
-
-/// Refuses `count` more jobs from a user at its pending-jobs or output-bytes quota, before
-/// the work of checking them. Only a first look: the pending-jobs and dataset quotas are
-/// checked again, exactly, in the transaction that stores the jobs.
-pub(super) async fn check_quotas(
-    state: &AppState,
-    user: &AuthUser,
-    count: u64,
-) -> Result<(), ApiError> {
-    let usage = state
-        .store
-        .usage(&user.id)
-        .await?
-        .ok_or(ApiError::InvalidToken("the token's user no longer exists"))?;
-    let quota = usage
-        .quotas
-        .pending_jobs
-        .unwrap_or(state.quotas.pending_jobs);
-    if usage.pending_jobs + count > quota {
-        return Err(ApiError::PendingJobsQuota(quota));
-    }
-    let quota = usage
-        .quotas
-        .output_bytes
-        .unwrap_or(state.quotas.output_bytes);
-    if usage.output_bytes >= quota {
-        return Err(ApiError::OutputBytesQuota(quota));
-    }
     Ok(())
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use super::problems::{Prepared, accepted, check_quotas, invalid, prepare_with, replay};
+use super::problems::{Prepared, accepted, invalid, prepare_with, replay};
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
@@ -197,7 +197,6 @@ pub(super) async fn launch(
     }
     let race_id = race_job.id.clone();
     jobs.insert(0, race_job);
-    check_quotas(state, user, jobs.len() as u64).await?;
     let inserted = state.store.insert_jobs(&jobs).await?;
     match inserted.first() {
         Some(Inserted::Created) => {}

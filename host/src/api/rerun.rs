@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::jobs::not_found;
 use super::plugins::resolve_synced;
-use super::problems::{accepted, check_quotas, insert_failed, invalid, prepare_with};
+use super::problems::{accepted, insert_failed, invalid, prepare_with};
 use super::projects::launch_project;
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
@@ -76,7 +76,6 @@ async fn rerun(
         earlier.dataset.as_ref(),
     )
     .await?;
-    check_quotas(&state, &user, 1).await?;
     let mut job = prepared.into_job(&user, &plugin, requested, None, state.quotas)?;
     job.rerun_of = Some(job_id.clone());
     // A project's job runs again in its project, for a member of it.

@@ -1,16 +1,19 @@
 //! The quota checks of one transaction's launches.
 //!
-//! A launch must fit its owner's quotas and, in a shared project, the project's cap on
-//! pending jobs. The first launch of an owner (or project) in a transaction locks its row and
-//! reads its counts; every later one is checked against those counts plus what the
-//! transaction's earlier launches added, so a batch of launches costs two round trips per
-//! owner, not per launch. The checks stay exact: the locks keep every other launch of those
-//! owners and projects out until the commit, and what else may change meanwhile (claims,
-//! ends) only lowers the counts.
+//! A launch must fit its owner's quotas (its pending jobs and kept inputs, with the
+//! launch's own added; its stored outputs under their quota) and, in a shared project, the
+//! project's cap on pending jobs. The first launch of an owner (or project) in a transaction
+//! locks its row and reads its counts; every later one is checked against those counts plus
+//! what the transaction's earlier launches added, so a batch of launches costs two round
+//! trips per owner, not per launch. The checks of pending jobs and inputs stay exact: the
+//! locks keep every other launch of those owners and projects out until the commit, and what
+//! else may change meanwhile (claims, ends) only lowers those counts. Outputs are counted as
+//! they are stored, after their launches: that check refuses the launches after the quota is
+//! reached, as the read before a commit would.
 //!
 //! On PostgreSQL an owner's launches are first paid for out of a launch allowance
-//! (`postgres_allowances`): an owner [`LaunchQuotas::cover`]ed that way is not checked here,
-//! only its shared project is.
+//! (`postgres_allowances`), taken only while the owner's outputs are under their quota: an
+//! owner [`LaunchQuotas::cover`]ed that way is not checked here, only its shared project is.
 
 use std::collections::{HashMap, HashSet};
 
@@ -65,7 +68,7 @@ impl LaunchQuotas {
             let Some(Some(state)) = self.owners.get(&first.owner_id) else {
                 return Ok(Some(Refusal::NoSuchOwner));
             };
-            if let Some(refusal) = state.refusal(count, bytes) {
+            if let Some(refusal) = state.refusal(count, bytes).or(state.output_refusal()) {
                 return Ok(Some(refusal));
             }
         }

@@ -123,6 +123,8 @@ pub enum Refusal {
     /// The owner would keep more bytes of inputs (data files, and what its jobs hold) than
     /// this.
     DatasetBytes(u64),
+    /// The owner's stored outputs already reach this many bytes.
+    OutputBytes(u64),
     /// The shared project the jobs go to would have more jobs pending than its own cap.
     ProjectPendingJobs(u64),
     /// The owner no longer exists (deleted since its token was checked).

@@ -62,7 +62,8 @@ pub(super) fn launched(write: &Write) -> &[NewJob] {
 
 /// Takes `need` from the allowance of one of `owner_id`'s slots that no other transaction
 /// holds, and keeps that slot until the commit; false if none has enough, under the quotas
-/// that are the owner's now. It never waits.
+/// that are the owner's now, or if the owner's stored outputs reach their quota (the check
+/// then refuses the launches). It never waits.
 pub(super) async fn take<C: WriteConnection>(
     connection: &mut C,
     owner_id: &str,
@@ -73,7 +74,8 @@ pub(super) async fn take<C: WriteConnection>(
         .bind(stored(need.jobs))
         .bind(stored(need.bytes))
         .bind(stored(need.quotas.pending_jobs))
-        .bind(stored(need.quotas.dataset_bytes));
+        .bind(stored(need.quotas.dataset_bytes))
+        .bind(stored(need.quotas.output_bytes));
     Ok(connection.execute(take).await? == 1)
 }
 
@@ -131,7 +133,8 @@ fn stored(value: u64) -> i64 {
 }
 
 /// Takes `$2` jobs and `$3` bytes from one of user `$1`'s slots no other transaction holds,
-/// shared under the quotas that are the user's now (`$4` and `$5` the server's).
+/// shared under the quotas that are the user's now (`$4` and `$5` the server's), while its
+/// stored outputs are under their quota (`$6` the server's).
 const TAKE: &str = "UPDATE user_counts
      SET pending_allowance = pending_allowance - $2, bytes_allowance = bytes_allowance - $3
      WHERE user_id = $1 AND slot = (
@@ -141,6 +144,8 @@ const TAKE: &str = "UPDATE user_counts
            AND counts.pending_allowance >= $2 AND counts.bytes_allowance >= $3
            AND counts.granted_pending = COALESCE(users.max_pending_jobs, $4)
            AND counts.granted_bytes = COALESCE(users.max_dataset_bytes, $5)
+           AND (SELECT COALESCE(SUM(outputs.output_bytes), 0) FROM user_counts AS outputs
+                WHERE outputs.user_id = $1) < COALESCE(users.max_output_bytes, $6)
          LIMIT 1 FOR UPDATE OF counts SKIP LOCKED)";
 
 /// Makes user `$1`'s slots 0 to `$2` - 1 where they are missing.

@@ -276,6 +276,9 @@ pub(super) struct QuotaState {
     pub(super) max_pending_jobs: u64,
     pub(super) dataset_bytes: u64,
     pub(super) max_dataset_bytes: u64,
+    /// Bytes of the user's stored outputs, and the quota a launch must be under.
+    pub(super) output_bytes: u64,
+    pub(super) max_output_bytes: u64,
     /// Whether any of the counts is an allowance's, not a use.
     pub(super) reserved: bool,
 }
@@ -290,6 +293,14 @@ impl QuotaState {
             return Some(Refusal::DatasetBytes(self.max_dataset_bytes));
         }
         None
+    }
+
+    /// The quota a launch is refused by because the outputs already stored reach it, if
+    /// any. Outputs are counted once stored, so jobs pending now may take the user past it;
+    /// only the launches after that are refused.
+    pub(super) fn output_refusal(&self) -> Option<Refusal> {
+        (self.output_bytes >= self.max_output_bytes)
+            .then_some(Refusal::OutputBytes(self.max_output_bytes))
     }
 }
 
@@ -336,7 +347,8 @@ async fn read_quota_state<C: WriteConnection>(
     let state = Statement::new(sql::QUOTA_STATE)
         .bind(owner_id)
         .bind(stored(quotas.pending_jobs))
-        .bind(stored(quotas.dataset_bytes));
+        .bind(stored(quotas.dataset_bytes))
+        .bind(stored(quotas.output_bytes));
     let row = connection.fetch_optional(state).await?;
     row.as_ref().map(QuotaState::from_row).transpose()
 }
@@ -445,6 +457,8 @@ impl FromRow for QuotaState {
             max_pending_jobs: row.count("max_pending_jobs")?,
             dataset_bytes: row.count("dataset_bytes")? + reserved_bytes,
             max_dataset_bytes: row.count("max_dataset_bytes")?,
+            output_bytes: row.count("output_bytes")?,
+            max_output_bytes: row.count("max_output_bytes")?,
             reserved: reserved_jobs > 0 || reserved_bytes > 0,
         })
     }

@@ -84,22 +84,25 @@ pub(super) const USAGE: &str = "SELECT totals.pending_jobs AS pending_jobs,
          FROM user_counts WHERE user_id = $1) AS totals
      WHERE users.id = $1";
 
-/// What the quota checks of a write read, in its transaction: `$1` the user, `$2` and `$3`
-/// the server's pending-jobs and dataset-bytes quotas. The counts, and what launch
-/// allowances hold (migration 0036), come from one scan of the user's slots, so that a launch
-/// committing meanwhile (an allowance turned into pending jobs) is in both or in neither.
+/// What the quota checks of a write read, in its transaction: `$1` the user, `$2`, `$3` and
+/// `$4` the server's pending-jobs, dataset-bytes and output-bytes quotas. The counts, and
+/// what launch allowances hold (migration 0036), come from one scan of the user's slots, so
+/// that a launch committing meanwhile (an allowance turned into pending jobs) is in both or
+/// in neither.
 pub(super) const QUOTA_STATE: &str = "SELECT
      totals.pending_jobs, totals.reserved_jobs,
      COALESCE(users.max_pending_jobs, $2) AS max_pending_jobs,
      totals.kept_bytes + (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM data_files
                           WHERE owner_id = $1) AS dataset_bytes,
      totals.reserved_bytes,
-     COALESCE(users.max_dataset_bytes, $3) AS max_dataset_bytes
+     COALESCE(users.max_dataset_bytes, $3) AS max_dataset_bytes,
+     totals.output_bytes, COALESCE(users.max_output_bytes, $4) AS max_output_bytes
      FROM users, (
          SELECT CAST(COALESCE(SUM(pending_jobs), 0) AS BIGINT) AS pending_jobs,
                 CAST(COALESCE(SUM(pending_allowance), 0) AS BIGINT) AS reserved_jobs,
                 CAST(COALESCE(SUM(kept_bytes), 0) AS BIGINT) AS kept_bytes,
-                CAST(COALESCE(SUM(bytes_allowance), 0) AS BIGINT) AS reserved_bytes
+                CAST(COALESCE(SUM(bytes_allowance), 0) AS BIGINT) AS reserved_bytes,
+                CAST(COALESCE(SUM(output_bytes), 0) AS BIGINT) AS output_bytes
          FROM user_counts WHERE user_id = $1) AS totals
      WHERE users.id = $1";
 

@@ -122,6 +122,7 @@ for_each_backend!(
     a_project_s_cap_on_pending_jobs_holds,
     a_user_s_usage_is_counted_for_quotas,
     no_launch_passes_a_quota_lowered_or_filled_since_the_last,
+    no_launch_passes_a_reached_output_quota,
     a_job_back_in_the_queue_counts_before_later_launches,
     quotas_hold_under_concurrent_launches_and_uploads,
     a_user_s_pending_count_follows_each_job_s_status,

@@ -233,6 +233,64 @@ pub(super) async fn no_launch_passes_a_quota_lowered_or_filled_since_the_last(ba
     );
 }
 
+/// Launches are refused once the owner's stored outputs reach its output-bytes quota, in
+/// the transaction that would store them: alone, as a batch, and (on PostgreSQL) where an
+/// allowance set aside before would otherwise pay for them. Another user launches as before.
+pub(super) async fn no_launch_passes_a_reached_output_quota(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    assert!(
+        store
+            .update_user(
+                "alice",
+                &UserChange::Quotas(UserQuotas {
+                    output_bytes: Some(4),
+                    ..UserQuotas::default()
+                })
+            )
+            .await
+            .expect("quotas")
+    );
+    let launch = |owner: &User| {
+        let job = new_job(owner);
+        async move { store.insert_job(&job).await.expect("launch") }
+    };
+    // Two launches: the first one's check sets an allowance aside for the second.
+    assert_eq!(launch(&alice).await, Inserted::Created);
+    assert_eq!(launch(&alice).await, Inserted::Created);
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, "123"))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    // Three bytes stored: under the quota.
+    assert_eq!(launch(&alice).await, Inserted::Created);
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, "4"))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    assert_eq!(
+        launch(&alice).await,
+        Inserted::Refused(Refusal::OutputBytes(4))
+    );
+    let batch = [new_job(&alice), new_job(&alice)];
+    assert_eq!(
+        store.insert_jobs(&batch).await.expect("launch"),
+        vec![Inserted::Refused(Refusal::OutputBytes(4)); 2]
+    );
+    assert_eq!(launch(&bob).await, Inserted::Created);
+    let usage = store.usage(&alice.id).await.expect("usage").expect("alice");
+    assert_eq!((usage.pending_jobs, usage.output_bytes), (1, 4));
+}
+
 /// A job back in the queue (here an unstarted claim let go) passed no quota check of its own:
 /// the launches after it still meet the quota exactly, whatever allowances were set aside
 /// before it came back.
