@@ -18,7 +18,7 @@ use super::users::quota_state;
 use super::{Quotas, StoreError};
 
 /// The slots an owner's headroom is shared among: as many as launch transactions commit at
-/// once on two replicas of four lanes each, so that each may take from a slot of its own.
+/// once on four replicas of two lanes each, so that each may take from a slot of its own.
 const GRANTED_SLOTS: i64 = 8;
 
 /// What one owner's launches in a batch need from an allowance, and the server's quotas
