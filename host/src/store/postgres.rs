@@ -180,9 +180,8 @@ const MIGRATION_LOCK: i64 = 0x6361_7365_6c6f_6164; // "caseload"
 /// lane's round trips would otherwise serialise every write of the replica. Two, not more:
 /// each lane's batch pays a transaction and a statement per kind of write whatever its size,
 /// so more lanes split the same writes into smaller batches, and on a small machine
-/// PostgreSQL's CPU goes to those statements (10,000 tiny jobs on 2 cores: about 2,300
-/// jobs/s with four lanes, 3,000 with two, 2,800 to 2,900 with one or three;
-/// `docs/benchmarks.md`).
+/// PostgreSQL's CPU goes to those statements (one, three and four lanes against two:
+/// `docs/benchmarks.md`, "No usage read per launch, and two lanes").
 const WRITE_LANES: usize = 2;
 
 /// Connections for reads (status, lists, outputs, logins).
