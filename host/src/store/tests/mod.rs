@@ -266,6 +266,20 @@ async fn claim_and_start(store: &dyn JobStore, lease: Duration) -> (ClaimedJob, 
     (claim, execution_id)
 }
 
+/// Claims the next job, starts it and ends it `COMPLETED` with `output`, under its lease;
+/// returns the claim.
+async fn complete_next(store: &dyn JobStore, output: &str) -> ClaimedJob {
+    let (claim, execution_id) = claim_and_start(store, LONG).await;
+    assert!(
+        store
+            .finish_execution(&claim.lease, &completed(&execution_id, output))
+            .lease_held()
+            .await
+            .expect("finish")
+    );
+    claim
+}
+
 async fn job(store: &dyn JobStore, owner: &User, id: &str) -> JobRecord {
     store
         .job(&owner.id, id)

@@ -80,14 +80,7 @@ pub(super) async fn users_are_disabled_revoked_and_deleted_with_their_data(backe
         store.delete_user("alice").await,
         Err(StoreError::Conflict(_))
     ));
-    let (claim, execution_id) = claim_and_start(store, LONG).await;
-    assert!(
-        store
-            .finish_execution(&claim.lease, &completed(&execution_id, "{}"))
-            .lease_held()
-            .await
-            .expect("finish")
-    );
+    complete_next(store, "{}").await;
     assert!(store.delete_user("alice").await.expect("delete"));
     assert_eq!(access(alice.id.clone()).await, None);
     assert!(
@@ -259,24 +252,10 @@ pub(super) async fn no_launch_passes_a_reached_output_quota(backend: Backend) {
     // Two launches: the first one's check sets an allowance aside for the second.
     assert_eq!(launch(&alice).await, Inserted::Created);
     assert_eq!(launch(&alice).await, Inserted::Created);
-    let (claim, execution_id) = claim_and_start(store, LONG).await;
-    assert!(
-        store
-            .finish_execution(&claim.lease, &completed(&execution_id, "123"))
-            .lease_held()
-            .await
-            .expect("finish")
-    );
+    complete_next(store, "123").await;
     // Three bytes stored: under the quota.
     assert_eq!(launch(&alice).await, Inserted::Created);
-    let (claim, execution_id) = claim_and_start(store, LONG).await;
-    assert!(
-        store
-            .finish_execution(&claim.lease, &completed(&execution_id, "4"))
-            .lease_held()
-            .await
-            .expect("finish")
-    );
+    complete_next(store, "4").await;
     assert_eq!(
         launch(&alice).await,
         Inserted::Refused(Refusal::OutputBytes(4))

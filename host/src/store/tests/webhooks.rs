@@ -22,14 +22,7 @@ pub(super) async fn a_job_s_end_queues_its_callback_once(backend: Backend) {
             .is_empty()
     );
     for _ in 0..2 {
-        let (claim, execution_id) = claim_and_start(store, LONG).await;
-        assert!(
-            store
-                .finish_execution(&claim.lease, &completed(&execution_id, "1"))
-                .lease_held()
-                .await
-                .expect("finish")
-        );
+        complete_next(store, "1").await;
     }
     let claimed = store
         .claim_webhooks(&webhook_claim(10, LONG))
@@ -111,14 +104,7 @@ pub(super) async fn end_with_callback(store: &dyn JobStore, owner: &User, url: &
         ..new_job(owner)
     };
     store.insert_job(&job).await.expect("insert");
-    let (claim, execution_id) = claim_and_start(store, LONG).await;
-    assert!(
-        store
-            .finish_execution(&claim.lease, &completed(&execution_id, "1"))
-            .lease_held()
-            .await
-            .expect("finish")
-    );
+    complete_next(store, "1").await;
 }
 
 /// A delivery's destination: its URL's scheme, host and port.
