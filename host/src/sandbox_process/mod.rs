@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 pub use self::child::{ChildError, serve_child};
 use self::process::{SandboxProcess, Unavailable};
-use self::recent_runs::RecentRuns;
+use self::recent_runs::{RecentRuns, thread_cpu_time};
 use crate::config::{SandboxArgs, SandboxPlace};
 use crate::runtime::{CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport};
 
@@ -108,12 +108,20 @@ impl SandboxProcesses {
             }
         };
         let started = Instant::now();
-        let report = if in_a_process {
-            self.run_in_a_process(plugin, input, options, limits, cancelled, observer)
+        let (report, run_time) = if in_a_process {
+            let report = self.run_in_a_process(plugin, input, options, limits, cancelled, observer);
+            (report, started.elapsed())
         } else {
-            plugin.run(input, options, limits, cancelled, observer)
+            let cpu_before = thread_cpu_time();
+            let report = plugin.run(input, options, limits, cancelled, observer);
+            let cpu = cpu_before.zip(thread_cpu_time());
+            let run_time = cpu.map_or_else(
+                || started.elapsed(),
+                |(before, after)| after.saturating_sub(before),
+            );
+            (report, run_time)
         };
-        self.recent.record(plugin.wasm_sha256(), started.elapsed());
+        self.recent.record(plugin.wasm_sha256(), run_time);
         report
     }
 

@@ -3,6 +3,11 @@
 //! more than a tiny job's whole run (`docs/benchmarks.md`), and a time limit says only how
 //! long a run may take: a tiny max-cut graph with the default 10 s ends in microseconds. A
 //! component's first long run is in the server's process, and tells.
+//!
+//! A run in the server's process is timed by the CPU its thread used, not by the clock: on
+//! a busy machine a tiny run held off its core for a while is still tiny, and sending the
+//! component's runs to processes for it would cost every later run a round trip. A run in a
+//! sandbox process is timed by the clock, which bounds its CPU from above.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -15,6 +20,26 @@ pub(super) const LONG_RUN: Duration = Duration::from_millis(10);
 /// After this many short runs in a row, a component's runs stay in the server's process
 /// until one of them is long again.
 pub(super) const SHORT_STREAK: u8 = 8;
+
+/// The CPU time the calling thread has used so far, where the system keeps it per thread.
+#[allow(unsafe_code)]
+pub(super) fn thread_cpu_time() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `clock_gettime` writes one `timespec` through the pointer, which points at
+        // one that lives for the call.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } == 0 {
+            let seconds = u64::try_from(now.tv_sec).ok()?;
+            let nanos = u32::try_from(now.tv_nsec).ok()?;
+            return Some(Duration::new(seconds, nanos));
+        }
+    }
+    None
+}
 
 /// The short runs since the last long one of each component that had one lately, by the
 /// sha256 of its bytes.
@@ -52,6 +77,20 @@ impl RecentRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_s_cpu_time_counts_its_work_not_its_sleep() {
+        let Some(before) = thread_cpu_time() else {
+            return;
+        };
+        std::thread::sleep(LONG_RUN * 3);
+        let slept = thread_cpu_time().expect("read once, read again") - before;
+        assert!(slept < LONG_RUN, "asleep, the thread used {slept:?}");
+        let mut spun = Duration::ZERO;
+        while spun < LONG_RUN {
+            spun = thread_cpu_time().expect("read again") - before;
+        }
+    }
 
     #[test]
     fn a_long_run_sends_the_next_runs_away_until_a_streak_of_short_ones() {
