@@ -79,17 +79,22 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)]
     fn a_thread_s_cpu_time_counts_its_work_not_its_sleep() {
-        let Some(before) = thread_cpu_time() else {
-            return;
-        };
+        let before = thread_cpu_time().expect("every Unix keeps a thread's CPU time");
         std::thread::sleep(LONG_RUN * 3);
-        let slept = thread_cpu_time().expect("read once, read again") - before;
+        let slept = thread_cpu_time().expect("read again") - before;
         assert!(slept < LONG_RUN, "asleep, the thread used {slept:?}");
-        let mut spun = Duration::ZERO;
-        while spun < LONG_RUN {
+        let spinning = std::time::Instant::now();
+        let mut spun = slept;
+        while spun < LONG_RUN && spinning.elapsed() < Duration::from_secs(10) {
             spun = thread_cpu_time().expect("read again") - before;
         }
+        assert!(
+            spun >= LONG_RUN,
+            "spinning for {:?}, the thread used {spun:?}",
+            spinning.elapsed()
+        );
     }
 
     #[test]
