@@ -15,13 +15,10 @@ use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
 use crate::config::JobLimits;
-use crate::store::{ServiceStats, now_millis};
+use crate::store::{REPLICA_LIVE_MILLIS, ServiceStats, now_millis};
 
 /// The per-minute counts cover this many minutes up to the current one.
 const MINUTES: i64 = 60;
-
-/// A replica silent this long is shown as gone: it reports every few seconds.
-const REPLICA_SILENT_MILLIS: i64 = 15_000;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -80,7 +77,7 @@ impl ServiceView {
         let running_pools: Vec<&str> = stats
             .replicas
             .iter()
-            .filter(|replica| now - replica.seen_at < REPLICA_SILENT_MILLIS && replica.workers > 0)
+            .filter(|replica| now - replica.seen_at < REPLICA_LIVE_MILLIS && replica.workers > 0)
             .map(|replica| replica.pool.as_str())
             .collect();
         let queue = stats
@@ -111,7 +108,7 @@ impl ServiceView {
                 .into_iter()
                 .enumerate()
                 .map(|(index, replica)| ReplicaView {
-                    live: now - replica.seen_at < REPLICA_SILENT_MILLIS,
+                    live: now - replica.seen_at < REPLICA_LIVE_MILLIS,
                     idle: replica.workers.saturating_sub(replica.busy),
                     id: replica.id,
                     name: if admin {

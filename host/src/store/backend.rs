@@ -94,6 +94,11 @@ pub(super) trait Backend: Send + Sync + 'static {
     /// changed, where the backend can (`None`: replicas poll).
     const ANNOUNCE_PLUGINS: Option<&'static str>;
 
+    /// A statement that tells every replica that a replica reported, so that each counts
+    /// again the replicas writing to the database, where replicas share one (`None`: a
+    /// replica has its database to itself).
+    const ANNOUNCE_REPLICAS: Option<&'static str>;
+
     /// A statement that makes the transaction's webhook claim the only one until it commits,
     /// where the claim statement alone is not.
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str>;

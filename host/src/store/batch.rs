@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+use super::commit_gate::CommitGate;
 use super::experiments::ExperimentRecord;
 use super::{ClaimFilter, JobStatus, StoreError};
 use super::{
@@ -151,21 +152,25 @@ type Reply = oneshot::Sender<Result<Outcome, StoreError>>;
 pub(crate) struct Batcher {
     lanes: Vec<mpsc::UnboundedSender<(Write, Reply)>>,
     next: Arc<AtomicUsize>,
+    gate: Arc<CommitGate>,
 }
 
 impl Batcher {
     /// Starts `lanes` writing tasks (at least one) on the current tokio runtime.
     pub(crate) fn start(writer: Arc<dyn BatchWriter>, lanes: usize) -> Batcher {
-        let lanes = (0..lanes.max(1))
+        let lanes = lanes.max(1);
+        let gate = Arc::new(CommitGate::new(lanes));
+        let lanes = (0..lanes)
             .map(|_| {
                 let (queue, receiver) = mpsc::unbounded_channel();
-                tokio::spawn(write_batches(writer.clone(), receiver));
+                tokio::spawn(write_batches(writer.clone(), gate.clone(), receiver));
                 queue
             })
             .collect();
         Batcher {
             lanes,
             next: Arc::new(AtomicUsize::new(0)),
+            gate,
         }
     }
 
@@ -181,13 +186,16 @@ impl Batcher {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(StoreError::Thread)?;
+        let gate = Arc::new(CommitGate::new(1));
+        let lane_gate = gate.clone();
         std::thread::Builder::new()
             .name(name.to_owned())
-            .spawn(move || runtime.block_on(write_batches(writer, receiver)))
+            .spawn(move || runtime.block_on(write_batches(writer, lane_gate, receiver)))
             .map_err(StoreError::Thread)?;
         Ok(Batcher {
             lanes: vec![queue],
             next: Arc::new(AtomicUsize::new(0)),
+            gate,
         })
     }
 
@@ -213,6 +221,17 @@ impl Batcher {
             }
             Write::Claim { .. } => self.next.fetch_add(1, Ordering::Relaxed) % self.lanes.len(),
         }
+    }
+
+    /// The gate its lanes take turns of, for whoever shares them with other replicas.
+    pub(crate) fn gate(&self) -> Arc<CommitGate> {
+        self.gate.clone()
+    }
+
+    /// How many lanes may write at once now.
+    #[cfg(test)]
+    pub(crate) async fn lanes_open(&self) -> usize {
+        self.gate.open().await
     }
 
     async fn submit(&self, write: Write) -> Result<Outcome, StoreError> {
@@ -329,6 +348,7 @@ fn unexpected(outcome: &Outcome) -> StoreError {
 
 async fn write_batches(
     writer: Arc<dyn BatchWriter>,
+    gate: Arc<CommitGate>,
     mut receiver: mpsc::UnboundedReceiver<(Write, Reply)>,
 ) {
     let mut writes = Vec::with_capacity(MAX_BATCH);
@@ -336,16 +356,12 @@ async fn write_batches(
     while let Some((write, reply)) = receiver.recv().await {
         writes.push(write);
         replies.push(reply);
-        while writes.len() < MAX_BATCH {
-            match receiver.try_recv() {
-                Ok((write, reply)) => {
-                    writes.push(write);
-                    replies.push(reply);
-                }
-                Err(_) => break,
-            }
-        }
-        match writer.write_batch(&writes).await {
+        let turn = gate.turn().await;
+        // The batch takes every write queued by now, those queued while it waited included.
+        take_queued(&mut receiver, &mut writes, &mut replies);
+        let written = writer.write_batch(&writes).await;
+        drop(turn);
+        match written {
             Ok(outcomes) => {
                 for (reply, outcome) in replies.drain(..).zip(outcomes) {
                     let _ = reply.send(Ok(outcome));
@@ -358,7 +374,9 @@ async fn write_batches(
             }
             Err(error) => {
                 tracing::warn!(%error, writes = writes.len(), "a batch failed; writing its writes one by one");
+                // A turn per write, so that the replica's other lanes go on between them.
                 for (write, reply) in writes.iter().zip(replies.drain(..)) {
+                    let turn = gate.turn().await;
                     let outcome = writer
                         .write_batch(std::slice::from_ref(write))
                         .await
@@ -367,11 +385,29 @@ async fn write_batches(
                                 StoreError::Corrupt("a batch of one answered nothing".into())
                             })
                         });
+                    drop(turn);
                     let _ = reply.send(outcome);
                 }
             }
         }
         writes.clear();
         replies.clear();
+    }
+}
+
+/// Adds the writes queued now to the batch, up to [`MAX_BATCH`].
+fn take_queued(
+    receiver: &mut mpsc::UnboundedReceiver<(Write, Reply)>,
+    writes: &mut Vec<Write>,
+    replies: &mut Vec<Reply>,
+) {
+    while writes.len() < MAX_BATCH {
+        match receiver.try_recv() {
+            Ok((write, reply)) => {
+                writes.push(write);
+                replies.push(reply);
+            }
+            Err(_) => break,
+        }
     }
 }

@@ -9,9 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryResult};
+use tokio::sync::Notify;
 
 use super::backend::{Backend, FINISH_PREFIX, apply};
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
+use super::commit_gate::CommitGate;
 use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::ReapedEnds;
@@ -22,7 +24,7 @@ use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
 use super::statement::{SqlxConnection, Statement, WriteConnection};
-use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
+use super::{ClaimFilter, JobChange, JobEvents, REPLICA_LIVE_MILLIS, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
 pub(super) const MIGRATIONS: &[(i64, &str)] = &[
@@ -200,6 +202,14 @@ const CHANGES_CHANNEL: &str = "caseload_job_changes";
 
 /// The channel every change to the plugins the store lists is announced on.
 const PLUGINS_CHANNEL: &str = "caseload_plugins";
+
+/// The channel every replica's report is announced on.
+const REPLICAS_CHANNEL: &str = "caseload_replicas";
+
+/// How many replicas reported in the last `$1` milliseconds, by the database's clock, so
+/// that every replica counting gets the same answer whatever its own clock says.
+const REPLICAS_LIVE: &str = "SELECT COUNT(*) FROM replicas
+     WHERE seen_at >= (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint - $1";
 
 /// Claims the oldest pending jobs no other transaction holds, of the use cases `condition`
 /// lets through. The selection is a CTE, which runs once: as an `IN (subquery)` the planner
@@ -562,6 +572,7 @@ impl Backend for PostgresStore {
 
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = Some(LOCK_WEBHOOK_CLAIMS);
     const ANNOUNCE_PLUGINS: Option<&'static str> = Some("NOTIFY caseload_plugins");
+    const ANNOUNCE_REPLICAS: Option<&'static str> = Some("NOTIFY caseload_replicas");
 
     const LOCK_USER: Option<&'static str> = Some(LOCK_USER);
     const RECLAIM_ALLOWANCES: Option<&'static str> = Some(RECLAIM_ALLOWANCES);
@@ -663,9 +674,15 @@ impl Backend for PostgresStore {
 
     async fn watch(&self, events: Arc<dyn JobEvents>) {
         let pool = self.writer.clone();
+        let reported = Arc::new(Notify::new());
+        tokio::spawn(share_lanes(
+            pool.clone(),
+            self.batcher.gate(),
+            reported.clone(),
+        ));
         tokio::spawn(async move {
             loop {
-                if let Err(error) = listen(&pool, events.as_ref()).await {
+                if let Err(error) = listen(&pool, &reported, events.as_ref()).await {
                     tracing::warn!(%error, "lost the job notifications; listening again in 1 s");
                     // Workers still poll, slowly, in the meantime.
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -675,12 +692,23 @@ impl Backend for PostgresStore {
     }
 }
 
-/// Wakes the local workers on every new-job notification and interrupts the local run of a
-/// cancelled job, until the connection fails.
-async fn listen(pool: &PgPool, events: &dyn JobEvents) -> Result<(), sqlx::Error> {
+/// Wakes the local workers on every new-job notification, interrupts the local run of a
+/// cancelled job, and shares the lanes anew whenever a replica reports, until the connection
+/// fails.
+async fn listen(
+    pool: &PgPool,
+    reported: &Notify,
+    events: &dyn JobEvents,
+) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
     listener
-        .listen_all([CHANNEL, CANCEL_CHANNEL, CHANGES_CHANNEL, PLUGINS_CHANNEL])
+        .listen_all([
+            CHANNEL,
+            CANCEL_CHANNEL,
+            CHANGES_CHANNEL,
+            PLUGINS_CHANNEL,
+            REPLICAS_CHANNEL,
+        ])
         .await?;
     loop {
         let notification = listener.recv().await?;
@@ -691,7 +719,25 @@ async fn listen(pool: &PgPool, events: &dyn JobEvents) -> Result<(), sqlx::Error
             },
             CHANGES_CHANNEL => events.jobs_changed(&parse_changes(notification.payload())),
             PLUGINS_CHANNEL => events.plugins_changed(),
+            REPLICAS_CHANNEL => reported.notify_one(),
             _ => events.jobs_pending(),
+        }
+    }
+}
+
+/// Shares this replica's group-commit lanes with the live replicas ([`CommitGate::share`])
+/// each time a replica reported, one count at a time, so that the last count is the one
+/// that holds.
+async fn share_lanes(pool: PgPool, gate: Arc<CommitGate>, reported: Arc<Notify>) {
+    loop {
+        reported.notified().await;
+        match sqlx::query_scalar::<_, i64>(REPLICAS_LIVE)
+            .bind(REPLICA_LIVE_MILLIS)
+            .fetch_one(&pool)
+            .await
+        {
+            Ok(replicas) => gate.share(usize::try_from(replicas).unwrap_or(1)).await,
+            Err(error) => tracing::warn!(%error, "cannot count the live replicas"),
         }
     }
 }

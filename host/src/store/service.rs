@@ -54,6 +54,10 @@ pub struct ServiceStats {
     pub minutes: Vec<MinuteCounts>,
 }
 
+/// A replica counts as live while its last report is this recent: replicas report every
+/// few seconds, so three missed reports in a row mean it stopped.
+pub const REPLICA_LIVE_MILLIS: Millis = 15_000;
+
 /// The service view: replicas' reports, the queue, and jobs per minute, service-wide.
 #[async_trait]
 pub trait Service: Send + Sync + 'static {
@@ -118,6 +122,9 @@ where
             .bind(forget_before)
             .execute(self.writer())
             .await?;
+        if let Some(announce) = B::ANNOUNCE_REPLICAS {
+            sqlx::query(announce).execute(self.writer()).await?;
+        }
         Ok(())
     }
 

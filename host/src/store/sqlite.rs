@@ -336,6 +336,7 @@ impl Backend for SqliteStore {
     // One statement on the one writer connection: claims are serial already.
     const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = None;
     const ANNOUNCE_PLUGINS: Option<&'static str> = None;
+    const ANNOUNCE_REPLICAS: Option<&'static str> = None;
 
     const LOCK_USER: Option<&'static str> = None;
     const RECLAIM_ALLOWANCES: Option<&'static str> = None;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
+use super::backend::Backend as _;
 use super::postgres::PostgresStore;
 use super::postgres_ends;
 use super::statement::SqlxConnection;
@@ -323,6 +324,65 @@ async fn on_sqlite_a_write_beside_a_group_commit_is_never_refused() {
         insert.await.expect("the insert").expect("inserted"),
         Inserted::Created
     );
+}
+
+/// Replicas writing to one database share their group-commit lanes: two replicas open one
+/// lane each of their two, and a replica left alone opens both again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn on_postgres_replicas_share_the_group_commit_lanes() {
+    struct Deaf;
+    impl JobEvents for Deaf {}
+    let database = ScratchDatabase::create().await;
+    let first = PostgresStore::open(&database.url).await.expect("opens");
+    let second = PostgresStore::open(&database.url).await.expect("opens");
+    for store in [&first, &second] {
+        store.watch_new_jobs(Arc::new(Deaf)).await;
+    }
+    let report = |id: &str, seen_at: Millis| ReplicaReport {
+        id: id.into(),
+        name: id.into(),
+        workers: 2,
+        busy: 0,
+        accepted: 0,
+        ended: 0,
+        started_at: 0,
+        seen_at,
+        pool: "default".into(),
+    };
+    // Each store's lanes once the reports given were announced. The reports go again until
+    // then: a store listens some moments after `watch_new_jobs` returns, and a notice sent
+    // before that reaches nobody.
+    let settled = async |reports: &[(&PostgresStore, &str, Millis)], expected: [usize; 2]| {
+        for _ in 0..200 {
+            for (store, id, age) in reports {
+                store
+                    .report_replica(&report(id, now_millis() - age), 0)
+                    .await
+                    .expect("report");
+            }
+            let open = [
+                first.batcher().lanes_open().await,
+                second.batcher().lanes_open().await,
+            ];
+            if open == expected {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the lanes never settled at {expected:?}");
+    };
+    settled(&[(&first, "first", 0)], [2, 2]).await;
+    settled(&[(&second, "second", 0)], [1, 1]).await;
+    // The second stops reporting: its last report ages, and the first finds itself alone.
+    settled(&[(&second, "second", 60_000), (&first, "first", 0)], [2, 2]).await;
+    // Writes go on while the lanes are shared.
+    settled(&[(&second, "second", 0)], [1, 1]).await;
+    let alice = user(&first, "alice").await;
+    for _ in 0..8 {
+        second.insert_job(&new_job(&alice)).await.expect("insert");
+    }
+    assert_eq!(claim_next(&first, LONG).await.lease.owner_id, alice.id);
 }
 
 /// Replicas starting together on an empty database: one migrates, the others wait and find

@@ -5,7 +5,6 @@
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
-use super::super::backend::Backend as _;
 use super::super::batch::{BatchWriter, Outcome, Write};
 use super::super::postgres::{PostgresStore, PostgresWriter};
 use super::super::postgres_launches;
