@@ -41,7 +41,7 @@ impl CommitGate {
 
     /// How many lanes may write at once while `replicas` replicas (this one among them)
     /// write to the database: the lanes divided among them, at least one.
-    pub(crate) fn open_for(&self, replicas: usize) -> usize {
+    fn open_for(&self, replicas: usize) -> usize {
         (self.lanes / replicas.max(1)).max(1)
     }
 
