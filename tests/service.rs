@@ -202,6 +202,64 @@ async fn the_service_view_shows_this_replica_the_queue_and_the_minutes() {
     .await;
 }
 
+/// A replica stopped by SIGTERM says so in its last report, written once its workers are
+/// done: the service view shows it stopped at once, with its final counts, instead of live
+/// until its reports are old.
+#[tokio::test]
+async fn a_replica_that_stops_says_so_with_its_final_counts() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let job = server
+        .launch(
+            &token,
+            "maxcut",
+            &json!({"num_nodes": 2, "edges": [[0, 1, 1]]}),
+        )
+        .await;
+    server.wait_until_ended(&token, &job).await;
+    let stopped_pid = format!("pid {}", server.pid());
+    let data_dir = server.terminate();
+
+    let server = TestServer::start_in(data_dir, &[]);
+    let token = server.admin_token().await;
+    let service: Value = server.get(&token, "/service").await.json().await.unwrap();
+    let replicas = service["replicas"].as_array().unwrap();
+    let stopped = replicas
+        .iter()
+        .find(|replica| replica["name"].as_str().unwrap().ends_with(&stopped_pid))
+        .unwrap_or_else(|| panic!("no report of the stopped replica: {service}"));
+    assert_eq!(stopped["live"], false, "{service}");
+    assert_eq!(stopped["busy"], 0, "{service}");
+    assert_eq!(stopped["ended_total"], 1, "{service}");
+    let stopped_at = stopped["stopped_at"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{service}"));
+    assert!(stopped_at.ends_with('Z'), "{service}");
+    assert_eq!(stopped["seen_at"], stopped_at, "{service}");
+    // The replica running now, once it reported, is live and has not stopped.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let service: Value = server.get(&token, "/service").await.json().await.unwrap();
+        let running = service["replicas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|replica| replica["live"] == true)
+            .cloned();
+        if let Some(running) = running {
+            assert_eq!(running["stopped_at"], Value::Null, "{service}");
+            let pid = format!("pid {}", server.pid());
+            assert!(
+                running["name"].as_str().unwrap().ends_with(&pid),
+                "{service}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "no live replica: {service}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn plugin_events_tell_of_loads_and_of_refused_files_without_the_server_s_paths() {
     let server = TestServer::start_with(ServerOptions {

@@ -27,7 +27,7 @@ export function servicePage() {
       const service = await get('/service');
       fill(replicas, service.replicas.map((replica) => h('tr', { class: replica.live ? '' : 'gone' },
         h('td', {}, replica.name),
-        h('td', {}, replica.live ? 'live' : 'silent'),
+        h('td', {}, replica.live ? 'live' : replica.stopped_at ? 'stopped' : 'silent'),
         h('td', {}, replica.workers),
         h('td', {}, replica.busy),
         h('td', {}, replica.idle),

@@ -47,6 +47,7 @@ use crate::listener::ConnectionLimits;
 use crate::metrics::Metrics;
 use crate::plugins::watch::{self, WatchConfig};
 use crate::plugins::{PluginRegistry, PluginSync};
+use crate::replica::Replica;
 use crate::runtime::{Limits, Runtime, RuntimeConfig};
 use crate::sandbox_process::SandboxProcesses;
 use crate::store::{
@@ -324,7 +325,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
-    replica::start(
+    let replica = Replica::start(
         replica_id,
         store.clone(),
         metrics.clone(),
@@ -416,6 +417,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     tracing::info!("stopped accepting requests; waiting for running jobs");
     let grace = args.shutdown_grace;
     tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;
+    replica.stop().await;
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use super::wire::format_rfc3339;
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
 use crate::config::JobLimits;
-use crate::store::{REPLICA_LIVE_MILLIS, ServiceStats, now_millis};
+use crate::store::{ServiceStats, now_millis};
 
 /// The per-minute counts cover this many minutes up to the current one.
 const MINUTES: i64 = 60;
@@ -39,7 +39,7 @@ struct ReplicaView {
     /// `replica N`, by when it started: what a host is called stays with its operators.
     /// An administrator sees the host's name and the process id instead.
     name: String,
-    /// Whether it reported lately.
+    /// Whether it runs: it reported lately and did not say it stopped.
     live: bool,
     workers: u32,
     busy: u32,
@@ -48,6 +48,8 @@ struct ReplicaView {
     ended_total: u64,
     started_at: String,
     seen_at: String,
+    /// When it stopped, if it stopped cleanly; null while it runs, and after a crash.
+    stopped_at: Option<String>,
     /// The worker pool its workers are in.
     pool: String,
 }
@@ -77,7 +79,7 @@ impl ServiceView {
         let running_pools: Vec<&str> = stats
             .replicas
             .iter()
-            .filter(|replica| now - replica.seen_at < REPLICA_LIVE_MILLIS && replica.workers > 0)
+            .filter(|replica| replica.live_at(now) && replica.workers > 0)
             .map(|replica| replica.pool.as_str())
             .collect();
         let queue = stats
@@ -108,7 +110,7 @@ impl ServiceView {
                 .into_iter()
                 .enumerate()
                 .map(|(index, replica)| ReplicaView {
-                    live: now - replica.seen_at < REPLICA_LIVE_MILLIS,
+                    live: replica.live_at(now),
                     idle: replica.workers.saturating_sub(replica.busy),
                     id: replica.id,
                     name: if admin {
@@ -122,6 +124,7 @@ impl ServiceView {
                     ended_total: replica.ended,
                     started_at: format_rfc3339(replica.started_at),
                     seen_at: format_rfc3339(replica.seen_at),
+                    stopped_at: replica.stopped_at.map(format_rfc3339),
                     pool: replica.pool,
                 })
                 .collect(),

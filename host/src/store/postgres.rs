@@ -173,6 +173,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         40,
         include_str!("../../migrations/postgres/0040_launches_counted_per_statement.sql"),
     ),
+    (
+        41,
+        include_str!("../../migrations/postgres/0041_replica_stops.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -206,10 +210,12 @@ const PLUGINS_CHANNEL: &str = "caseload_plugins";
 /// The channel every replica's report is announced on.
 const REPLICAS_CHANNEL: &str = "caseload_replicas";
 
-/// How many replicas reported in the last `$1` milliseconds, by the database's clock, so
-/// that every replica counting gets the same answer whatever its own clock says.
+/// How many replicas reported in the last `$1` milliseconds and did not say they stopped,
+/// by the database's clock, so that every replica counting gets the same answer whatever
+/// its own clock says.
 const REPLICAS_LIVE: &str = "SELECT COUNT(*) FROM replicas
-     WHERE seen_at >= (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint - $1";
+     WHERE stopped_at IS NULL
+         AND seen_at >= (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint - $1";
 
 /// Claims the oldest pending jobs no other transaction holds, of the use cases `condition`
 /// lets through. The selection is a CTE, which runs once: as an `IN (subquery)` the planner

@@ -25,6 +25,15 @@ pub struct ReplicaReport {
     pub seen_at: Millis,
     /// The worker pool its workers are in (`--pool`).
     pub pool: String,
+    /// When it stopped, if it stopped cleanly: its last report says so.
+    pub stopped_at: Option<Millis>,
+}
+
+impl ReplicaReport {
+    /// Whether it runs at `now`: not stopped, and heard from lately.
+    pub fn live_at(&self, now: Millis) -> bool {
+        self.stopped_at.is_none() && now - self.seen_at < REPLICA_LIVE_MILLIS
+    }
 }
 
 /// Jobs of one use case waiting or claimed.
@@ -54,15 +63,16 @@ pub struct ServiceStats {
     pub minutes: Vec<MinuteCounts>,
 }
 
-/// A replica counts as live while its last report is this recent: replicas report every
-/// few seconds, so three missed reports in a row mean it stopped.
+/// A replica that did not say it stopped counts as live while its last report is this
+/// recent: replicas report every few seconds, so three missed reports in a row mean it
+/// stopped.
 pub const REPLICA_LIVE_MILLIS: Millis = 15_000;
 
 /// The service view: replicas' reports, the queue, and jobs per minute, service-wide.
 #[async_trait]
 pub trait Service: Send + Sync + 'static {
-    /// Writes this replica's report of itself, and forgets replicas silent since
-    /// `forget_before`.
+    /// Writes this replica's report of itself (its last says when it stopped), and forgets
+    /// replicas silent since `forget_before`.
     async fn report_replica(
         &self,
         report: &ReplicaReport,
@@ -116,6 +126,7 @@ where
             .bind(report.started_at)
             .bind(report.seen_at)
             .bind(&report.pool)
+            .bind(report.stopped_at)
             .execute(self.writer())
             .await?;
         sqlx::query(sql::FORGET_REPLICAS)
@@ -219,6 +230,7 @@ impl FromRow for ReplicaReport {
             started_at: row.integer("started_at")?,
             seen_at: row.integer("seen_at")?,
             pool: row.text("pool")?,
+            stopped_at: row.integer_or_null("stopped_at")?,
         })
     }
 }

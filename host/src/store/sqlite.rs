@@ -161,6 +161,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         40,
         include_str!("../../migrations/sqlite/0040_launches_counted_per_statement.sql"),
     ),
+    (
+        41,
+        include_str!("../../migrations/sqlite/0041_replica_stops.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;

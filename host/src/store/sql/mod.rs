@@ -456,18 +456,20 @@ pub(super) const SET_PROJECT_WEBHOOK_SECRET: &str = "UPDATE projects
 
 pub(super) const PROJECT_WEBHOOK_SECRET: &str = "SELECT webhook_secret FROM projects WHERE id = $1";
 
-/// A replica's report of itself, replacing its last one.
-pub(super) const REPORT_REPLICA: &str =
-    "INSERT INTO replicas (id, name, workers, busy, accepted, ended, started_at, seen_at, pool)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+/// A replica's report of itself, replacing its last one unless that said it stopped.
+pub(super) const REPORT_REPLICA: &str = "INSERT INTO replicas
+         (id, name, workers, busy, accepted, ended, started_at, seen_at, pool, stopped_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy,
-         accepted = excluded.accepted, ended = excluded.ended, seen_at = excluded.seen_at";
+         accepted = excluded.accepted, ended = excluded.ended, seen_at = excluded.seen_at,
+         stopped_at = excluded.stopped_at
+     WHERE replicas.stopped_at IS NULL";
 
 /// Replicas silent since `$1`: stopped long ago.
 pub(super) const FORGET_REPLICAS: &str = "DELETE FROM replicas WHERE seen_at < $1";
 
 pub(super) const REPLICAS: &str =
-    "SELECT id, name, workers, busy, accepted, ended, started_at, seen_at, pool
+    "SELECT id, name, workers, busy, accepted, ended, started_at, seen_at, pool, stopped_at
      FROM replicas ORDER BY started_at, id";
 
 /// Jobs waiting and claimed, per use case. Each status on its own, so that each part reads

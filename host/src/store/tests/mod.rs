@@ -327,7 +327,8 @@ async fn on_sqlite_a_write_beside_a_group_commit_is_never_refused() {
 }
 
 /// Replicas writing to one database share their group-commit lanes: two replicas open one
-/// lane each of their two, and a replica left alone opens both again.
+/// lane each of their two, and a replica left alone, because the other said it stopped or
+/// went silent, opens both again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
 async fn on_postgres_replicas_share_the_group_commit_lanes() {
@@ -339,7 +340,7 @@ async fn on_postgres_replicas_share_the_group_commit_lanes() {
     for store in [&first, &second] {
         store.watch_new_jobs(Arc::new(Deaf)).await;
     }
-    let report = |id: &str, seen_at: Millis| ReplicaReport {
+    let report = |id: &str, seen_at: Millis, stopped: bool| ReplicaReport {
         id: id.into(),
         name: id.into(),
         workers: 2,
@@ -349,15 +350,16 @@ async fn on_postgres_replicas_share_the_group_commit_lanes() {
         started_at: 0,
         seen_at,
         pool: "default".into(),
+        stopped_at: stopped.then_some(seen_at),
     };
     // Each store's lanes once the reports given were announced. The reports go again until
     // then: a store listens some moments after `watch_new_jobs` returns, and a notice sent
     // before that reaches nobody.
-    let settled = async |reports: &[(&PostgresStore, &str, Millis)], expected: [usize; 2]| {
+    let settled = async |reports: &[(&PostgresStore, &str, Millis, bool)], expected: [usize; 2]| {
         for _ in 0..200 {
-            for (store, id, age) in reports {
+            for (store, id, age, stopped) in reports {
                 store
-                    .report_replica(&report(id, now_millis() - age), 0)
+                    .report_replica(&report(id, now_millis() - age, *stopped), 0)
                     .await
                     .expect("report");
             }
@@ -373,11 +375,25 @@ async fn on_postgres_replicas_share_the_group_commit_lanes() {
         panic!("the lanes never settled at {expected:?}");
     };
     // Both start with their two lanes open; two live replicas open one each.
-    settled(&[(&first, "first", 0), (&second, "second", 0)], [1, 1]).await;
-    // The second stops reporting: its last report ages, and the first finds itself alone.
-    settled(&[(&second, "second", 60_000), (&first, "first", 0)], [2, 2]).await;
+    let live = [(&first, "first", 0, false), (&second, "second", 0, false)];
+    settled(&live, [1, 1]).await;
+    // The second stops cleanly: its last report, fresh as it is, says so, and the first
+    // finds itself alone at once.
+    settled(
+        &[(&second, "second", 0, true), (&first, "first", 0, false)],
+        [2, 2],
+    )
+    .await;
+    // A new replica (a restarted process is one) shares again, then stops reporting: its
+    // last report ages, and the first finds itself alone.
+    settled(&[(&second, "second again", 0, false)], [1, 1]).await;
+    let silent = [
+        (&second, "second again", 60_000, false),
+        (&first, "first", 0, false),
+    ];
+    settled(&silent, [2, 2]).await;
     // Writes go on while the lanes are shared.
-    settled(&[(&second, "second", 0)], [1, 1]).await;
+    settled(&[(&second, "third", 0, false)], [1, 1]).await;
     let alice = user(&first, "alice").await;
     for _ in 0..8 {
         second.insert_job(&new_job(&alice)).await.expect("insert");

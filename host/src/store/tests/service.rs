@@ -26,6 +26,7 @@ pub(super) async fn the_service_view_counts_replicas_queues_and_minutes(backend:
         started_at: since,
         seen_at: now_millis(),
         pool: "bigmem".into(),
+        stopped_at: None,
     };
     store.report_replica(&report, 0).await.expect("report");
     store
@@ -50,7 +51,8 @@ pub(super) async fn the_service_view_counts_replicas_queues_and_minutes(backend:
         .expect("forgets replica-0");
 
     let stats = store.service_stats(since).await.expect("stats");
-    assert_eq!(stats.replicas, [report]);
+    assert_eq!(stats.replicas, std::slice::from_ref(&report));
+    assert!(stats.replicas[0].live_at(report.seen_at));
     assert_eq!(
         stats.queue,
         [QueueDepth {
@@ -74,4 +76,18 @@ pub(super) async fn the_service_view_counts_replicas_queues_and_minutes(backend:
         .expect("the owner's job");
     assert_eq!(input.input, waiting.input);
     assert!(input.dataset.is_none());
+
+    // A replica's last report says it stopped; one cut off by the stop and written after
+    // it does not bring it back.
+    let stopped = ReplicaReport {
+        ended: 2,
+        seen_at: report.seen_at + 1,
+        stopped_at: Some(report.seen_at + 1),
+        ..report.clone()
+    };
+    store.report_replica(&stopped, 0).await.expect("report");
+    store.report_replica(&report, 0).await.expect("report");
+    let replicas = store.service_stats(since).await.expect("stats").replicas;
+    assert_eq!(replicas, std::slice::from_ref(&stopped));
+    assert!(!replicas[0].live_at(stopped.seen_at));
 }
