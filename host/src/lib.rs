@@ -325,13 +325,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
-    let replica = Replica::start(
-        replica_id,
-        store.clone(),
-        metrics.clone(),
-        workers,
-        args.pool.clone(),
-    );
+    let worker_count = workers;
     let workers = WorkerPool::start(
         Workers {
             count: workers,
@@ -346,6 +340,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         tokio::runtime::Handle::current(),
     );
 
+    let replica_metrics = metrics.clone();
     let mut state = AppState::new(
         store.clone(),
         plugin_sync,
@@ -407,17 +402,28 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
             None => app(state),
         }
     };
+    // Reported once nothing can fail before serving, so that a replica that never served
+    // is never counted.
+    let replica = Replica::start(
+        replica_id,
+        store.clone(),
+        replica_metrics,
+        worker_count,
+        args.pool.clone(),
+    );
     let waiters = changes_for_stop;
     let shutdown = async move {
         shutdown_signal().await;
         // Held answers and event streams let their clients go, or the stop would wait on them.
         waiters.stop();
     };
-    listener::serve(listener, app, connection_limits, shutdown).await?;
+    let served = listener::serve(listener, app, connection_limits, shutdown).await;
     tracing::info!("stopped accepting requests; waiting for running jobs");
     let grace = args.shutdown_grace;
-    tokio::task::spawn_blocking(move || workers.shutdown(grace)).await?;
-    replica.stop().await;
+    let drained = tokio::task::spawn_blocking(move || workers.shutdown(grace)).await;
+    replica.report_stopped().await;
+    served?;
+    drained?;
     Ok(())
 }
 

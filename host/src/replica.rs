@@ -24,7 +24,7 @@ pub struct Replica {
     reports: tokio::task::JoinHandle<()>,
 }
 
-/// What a report is made of.
+/// What a report is made of, and the store it goes to.
 struct Reporter {
     id: String,
     name: String,
@@ -60,7 +60,7 @@ impl Replica {
                 ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     ticks.tick().await;
-                    if let Err(error) = reporter.report(false).await {
+                    if let Err(error) = reporter.send(reporter.now()).await {
                         tracing::warn!(%error, "cannot report this replica's workers");
                     }
                 }
@@ -69,15 +69,17 @@ impl Replica {
         Replica { reporter, reports }
     }
 
-    /// Sends the last report, once the workers have stopped: its counts are final, and it
-    /// says the replica stopped, so that `GET /service` shows it stopped and the other
-    /// replicas stop counting it at once rather than once its reports are old.
-    pub async fn stop(self) {
+    /// Ends the reports with the last, once the workers have stopped: its counts are final,
+    /// and it says the replica stopped, so that `GET /service` shows it stopped and the
+    /// other replicas stop counting it at once rather than once its reports are old.
+    pub async fn report_stopped(self) {
         // A report cut off here may still reach the store after the last one; the store
         // keeps a stopped replica stopped.
         self.reports.abort();
         let _ = self.reports.await;
-        let last = self.reporter.report(true);
+        let mut last = self.reporter.now();
+        last.stopped_at = Some(last.seen_at);
+        let last = self.reporter.send(last);
         match tokio::time::timeout(LAST_REPORT_PATIENCE, last).await {
             Ok(Ok(())) => tracing::info!("reported this replica stopped"),
             Ok(Err(error)) => tracing::warn!(%error, "cannot report this replica stopped"),
@@ -90,11 +92,10 @@ impl Replica {
 }
 
 impl Reporter {
-    /// Writes a report; `stopped` makes it the last.
-    async fn report(&self, stopped: bool) -> Result<(), StoreError> {
+    /// This replica as it is now.
+    fn now(&self) -> ReplicaReport {
         let totals = self.metrics.totals();
-        let seen_at = now_millis();
-        let report = ReplicaReport {
+        ReplicaReport {
             id: self.id.clone(),
             name: self.name.clone(),
             workers: self.workers,
@@ -102,10 +103,14 @@ impl Reporter {
             accepted: totals.accepted,
             ended: totals.ended,
             started_at: self.started_at,
-            seen_at,
+            seen_at: now_millis(),
             pool: self.pool.clone(),
-            stopped_at: stopped.then_some(seen_at),
-        };
+            stopped_at: None,
+        }
+    }
+
+    /// Writes `report`, and forgets replicas silent for long.
+    async fn send(&self, report: ReplicaReport) -> Result<(), StoreError> {
         let forget_before = report.seen_at - FORGET_AFTER.as_millis() as Millis;
         self.store.report_replica(&report, forget_before).await
     }

@@ -71,8 +71,9 @@ pub const REPLICA_LIVE_MILLIS: Millis = 15_000;
 /// The service view: replicas' reports, the queue, and jobs per minute, service-wide.
 #[async_trait]
 pub trait Service: Send + Sync + 'static {
-    /// Writes this replica's report of itself (its last says when it stopped), and forgets
-    /// replicas silent since `forget_before`.
+    /// Writes this replica's report of itself, and forgets replicas silent since
+    /// `forget_before`. A replica's last report says when it stopped; once one has, its row
+    /// stays as that report left it, whatever is reported for it later.
     async fn report_replica(
         &self,
         report: &ReplicaReport,
