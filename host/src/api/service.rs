@@ -43,6 +43,7 @@ struct ReplicaView {
     live: bool,
     workers: u32,
     busy: u32,
+    /// Workers free to take a job: none on a replica that is not live.
     idle: u32,
     accepted_total: u64,
     ended_total: u64,
@@ -111,7 +112,11 @@ impl ServiceView {
                 .enumerate()
                 .map(|(index, replica)| ReplicaView {
                     live: replica.live_at(now),
-                    idle: replica.workers.saturating_sub(replica.busy),
+                    idle: if replica.live_at(now) {
+                        replica.workers.saturating_sub(replica.busy)
+                    } else {
+                        0
+                    },
                     id: replica.id,
                     name: if admin {
                         replica.name
