@@ -203,40 +203,59 @@ async fn the_service_view_shows_this_replica_the_queue_and_the_minutes() {
 }
 
 /// A replica stopped by SIGTERM says so in its last report, written once its workers are
-/// done: the service view shows it stopped at once, with its final counts, instead of live
-/// until its reports are old.
+/// done: the service view shows it stopped at once, its run given back and no worker idle,
+/// instead of live and busy until its reports are old.
 #[tokio::test]
-async fn a_replica_that_stops_says_so_with_its_final_counts() {
-    let server = TestServer::start();
+async fn a_replica_that_stops_says_so_in_its_last_report() {
+    let plugins = [("caseload_guest_runaway", "runaway.wasm")];
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--shutdown-grace", "200ms", "--workers", "1"],
+        plugins: &plugins,
+    });
     let token = server.admin_token().await;
-    let job = server
+    server
         .launch(
             &token,
-            "maxcut",
-            &json!({"num_nodes": 2, "edges": [[0, 1, 1]]}),
+            "runaway",
+            &json!({"mode": "spin", "options": {"time_limit_s": 30}}),
         )
         .await;
-    server.wait_until_ended(&token, &job).await;
+    // A report while the job runs: live and busy.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let service: Value = server.get(&token, "/service").await.json().await.unwrap();
+        let replica = &service["replicas"][0];
+        if replica["busy"] == 1 {
+            assert_eq!(replica["live"], true, "{service}");
+            assert_eq!(replica["stopped_at"], Value::Null, "{service}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no report of the run: {service}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let stopped_pid = format!("pid {}", server.pid());
+    // The spinning job outlives the grace: it is interrupted and given back.
     let data_dir = server.terminate();
 
-    let server = TestServer::start_in(data_dir, &[]);
+    let server = TestServer::start_in(data_dir, &["--workers", "0"]);
     let token = server.admin_token().await;
     let service: Value = server.get(&token, "/service").await.json().await.unwrap();
-    let replicas = service["replicas"].as_array().unwrap();
-    let stopped = replicas
+    let stopped = service["replicas"]
+        .as_array()
+        .unwrap()
         .iter()
         .find(|replica| replica["name"].as_str().unwrap().ends_with(&stopped_pid))
         .unwrap_or_else(|| panic!("no report of the stopped replica: {service}"));
     assert_eq!(stopped["live"], false, "{service}");
     assert_eq!(stopped["busy"], 0, "{service}");
-    assert_eq!(stopped["ended_total"], 1, "{service}");
+    assert_eq!(stopped["idle"], 0, "{service}");
     let stopped_at = stopped["stopped_at"]
         .as_str()
         .unwrap_or_else(|| panic!("{service}"));
     assert!(stopped_at.ends_with('Z'), "{service}");
     assert_eq!(stopped["seen_at"], stopped_at, "{service}");
     // The replica running now, once it reported, is live and has not stopped.
+    let pid = format!("pid {}", server.pid());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let service: Value = server.get(&token, "/service").await.json().await.unwrap();
@@ -244,18 +263,14 @@ async fn a_replica_that_stops_says_so_with_its_final_counts() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|replica| replica["live"] == true)
+            .find(|replica| replica["name"].as_str().unwrap().ends_with(&pid))
             .cloned();
         if let Some(running) = running {
+            assert_eq!(running["live"], true, "{service}");
             assert_eq!(running["stopped_at"], Value::Null, "{service}");
-            let pid = format!("pid {}", server.pid());
-            assert!(
-                running["name"].as_str().unwrap().ends_with(&pid),
-                "{service}"
-            );
             break;
         }
-        assert!(Instant::now() < deadline, "no live replica: {service}");
+        assert!(Instant::now() < deadline, "no report of {pid}: {service}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

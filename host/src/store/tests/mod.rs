@@ -132,6 +132,7 @@ for_each_backend!(
     a_job_s_end_queues_its_callback_once,
     webhook_claims_take_owners_in_turn_within_a_bound_per_destination,
     the_service_view_counts_replicas_queues_and_minutes,
+    a_stopped_replica_stays_stopped,
     an_experiment_s_runs_are_read_back_with_their_results,
     a_race_ends_with_its_best_entrant_once_every_entrant_ended,
     an_execution_keeps_its_newest_incumbents_within_bounds,
@@ -334,13 +335,20 @@ async fn on_sqlite_a_write_beside_a_group_commit_is_never_refused() {
 async fn on_postgres_replicas_share_the_group_commit_lanes() {
     struct Deaf;
     impl JobEvents for Deaf {}
+    /// What a report says of its replica.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Says {
+        Running,
+        Stopped,
+    }
+    use Says::{Running, Stopped};
     let database = ScratchDatabase::create().await;
     let first = PostgresStore::open(&database.url).await.expect("opens");
     let second = PostgresStore::open(&database.url).await.expect("opens");
     for store in [&first, &second] {
         store.watch_new_jobs(Arc::new(Deaf)).await;
     }
-    let report = |id: &str, seen_at: Millis, stopped: bool| ReplicaReport {
+    let report = |id: &str, seen_at: Millis, says: Says| ReplicaReport {
         id: id.into(),
         name: id.into(),
         workers: 2,
@@ -350,16 +358,16 @@ async fn on_postgres_replicas_share_the_group_commit_lanes() {
         started_at: 0,
         seen_at,
         pool: "default".into(),
-        stopped_at: stopped.then_some(seen_at),
+        stopped_at: (says == Stopped).then_some(seen_at),
     };
     // Each store's lanes once the reports given were announced. The reports go again until
     // then: a store listens some moments after `watch_new_jobs` returns, and a notice sent
     // before that reaches nobody.
-    let settled = async |reports: &[(&PostgresStore, &str, Millis, bool)], expected: [usize; 2]| {
+    let settled = async |reports: &[(&PostgresStore, &str, Millis, Says)], expected: [usize; 2]| {
         for _ in 0..200 {
-            for (store, id, age, stopped) in reports {
+            for (store, id, age, says) in reports {
                 store
-                    .report_replica(&report(id, now_millis() - age, *stopped), 0)
+                    .report_replica(&report(id, now_millis() - age, *says), 0)
                     .await
                     .expect("report");
             }
@@ -375,25 +383,31 @@ async fn on_postgres_replicas_share_the_group_commit_lanes() {
         panic!("the lanes never settled at {expected:?}");
     };
     // Both start with their two lanes open; two live replicas open one each.
-    let live = [(&first, "first", 0, false), (&second, "second", 0, false)];
+    let live = [
+        (&first, "first", 0, Running),
+        (&second, "second", 0, Running),
+    ];
     settled(&live, [1, 1]).await;
     // The second stops cleanly: its last report, fresh as it is, says so, and the first
     // finds itself alone at once.
     settled(
-        &[(&second, "second", 0, true), (&first, "first", 0, false)],
+        &[
+            (&second, "second", 0, Stopped),
+            (&first, "first", 0, Running),
+        ],
         [2, 2],
     )
     .await;
     // A new replica (a restarted process is one) shares again, then stops reporting: its
     // last report ages, and the first finds itself alone.
-    settled(&[(&second, "second again", 0, false)], [1, 1]).await;
+    settled(&[(&second, "second again", 0, Running)], [1, 1]).await;
     let silent = [
-        (&second, "second again", 60_000, false),
-        (&first, "first", 0, false),
+        (&second, "second again", 60_000, Running),
+        (&first, "first", 0, Running),
     ];
     settled(&silent, [2, 2]).await;
     // Writes go on while the lanes are shared.
-    settled(&[(&second, "third", 0, false)], [1, 1]).await;
+    settled(&[(&second, "third", 0, Running)], [1, 1]).await;
     let alice = user(&first, "alice").await;
     for _ in 0..8 {
         second.insert_job(&new_job(&alice)).await.expect("insert");

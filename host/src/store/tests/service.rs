@@ -76,18 +76,36 @@ pub(super) async fn the_service_view_counts_replicas_queues_and_minutes(backend:
         .expect("the owner's job");
     assert_eq!(input.input, waiting.input);
     assert!(input.dataset.is_none());
+}
 
-    // A replica's last report says it stopped; one cut off by the stop and written after
-    // it does not bring it back.
-    let stopped = ReplicaReport {
-        ended: 2,
-        seen_at: report.seen_at + 1,
-        stopped_at: Some(report.seen_at + 1),
-        ..report.clone()
+pub(super) async fn a_stopped_replica_stays_stopped(backend: Backend) {
+    let store = backend.store.as_ref();
+    let running = ReplicaReport {
+        id: "replica-1".into(),
+        name: "host pid 1".into(),
+        workers: 2,
+        busy: 1,
+        accepted: 1,
+        ended: 0,
+        started_at: now_millis() - 10_000,
+        seen_at: now_millis(),
+        pool: "default".into(),
+        stopped_at: None,
     };
-    store.report_replica(&stopped, 0).await.expect("report");
-    store.report_replica(&report, 0).await.expect("report");
+    store.report_replica(&running, 0).await.expect("report");
+    let last = ReplicaReport {
+        busy: 0,
+        ended: 1,
+        seen_at: running.seen_at + 1,
+        stopped_at: Some(running.seen_at + 1),
+        ..running.clone()
+    };
+    store.report_replica(&last, 0).await.expect("report");
+    // A report cut off by the stop, written after the last, does not bring it back.
+    store.report_replica(&running, 0).await.expect("report");
+    let since = now_millis() - 60_000;
     let replicas = store.service_stats(since).await.expect("stats").replicas;
-    assert_eq!(replicas, std::slice::from_ref(&stopped));
-    assert!(!replicas[0].live_at(stopped.seen_at));
+    assert_eq!(replicas, std::slice::from_ref(&last));
+    assert!(!replicas[0].live_at(last.seen_at));
+    assert!(running.live_at(running.seen_at));
 }
