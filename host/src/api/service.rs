@@ -110,27 +110,30 @@ impl ServiceView {
                 .replicas
                 .into_iter()
                 .enumerate()
-                .map(|(index, replica)| ReplicaView {
-                    live: replica.live_at(now),
-                    idle: if replica.live_at(now) {
-                        replica.workers.saturating_sub(replica.busy)
-                    } else {
-                        0
-                    },
-                    id: replica.id,
-                    name: if admin {
-                        replica.name
-                    } else {
-                        format!("replica {}", index + 1)
-                    },
-                    workers: replica.workers,
-                    busy: replica.busy,
-                    accepted_total: replica.accepted,
-                    ended_total: replica.ended,
-                    started_at: format_rfc3339(replica.started_at),
-                    seen_at: format_rfc3339(replica.seen_at),
-                    stopped_at: replica.stopped_at.map(format_rfc3339),
-                    pool: replica.pool,
+                .map(|(index, replica)| {
+                    let live = replica.live_at(now);
+                    ReplicaView {
+                        live,
+                        idle: if live {
+                            replica.workers.saturating_sub(replica.busy)
+                        } else {
+                            0
+                        },
+                        id: replica.id,
+                        name: if admin {
+                            replica.name
+                        } else {
+                            format!("replica {}", index + 1)
+                        },
+                        workers: replica.workers,
+                        busy: replica.busy,
+                        accepted_total: replica.accepted,
+                        ended_total: replica.ended,
+                        started_at: format_rfc3339(replica.started_at),
+                        seen_at: format_rfc3339(replica.seen_at),
+                        stopped_at: replica.stopped_at.map(format_rfc3339),
+                        pool: replica.pool,
+                    }
                 })
                 .collect(),
             queue,

@@ -23,8 +23,9 @@ use super::postgres_launches::{self, Launches};
 use super::postgres_notices::{self, Notices};
 use super::rows::Columns;
 use super::schema::{self, Migrations};
+use super::service::REPLICA_LIVE_MILLIS;
 use super::statement::{SqlxConnection, Statement, WriteConnection};
-use super::{ClaimFilter, JobChange, JobEvents, REPLICA_LIVE_MILLIS, StoreError, now_millis, sql};
+use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
 
 /// The schema, one script per version, applied in order at start; numbered as SQLite's.
 pub(super) const MIGRATIONS: &[(i64, &str)] = &[

@@ -66,7 +66,7 @@ pub struct ServiceStats {
 /// A replica that did not say it stopped counts as live while its last report is this
 /// recent: replicas report every few seconds, so three missed reports in a row mean it
 /// stopped.
-pub const REPLICA_LIVE_MILLIS: Millis = 15_000;
+pub(super) const REPLICA_LIVE_MILLIS: Millis = 15_000;
 
 /// The service view: replicas' reports, the queue, and jobs per minute, service-wide.
 #[async_trait]
