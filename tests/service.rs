@@ -233,18 +233,14 @@ async fn a_replica_that_stops_says_so_in_its_last_report() {
         assert!(Instant::now() < deadline, "no report of the run: {service}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let stopped_pid = format!("pid {}", server.pid());
+    let stopped_pid = server.pid();
     // The spinning job outlives the grace: it is interrupted and given back.
     let data_dir = server.terminate();
 
     let server = TestServer::start_in(data_dir, &["--workers", "0"]);
     let token = server.admin_token().await;
     let service: Value = server.get(&token, "/service").await.json().await.unwrap();
-    let stopped = service["replicas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|replica| replica["name"].as_str().unwrap().ends_with(&stopped_pid))
+    let stopped = replica_of(&service, stopped_pid)
         .unwrap_or_else(|| panic!("no report of the stopped replica: {service}"));
     assert_eq!(stopped["live"], false, "{service}");
     assert_eq!(stopped["busy"], 0, "{service}");
@@ -255,22 +251,18 @@ async fn a_replica_that_stops_says_so_in_its_last_report() {
     assert!(stopped_at.ends_with('Z'), "{service}");
     assert_eq!(stopped["seen_at"], stopped_at, "{service}");
     // The replica running now, once it reported, is live and has not stopped.
-    let pid = format!("pid {}", server.pid());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let service: Value = server.get(&token, "/service").await.json().await.unwrap();
-        let running = service["replicas"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|replica| replica["name"].as_str().unwrap().ends_with(&pid))
-            .cloned();
-        if let Some(running) = running {
+        if let Some(running) = replica_of(&service, server.pid()) {
             assert_eq!(running["live"], true, "{service}");
             assert_eq!(running["stopped_at"], Value::Null, "{service}");
             break;
         }
-        assert!(Instant::now() < deadline, "no report of {pid}: {service}");
+        assert!(
+            Instant::now() < deadline,
+            "no report of the new replica: {service}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -331,4 +323,14 @@ async fn plugin_events_tell_of_loads_and_of_refused_files_without_the_server_s_p
         StatusCode::BAD_REQUEST,
     )
     .await;
+}
+
+/// The replica of process `pid` in an administrator's service view, if it reported.
+fn replica_of(service: &Value, pid: u32) -> Option<&Value> {
+    let suffix = format!(" pid {pid}");
+    service["replicas"].as_array()?.iter().find(|replica| {
+        replica["name"]
+            .as_str()
+            .is_some_and(|name| name.ends_with(&suffix))
+    })
 }
