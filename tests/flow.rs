@@ -417,6 +417,11 @@ async fn openapi_metrics_and_unknown_routes() {
         Some(1.0),
         "{metrics}"
     );
+    // The claim that took the job, and any an idle worker sent before it.
+    assert!(
+        sample("caseload_claims_total").is_some_and(|claims| claims >= 1.0),
+        "{metrics}"
+    );
     // The built-in use cases: max-cut and QUBO.
     assert_eq!(sample("caseload_plugins_loaded"), Some(2.0), "{metrics}");
     // Histograms: the launch's answer by its route's pattern, the job's wait and its run.

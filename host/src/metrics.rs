@@ -27,6 +27,7 @@ pub struct Metrics {
     jobs_accepted: Family<Labels, Counter>,
     executions_running: Gauge,
     claim_size: Gauge,
+    claims: Counter,
     executions_ended: Family<Labels, Counter>,
     execution_seconds: Histograms,
     job_wait_seconds: Histograms,
@@ -72,6 +73,7 @@ impl Default for Metrics {
             jobs_accepted: Family::default(),
             executions_running: Gauge::default(),
             claim_size: Gauge::default(),
+            claims: Counter::default(),
             executions_ended: Family::default(),
             execution_seconds: Family::new_with_constructor(seconds_histogram),
             job_wait_seconds: Family::new_with_constructor(seconds_histogram),
@@ -116,6 +118,11 @@ impl Default for Metrics {
             "caseload_claim_size",
             "Jobs the next claim of this process's workers takes: it grows while runs are short and falls back to one after a long run.",
             metrics.claim_size.clone(),
+        );
+        registry.register(
+            "caseload_claims",
+            "Claims this process's workers sent to the store.",
+            metrics.claims.clone(),
         );
         registry.register(
             "caseload_executions_ended",
@@ -191,6 +198,11 @@ impl Metrics {
     /// The workers' next claim takes `size` jobs.
     pub fn claim_size_set(&self, size: u32) {
         self.claim_size.set(i64::from(size));
+    }
+
+    /// The workers sent a claim.
+    pub fn claim_sent(&self) {
+        self.claims.inc();
     }
 
     pub fn execution_ended(&self, outcome: ExecutionOutcome<'_>) {

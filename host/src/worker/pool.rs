@@ -248,6 +248,7 @@ fn work(context: &WorkerContext) {
             context.claim_size.load(Ordering::Relaxed),
             context.claim_filter.clone(),
         ));
+        context.metrics.claim_sent();
         // Held (renewed by the heartbeat) before anything else can take time.
         let claimed = claimed.map(|claimed| {
             let count = claimed.len();
