@@ -116,12 +116,12 @@ impl Default for Metrics {
         );
         registry.register(
             "caseload_claim_size",
-            "Jobs the next claim of this process's workers takes: it grows while runs are short and falls back to one after a long run.",
+            "Jobs the next claim of this process's workers takes for each of them: it grows while runs are short and falls back to one after a long run.",
             metrics.claim_size.clone(),
         );
         registry.register(
             "caseload_claims",
-            "Claims this process's workers sent to the store.",
+            "Claims this process's workers sent to the store, one at a time: a claim takes jobs for every worker it is for.",
             metrics.claims.clone(),
         );
         registry.register(
@@ -195,7 +195,7 @@ impl Metrics {
             .observe(waited.as_secs_f64());
     }
 
-    /// The workers' next claim takes `size` jobs.
+    /// The workers' next claim takes `size` jobs for each of them.
     pub fn claim_size_set(&self, size: u32) {
         self.claim_size.set(i64::from(size));
     }

@@ -3,6 +3,7 @@
 //! jobs it claimed, their leases, the wake-ups of idle workers).
 
 mod claim_filter;
+mod claim_turn;
 mod context;
 mod execute;
 mod leases;
@@ -10,6 +11,7 @@ mod local_jobs;
 mod pool;
 mod progress;
 mod race;
+mod run_clocks;
 mod start;
 mod wakeup;
 

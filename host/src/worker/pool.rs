@@ -11,11 +11,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::claim_filter::claim_filter;
-use super::context::{MAX_CLAIM, WorkerContext};
+use super::claim_turn::{ClaimTurn, look_again};
+use super::context::{MAX_CLAIM, SHORT_JOB, WorkerContext};
 use super::execute::{execute, failed};
 use super::leases::HeldLeases;
 use super::local_jobs::LocalJobs;
 use super::race;
+use super::run_clocks::RunClocks;
 use super::start::{DeferredStart, Started};
 use crate::config::JobLimits;
 use crate::metrics::{ExecutionOutcome, Metrics};
@@ -40,7 +42,8 @@ const UNSTARTED_BOUND: Duration = Duration::from_millis(500);
 /// How many ends a worker queues, while claimed jobs remain, before it waits for their
 /// commit. A worker waits for the commit of its ends when it claims next (the claim rides in
 /// the same commit), so that a claim of short jobs costs one wait, not two; this bound (four
-/// full claims' ends) only keeps a long local queue from holding ends unconfirmed for long.
+/// times a worker's largest share of a claim) only keeps a long local queue from holding
+/// ends unconfirmed for long.
 const UNCONFIRMED_ENDS: usize = 4 * MAX_CLAIM as usize;
 
 /// The worker threads.
@@ -105,6 +108,8 @@ impl WorkerPool {
             shutdown: AtomicBool::new(false),
             releasing: AtomicBool::new(false),
             claim_size: AtomicU32::new(1),
+            claim_turn: ClaimTurn::default(),
+            runs: RunClocks::new(count),
             runtime,
             sandbox_processes,
         });
@@ -117,7 +122,7 @@ impl WorkerPool {
                 let context = context.clone();
                 std::thread::Builder::new()
                     .name(format!("worker-{index}"))
-                    .spawn(move || work(&context))
+                    .spawn(move || work(&context, index))
                     .expect("a worker thread starts")
             })
             .collect();
@@ -230,22 +235,48 @@ async fn heartbeat(context: std::sync::Weak<WorkerContext>) {
     }
 }
 
-fn work(context: &WorkerContext) {
+/// Worker `index`'s loop: the claimed jobs of this process first, then a claim, for the
+/// other idle workers too.
+fn work(context: &WorkerContext, index: usize) {
     let mut endings = Vec::new();
     while !context.shutdown.load(Ordering::SeqCst) {
         if let Some((claim, interrupt)) = context.local.next_claimed() {
-            endings.extend(run_guarded(context, claim, interrupt));
-            if endings.len() >= UNCONFIRMED_ENDS {
+            let run = context.runs.start(index);
+            let ending = run_guarded(context, claim, interrupt);
+            let long = run.elapsed() >= SHORT_JOB;
+            drop(run);
+            let entrant = ending
+                .as_ref()
+                .is_some_and(|ending| ending.race_of.is_some());
+            endings.extend(ending);
+            // A race entrant's end may settle its race, and after a long run the next one
+            // may be long too: neither waits for this worker's next claim.
+            if long || entrant || endings.len() >= UNCONFIRMED_ENDS {
                 confirm_all(context, &mut endings);
             }
             continue;
         }
         let seen = context.local.wakeup.generation();
+        // Read after `seen`: a stop asked for before it is seen here, one after it wakes the
+        // wait.
+        if context.shutdown.load(Ordering::SeqCst) {
+            break;
+        }
+        let Some(turn) = context.claim_turn.take() else {
+            // Another worker is claiming, for this one too: it confirms its ends, and wakes
+            // when the claim is back with jobs, or when jobs are announced.
+            context.claim_turn.wait_behind(|| {
+                confirm_all(context, &mut endings);
+                context.local.wakeup.wait(seen, IDLE_POLL);
+            });
+            continue;
+        };
         // The claim rides in the same group commit as the ends queued just before it, so a
         // worker waits for one commit per claim, not one per write.
+        let size = context.jobs_to_claim(turn.waiting());
         let claimed = context.runtime.block_on(context.store.claim_jobs_of(
             context.limits.lease,
-            context.claim_size.load(Ordering::Relaxed),
+            size,
             context.claim_filter.clone(),
         ));
         context.metrics.claim_sent();
@@ -255,11 +286,16 @@ fn work(context: &WorkerContext) {
             context.local.queue_claimed(claimed);
             count
         });
+        drop(turn);
+        if let Ok(count) = claimed {
+            let announced = context.local.wakeup.generation() != seen;
+            if look_again(count, size, announced) {
+                context.local.jobs_added();
+            }
+        }
         confirm_all(context, &mut endings);
         match claimed {
             Ok(0) => context.local.wakeup.wait(seen, IDLE_POLL),
-            // Idle workers of this process share the batch.
-            Ok(count) if count > 1 => context.local.jobs_added(),
             Ok(_) => {}
             Err(error) => {
                 tracing::error!(%error, "cannot claim a job");
