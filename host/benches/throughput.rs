@@ -8,8 +8,9 @@
 //!    replica until the replicas together count as many COMPLETED executions as jobs were
 //!    submitted: every 20 ms near the end, less often before it (each read of the metrics
 //!    costs the server a query of its queue, which the bench should not add to what it
-//!    measures). It reports the submit phase (duration, submits/s, submit latency)
-//!    and jobs/s end to end, from the first submit until the last job completed. Afterwards,
+//!    measures). It reports the submit phase (duration, submits/s, submit latency),
+//!    jobs/s end to end, from the first submit until the last job completed, and the claims
+//!    the replicas' workers sent meanwhile (`caseload_claims_total`). Afterwards,
 //!    untimed, it checks with `GET /job/<id>` that every job is COMPLETED.
 //! 2. **Latency at a fixed rate.** For `--seconds` seconds it sends `POST /problem/maxcut`
 //!    and `GET /job/<id>` (random jobs of phase 1), each at `--rate` requests per second, on a
@@ -68,6 +69,8 @@ const FIVE_CYCLE: &str =
     r#"{"num_nodes":5,"adj_matrix":[[0,1,0,0,1],[1,0,1,0,0],[0,1,0,1,0],[0,0,1,0,1],[1,0,0,1,0]]}"#;
 
 const COMPLETED_METRIC: &str = "caseload_executions_ended_total";
+/// The claims the workers sent, to show how many jobs a claim took.
+const CLAIMS_METRIC: &str = "caseload_claims_total";
 /// The watcher's polls: every 20 ms once the end is near, and at most every 200 ms before,
 /// waiting half the time the jobs left would take at the rate seen so far.
 const METRICS_POLL_NEAR: Duration = Duration::from_millis(20);
@@ -396,6 +399,31 @@ impl Api {
     async fn executions_ended(&self) -> anyhow::Result<(u64, u64)> {
         let mut completed = 0;
         let mut ended = 0;
+        for text in self.metrics().await? {
+            for (labels, value) in samples(&text, COMPLETED_METRIC) {
+                ended += value;
+                if labels.contains(r#"status="COMPLETED""#) {
+                    completed += value;
+                }
+            }
+        }
+        Ok((completed, ended))
+    }
+
+    /// The claims the replicas' workers sent, all together.
+    async fn claims(&self) -> anyhow::Result<u64> {
+        Ok(self
+            .metrics()
+            .await?
+            .iter()
+            .flat_map(|text| samples(text, CLAIMS_METRIC))
+            .map(|(_, value)| value)
+            .sum())
+    }
+
+    /// Every replica's `GET /metrics` text.
+    async fn metrics(&self) -> anyhow::Result<Vec<String>> {
+        let mut texts = Vec::with_capacity(self.base_urls.len());
         for base_url in &self.base_urls {
             let response = self
                 .client
@@ -409,14 +437,9 @@ impl Api {
                 status == StatusCode::OK,
                 "GET /metrics answered {status}: {text}"
             );
-            for (labels, value) in samples(&text, COMPLETED_METRIC) {
-                ended += value;
-                if labels.contains(r#"status="COMPLETED""#) {
-                    completed += value;
-                }
-            }
+            texts.push(text);
         }
-        Ok((completed, ended))
+        Ok(texts)
     }
 }
 
@@ -546,6 +569,7 @@ type JobId = (usize, String);
 /// Phase 1: submits every job, each user's share in one burst with at most `--active` users
 /// sending at once, waits for the metrics to count them all COMPLETED, and returns the job ids.
 async fn throughput(users: &[Api], options: &Options) -> anyhow::Result<Vec<JobId>> {
+    let claims_before = users[0].claims().await?;
     let started = Instant::now();
     let expected = options.jobs as u64;
     let watcher = {
@@ -594,6 +618,11 @@ async fn throughput(users: &[Api], options: &Options) -> anyhow::Result<Vec<JobI
                 end_to_end.as_secs_f64()
             )
         }
+    );
+    let claims = users[0].claims().await?.saturating_sub(claims_before);
+    println!(
+        "claims: {claims} ({:.1} jobs each)",
+        options.jobs as f64 / claims.max(1) as f64
     );
     submit_latencies.sort_unstable();
     println!(
