@@ -233,9 +233,12 @@ async fn replicas_on_postgres_lose_no_job_when_one_dies() {
     let survivor = TestServer::start_with(options());
     // A token from one replica is good on the other.
     let token = doomed.token("admin", ADMIN_PASSWORD).await;
-    // 30 ms jobs: the four workers need about 7.5 s for all, longer than the launch takes,
-    // so the kill right after it lands mid-run.
-    let jobs = launch_many(&[&doomed, &survivor], &token, 1000, &timed_job(0.03)).await;
+    // 30 ms jobs, then eight of 2 s, which run last (oldest first) and outlast a launch
+    // slowed by a loaded machine: the kill, once the doomed replica runs a job, lands
+    // mid-run.
+    let mut jobs = launch_many(&[&doomed, &survivor], &token, 1000, &timed_job(0.03)).await;
+    jobs.extend(launch_many(&[&doomed, &survivor], &token, 8, &timed_job(2.0)).await);
+    wait_until_running(&doomed, &token).await;
     let killed_at = chrono::Utc::now().timestamp_millis();
     drop(doomed.kill());
 
@@ -254,9 +257,9 @@ async fn replicas_on_postgres_lose_no_job_when_one_dies() {
     };
     assert_eq!(
         count("SELECT COUNT(*) FROM jobs WHERE status = 'COMPLETED'").await,
-        1000
+        1008
     );
-    assert_eq!(count("SELECT COUNT(*) FROM job_outputs").await, 1000);
+    assert_eq!(count("SELECT COUNT(*) FROM job_outputs").await, 1008);
     assert_eq!(
         count(
             "SELECT COUNT(*) FROM (SELECT job_id FROM executions WHERE status = 'COMPLETED'
@@ -373,6 +376,24 @@ async fn short_jobs_claimed_behind_a_long_run_go_to_an_idle_replica() {
         log.contains("claimed jobs waited for a busy worker"),
         "the short jobs were not claimed behind the long one: {log}"
     );
+}
+
+/// Waits until the server's workers run a job, as its `/metrics` say.
+async fn wait_until_running(server: &TestServer, token: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let metrics = server.get(token, "/metrics").await.text().await.unwrap();
+        if metric_sample(&metrics, "caseload_executions_running")
+            .is_some_and(|running| running >= 1.0)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server ran no job within {PATIENCE:?}: {metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// What `caseload_claim_size` on the server's `/metrics` reads.
