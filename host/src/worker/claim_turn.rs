@@ -1,7 +1,7 @@
 //! One claim in flight per process: a worker that runs out of claimed jobs while another
 //! worker of its process is claiming waits for that claim, which takes jobs for it too,
-//! instead of sending a claim of its own. A process then sends as many claims with four
-//! workers as with one, and replicas add claims to the database, not their workers.
+//! instead of sending a claim of its own. A process has at most one claim in flight
+//! whatever its workers, so the claims a database sees follow its replicas.
 
 use std::sync::{Mutex, PoisonError};
 
