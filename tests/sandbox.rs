@@ -109,7 +109,7 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
         sandboxes,
         "the same process runs it"
     );
-    kill(sandboxes[0]);
+    kill(sandboxes[0]).await;
 
     let view = server.wait_until_ended(&token, &spinning).await;
     assert_eq!(view["status"], "FAILED", "{view}");
@@ -128,7 +128,7 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
     );
 
     // Killed while idle, it is not handed the next run: a new one takes it.
-    kill(now[0]);
+    kill(now[0]).await;
     grow_a_little(&server, &token).await;
     let last = sandbox_processes(server.pid());
     assert!(last.len() == 1 && last != now, "{last:?}");
@@ -156,13 +156,27 @@ fn past_exhaustive_search() -> Vec<Vec<f64>> {
     matrix(30, &edges)
 }
 
-/// Kills a process as the kernel's OOM killer would.
-fn kill(pid: u32) {
+/// Kills a process as the kernel's OOM killer would, and waits until it has exited: `kill`
+/// returns once the signal is sent, and the process dies when the kernel next schedules it,
+/// which on a loaded machine can be after the next run was handed to it.
+async fn kill(pid: u32) {
     let killed = std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()
         .expect("kill runs");
     assert!(killed.success(), "kill {pid}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Exited: a zombie its parent has not reaped yet (state `Z`), or gone.
+    while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().chars().next() != Some('Z'))
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "{pid} did not exit after SIGKILL"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// A run asked to finish now that does not return is stopped once its grace is over (a
