@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::candidates::Candidates;
 use crate::elite::{Elite, relink};
+use crate::kick::greedy_kick;
 use crate::limits::{Limits, Report, Snapshot};
 use crate::qubo::Qubo;
 use crate::random::SplitMix64;
@@ -35,8 +36,9 @@ pub struct TabuParameters {
     /// without a new best of its own.
     pub patience: f64,
     pub min_patience: u64,
-    /// A new phase starts from the best solution with `perturb_min · n` plus a random number
-    /// below `perturb_span · n` of its variables flipped.
+    /// A new phase starts from a solution with `perturb_min · n` plus a random number below
+    /// `perturb_span · n` of its variables flipped: which solution, and which variables, the
+    /// [`Kick`] says.
     pub perturb_min: f64,
     pub perturb_span: f64,
     /// After each phase without a new best, the next phase's perturbation is this many times
@@ -54,6 +56,22 @@ pub struct TabuParameters {
     /// member's place if it is better, and no other: the pool keeps distinct basins, not
     /// many points of one.
     pub elite_near: f64,
+    /// Where a phase that does not start from the elite pool starts.
+    pub kick: Kick,
+}
+
+/// Where a new phase starts, unless it starts on a path between two elite solutions: a kick
+/// of `perturb_min · n` plus a random number below `perturb_span · n` flips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kick {
+    /// The best solution, with that many variables flipped at random.
+    RandomFromBest,
+    /// The best solution of the phase that ended, with that many variables flipped one at a
+    /// time, each drawn from the `among` whose flips are worth most (cost least) of those the
+    /// kick has not flipped yet ([`crate::kick`], after Palubeckis's iterated tabu search,
+    /// 2006). It leaves the basin while keeping most of what the phase found, so the next
+    /// phase starts near its quality and away from where it was.
+    GreedyFromPhaseBest { among: usize },
 }
 
 /// The most a perturbation grows by [`TabuParameters::perturb_growth`].
@@ -73,6 +91,7 @@ impl Default for TabuParameters {
             elite: 0,
             relink: 0.0,
             elite_near: 0.0,
+            kick: Kick::RandomFromBest,
         }
     }
 }
@@ -146,7 +165,9 @@ pub fn tabu_search_from(
         parameters.elite,
         (parameters.elite_near * n as f64) as usize,
     );
-    // The flips since the phase's best, to go back to it for the pool.
+    // The flips since the phase's best, to go back to it for the pool or a greedy kick.
+    let back_to_phase_best =
+        parameters.elite > 0 || matches!(parameters.kick, Kick::GreedyFromPhaseBest { .. });
     let mut since_phase_best_flips: Vec<usize> = Vec::new();
     let mut last_report = started;
     let clock_every =
@@ -206,7 +227,7 @@ pub fn tabu_search_from(
             since_phase_best_flips.clear();
         } else {
             since_phase_best += 1;
-            if parameters.elite > 0 {
+            if back_to_phase_best {
                 since_phase_best_flips.push(chosen);
             }
         }
@@ -217,7 +238,7 @@ pub fn tabu_search_from(
                 (strength * parameters.perturb_growth).min(MAX_PERTURB_GROWTH)
             };
             best_at_phase_start = best.value;
-            if parameters.elite > 0 {
+            if back_to_phase_best {
                 for &i in since_phase_best_flips.iter().rev() {
                     x[i] = !x[i];
                 }
@@ -237,13 +258,20 @@ pub fn tabu_search_from(
                     *xi = random.next_u64() & 1 == 1;
                 }
             } else {
-                x.clone_from(&best.x);
                 let flips = (n as f64 * parameters.perturb_min) as usize
                     + random.below(((n as f64 * parameters.perturb_span) as u64).max(1)) as usize;
                 let flips = ((flips as f64 * strength) as usize).min(n);
-                for _ in 0..flips {
-                    let i = random.below(n as u64) as usize;
-                    x[i] = !x[i];
+                match parameters.kick {
+                    Kick::RandomFromBest => {
+                        x.clone_from(&best.x);
+                        for _ in 0..flips {
+                            let i = random.below(n as u64) as usize;
+                            x[i] = !x[i];
+                        }
+                    }
+                    Kick::GreedyFromPhaseBest { among } => {
+                        greedy_kick(qubo, &mut x, flips, among, &mut random);
+                    }
                 }
             }
             value = qubo.value(&x);
@@ -330,6 +358,29 @@ mod tests {
             elite: 10,
             relink: 0.5,
             // Short phases, so that the pool fills and paths are walked within the budget.
+            min_patience: 100,
+            patience: 2.0,
+            ..TabuParameters::default()
+        };
+        for seed in 1..=3 {
+            let qubo = random_qubo(12, seed);
+            let found = tabu_search(&qubo, &limits(seed, 20_000), &parameters, &mut |_| false);
+            assert_eq!(found.value, brute_force(&qubo), "seed {seed}");
+        }
+        let qubo = random_qubo(80, 9);
+        let first = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
+        let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
+        assert_eq!(first.x, second.x);
+        assert_eq!(qubo.value(&first.x), first.value);
+    }
+
+    #[test]
+    fn a_search_with_greedy_kicks_repeats_and_finds_the_optimum() {
+        let parameters = TabuParameters {
+            kick: Kick::GreedyFromPhaseBest { among: 5 },
+            perturb_min: 0.002,
+            perturb_span: 0.1,
+            // Short phases, so that many kicks are made within the budget.
             min_patience: 100,
             patience: 2.0,
             ..TabuParameters::default()
