@@ -8,11 +8,11 @@
 
 use std::time::{Duration, Instant};
 
-use caseload_quadratic::{Limits, TabuParameters, tabu_search};
+use caseload_quadratic::{Limits, tabu_search};
 use caseload_qubo::input::{QuboInput, model};
 use caseload_qubo::model::{Bqm, Sense, Vartype};
 use caseload_qubo::qbsolv;
-use caseload_qubo::solve::minimised;
+use caseload_qubo::solve::{minimised, tabu_parameters};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,7 +35,7 @@ fn main() {
                 max_iterations: None,
                 seed,
             };
-            let found = tabu_search(&qubo, &limits, &TabuParameters::default(), &mut |_| false);
+            let found = tabu_search(&qubo, &limits, &tabu_parameters(), &mut |_| false);
             let sample: Vec<i8> = found.x.iter().map(|&value| i8::from(value)).collect();
             let sample = Bqm::convert_sample(&sample, Vartype::Binary, bqm.vartype);
             line.push_str(&format!(
