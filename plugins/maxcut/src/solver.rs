@@ -1,7 +1,9 @@
 //! The solver as the use case calls it: reduce the graph to its kernel, solve the kernel
 //! exactly when it is small and heuristically otherwise, extend the answer to the whole graph.
 
-use caseload_quadratic::{Limits, Qubo, Report, Snapshot, TabuParameters, tabu_search_from};
+use caseload_quadratic::{
+    Growth, Limits, Qubo, Report, Snapshot, TabuParameters, tabu_search_from,
+};
 
 use crate::anneal::{AnnealParameters, population_annealing};
 use crate::exhaustive::{EXHAUSTIVE_MAX_NODES, exhaustive};
@@ -100,7 +102,7 @@ impl Strategy {
         let block_moves = n <= BLOCK_MAX_NODES && spread >= BLOCK_MIN_WEIGHT_SPREAD;
         if mean_degree / (n - 1) as f64 >= TABU_MIN_DENSITY && !block_moves {
             return Strategy::Tabu(TabuParameters {
-                perturb_growth: TABU_PERTURB_GROWTH,
+                perturb_growth: Growth::WhileNoNewBest(TABU_PERTURB_GROWTH),
                 elite: TABU_ELITE,
                 relink: TABU_RELINK,
                 elite_near: TABU_ELITE_NEAR,

@@ -24,4 +24,4 @@ pub use exhaustive::{EXHAUSTIVE_MAX_VARIABLES, exhaustive};
 pub use limits::{Limits, Report, Snapshot};
 pub use qubo::Qubo;
 pub use random::SplitMix64;
-pub use tabu::{Found, Kick, TabuParameters, tabu_search, tabu_search_from};
+pub use tabu::{Found, Growth, Kick, TabuParameters, tabu_search, tabu_search_from};

@@ -41,11 +41,12 @@ pub struct TabuParameters {
     /// [`Kick`] says.
     pub perturb_min: f64,
     pub perturb_span: f64,
-    /// After each phase without a new best, the next phase's perturbation is this many times
-    /// the last one's (at most [`MAX_PERTURB_GROWTH`] times the first); a new best resets it.
-    /// 1 keeps it as drawn. A phase that ends back at the best has not left its basin, and a
-    /// stronger kick is what leaves it.
-    pub perturb_growth: f64,
+    /// A kick flips at least this many variables (all of them, if there are fewer): on a
+    /// small function a fraction of `n` may be no flip at all, and a phase that starts where
+    /// the last one's best was walks back into the same basin.
+    pub perturb_at_least: usize,
+    /// When the next phase's perturbation grows, and by how much.
+    pub perturb_growth: Growth,
     /// How many of the best distinct solutions the phases ended at are kept (0: none), and
     /// the chance that a phase starts from a point on the path between two of them
     /// ([`crate::elite`]) instead of from the best solution kicked. Until the pool is full,
@@ -74,8 +75,46 @@ pub enum Kick {
     GreedyFromPhaseBest { among: usize },
 }
 
+/// When a kick grows: each time the rule holds at the end of a phase, the next kick is the
+/// factor times the last one (at most [`MAX_PERTURB_GROWTH`] times as drawn); when it does not
+/// hold, the next kick is as drawn. A phase that ends where an earlier one did has not left
+/// its basin, and a stronger kick is what leaves it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Growth {
+    /// Every kick as drawn.
+    Never,
+    /// After each phase that found no new best solution.
+    WhileNoNewBest(f64),
+    /// After each phase whose best is the value the phase before it ended at: the search
+    /// walked back to the same solution. On a large function phases seldom meet twice, and
+    /// their kicks keep the size drawn; on a small one this is what stops the cycle.
+    WhileEndsRepeat(f64),
+}
+
 /// The most a perturbation grows by [`TabuParameters::perturb_growth`].
 pub const MAX_PERTURB_GROWTH: f64 = 4.0;
+
+/// How a phase ended, as [`Growth`] reads it.
+#[derive(Debug, Clone, Copy)]
+struct PhaseEnd {
+    /// It found a solution better than any before it.
+    new_best: bool,
+    /// Its best is the value the phase before it ended at.
+    as_before: bool,
+}
+
+impl Growth {
+    /// The next kick's size, as a multiple of the size drawn, after a phase that ended so
+    /// with the last kick `strength` times its size drawn.
+    fn next_strength(self, strength: f64, end: PhaseEnd) -> f64 {
+        let factor = match self {
+            Growth::Never => None,
+            Growth::WhileNoNewBest(factor) => (!end.new_best).then_some(factor),
+            Growth::WhileEndsRepeat(factor) => end.as_before.then_some(factor),
+        };
+        factor.map_or(1.0, |factor| (strength * factor).min(MAX_PERTURB_GROWTH))
+    }
+}
 
 impl Default for TabuParameters {
     fn default() -> TabuParameters {
@@ -87,7 +126,8 @@ impl Default for TabuParameters {
             min_patience: 10_000,
             perturb_min: 0.03,
             perturb_span: 0.10,
-            perturb_growth: 1.0,
+            perturb_at_least: 0,
+            perturb_growth: Growth::Never,
             elite: 0,
             relink: 0.0,
             elite_near: 0.0,
@@ -160,6 +200,7 @@ pub fn tabu_search_from(
     let mut phase_best = value;
     let mut since_phase_best = 0u64;
     let mut strength = 1.0f64;
+    let mut last_phase_best = f64::NAN;
     let mut best_at_phase_start = best.value;
     let mut elite = Elite::new(
         parameters.elite,
@@ -232,11 +273,14 @@ pub fn tabu_search_from(
             }
         }
         if since_phase_best >= patience {
-            strength = if best.value < best_at_phase_start {
-                1.0
-            } else {
-                (strength * parameters.perturb_growth).min(MAX_PERTURB_GROWTH)
-            };
+            strength = parameters.perturb_growth.next_strength(
+                strength,
+                PhaseEnd {
+                    new_best: best.value < best_at_phase_start,
+                    as_before: phase_best == last_phase_best,
+                },
+            );
+            last_phase_best = phase_best;
             best_at_phase_start = best.value;
             if back_to_phase_best {
                 for &i in since_phase_best_flips.iter().rev() {
@@ -260,7 +304,9 @@ pub fn tabu_search_from(
             } else {
                 let flips = (n as f64 * parameters.perturb_min) as usize
                     + random.below(((n as f64 * parameters.perturb_span) as u64).max(1)) as usize;
-                let flips = ((flips as f64 * strength) as usize).min(n);
+                let flips = ((flips as f64 * strength) as usize)
+                    .max(parameters.perturb_at_least)
+                    .min(n);
                 match parameters.kick {
                     Kick::RandomFromBest => {
                         x.clone_from(&best.x);
@@ -395,6 +441,42 @@ mod tests {
         let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
         assert_eq!(first.x, second.x);
         assert_eq!(qubo.value(&first.x), first.value);
+    }
+
+    #[test]
+    fn kicks_grow_while_the_rule_holds_and_reset_when_it_does_not() {
+        let end = |new_best, as_before| PhaseEnd {
+            new_best,
+            as_before,
+        };
+        // (rule, strength before, how the phase ended, strength after)
+        let cases = [
+            (Growth::Never, 1.0, end(false, true), 1.0),
+            (Growth::WhileNoNewBest(2.0), 1.0, end(false, false), 2.0),
+            (
+                Growth::WhileNoNewBest(2.0),
+                2.0,
+                end(false, true),
+                MAX_PERTURB_GROWTH,
+            ),
+            (
+                Growth::WhileNoNewBest(2.0),
+                4.0,
+                end(false, false),
+                MAX_PERTURB_GROWTH,
+            ),
+            (Growth::WhileNoNewBest(2.0), 2.0, end(true, false), 1.0),
+            (Growth::WhileEndsRepeat(1.5), 1.0, end(false, true), 1.5),
+            (Growth::WhileEndsRepeat(1.5), 1.5, end(true, true), 2.25),
+            (Growth::WhileEndsRepeat(1.5), 2.25, end(false, false), 1.0),
+        ];
+        for (growth, before, phase, after) in cases {
+            assert_eq!(
+                growth.next_strength(before, phase),
+                after,
+                "{growth:?} {phase:?}"
+            );
+        }
     }
 
     #[test]
