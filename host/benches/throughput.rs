@@ -10,7 +10,9 @@
 //!    costs the server a query of its queue, which the bench should not add to what it
 //!    measures). It reports the submit phase (duration, submits/s, submit latency),
 //!    jobs/s end to end, from the first submit until the last job completed, and the claims
-//!    the replicas' workers sent meanwhile (`caseload_claims_total`). Afterwards,
+//!    the replicas' workers sent meanwhile (`caseload_claims_total`), and the CPU time the
+//!    servers, the client and the rest of the machine (PostgreSQL, the kernel) used in that
+//!    phase, with how busy the machine's cores were. Afterwards,
 //!    untimed, it checks with `GET /job/<id>` that every job is COMPLETED.
 //! 2. **Latency at a fixed rate.** For `--seconds` seconds it sends `POST /problem/maxcut`
 //!    and `GET /job/<id>` (random jobs of phase 1), each at `--rate` requests per second, on a
@@ -524,9 +526,9 @@ async fn bench(options: &Options, database_url: Option<&str>) -> anyhow::Result<
     Ok(())
 }
 
-/// CPU seconds (user + system) used so far by the servers and by this client, from
-/// `/proc/<pid>/stat` (Linux; zero elsewhere).
-fn cpu_seconds(server_pids: &[u32]) -> (f64, f64) {
+/// CPU seconds (user + system) used so far by the servers, by this client and by the whole
+/// machine, from `/proc/<pid>/stat` and `/proc/stat` (Linux; zero elsewhere).
+fn cpu_seconds(server_pids: &[u32]) -> CpuSeconds {
     let of = |pid: &str| -> f64 {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return 0.0;
@@ -544,22 +546,50 @@ fn cpu_seconds(server_pids: &[u32]) -> (f64, f64) {
         };
         ticks(11).unwrap_or(0.0) / 100.0 + ticks(12).unwrap_or(0.0) / 100.0
     };
-    let servers = server_pids.iter().map(|pid| of(&pid.to_string())).sum();
-    (servers, of("self"))
+    // The first line of /proc/stat: every core's ticks of user, nice, system, idle, iowait,
+    // irq, softirq and steal time; busy is all but idle and iowait.
+    let machine = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|stat| {
+            let line = stat.lines().next()?.strip_prefix("cpu ")?.to_owned();
+            let ticks: Vec<f64> = line
+                .split_whitespace()
+                .take(8)
+                .filter_map(|field| field.parse().ok())
+                .collect();
+            (ticks.len() == 8).then(|| (ticks.iter().sum::<f64>() - ticks[3] - ticks[4]) / 100.0)
+        })
+        .unwrap_or(0.0);
+    CpuSeconds {
+        servers: server_pids.iter().map(|pid| of(&pid.to_string())).sum(),
+        client: of("self"),
+        machine,
+    }
+}
+
+/// What [`cpu_seconds`] read.
+#[derive(Clone, Copy)]
+struct CpuSeconds {
+    servers: f64,
+    client: f64,
+    machine: f64,
 }
 
 /// Where the throughput phase's CPU went: servers, this client, and the rest of the machine
-/// (PostgreSQL, the kernel's own work, idle).
-fn report_cpu(server_pids: &[u32], before: (f64, f64), wall: Duration) {
+/// (PostgreSQL, the kernel's own work), and how busy the machine was.
+fn report_cpu(server_pids: &[u32], before: CpuSeconds, wall: Duration) {
     let after = cpu_seconds(server_pids);
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let available = wall.as_secs_f64() * cores as f64;
-    let servers = after.0 - before.0;
-    let client = after.1 - before.1;
+    let servers = after.servers - before.servers;
+    let client = after.client - before.client;
+    let machine = after.machine - before.machine;
     println!(
-        "cpu in that phase: servers {servers:.2} s, client {client:.2} s, of {available:.2} s \
-         on {cores} cores ({:.0} % busy with the two)",
-        100.0 * (servers + client) / available
+        "cpu in that phase: servers {servers:.2} s, client {client:.2} s, the rest {:.2} s, of \
+         {available:.2} s on {cores} cores ({:.0} % busy with the two, {:.0} % in all)",
+        (machine - servers - client).max(0.0),
+        100.0 * (servers + client) / available,
+        100.0 * machine / available
     );
 }
 
