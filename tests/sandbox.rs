@@ -169,7 +169,7 @@ async fn kill(pid: u32) {
     // Exited: a zombie its parent has not reaped yet (state `Z`), or gone.
     while std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().chars().next() != Some('Z'))
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
     }) {
         assert!(
             Instant::now() < deadline,
