@@ -73,6 +73,26 @@ pub enum Kick {
     /// 2006). It leaves the basin while keeping most of what the phase found, so the next
     /// phase starts near its quality and away from where it was.
     GreedyFromPhaseBest { among: usize },
+    /// [`Kick::RandomFromBest`] while the kick is smaller than its most (see
+    /// [`TabuParameters::perturb_growth`]), [`Kick::GreedyFromPhaseBest`] once it has grown to
+    /// [`MAX_PERTURB_GROWTH`] times its size drawn: the search closes in on its best while
+    /// that pays, and leaves the basin greedily once larger random kicks have stopped finding
+    /// anything.
+    GreedyWhenStuck { among: usize },
+}
+
+impl Kick {
+    /// The kick a phase makes when the kick has grown to `strength` times its size drawn:
+    /// [`Kick::GreedyWhenStuck`] is one of the other two, the rest are themselves.
+    fn at_strength(self, strength: f64) -> Kick {
+        match self {
+            Kick::GreedyWhenStuck { among } if strength >= MAX_PERTURB_GROWTH => {
+                Kick::GreedyFromPhaseBest { among }
+            }
+            Kick::GreedyWhenStuck { .. } => Kick::RandomFromBest,
+            kick => kick,
+        }
+    }
 }
 
 /// When a kick grows: each time the rule holds at the end of a phase, the next kick is the
@@ -207,8 +227,11 @@ pub fn tabu_search_from(
         (parameters.elite_near * n as f64) as usize,
     );
     // The flips since the phase's best, to go back to it for the pool or a greedy kick.
-    let back_to_phase_best =
-        parameters.elite > 0 || matches!(parameters.kick, Kick::GreedyFromPhaseBest { .. });
+    let back_to_phase_best = parameters.elite > 0
+        || matches!(
+            parameters.kick,
+            Kick::GreedyFromPhaseBest { .. } | Kick::GreedyWhenStuck { .. }
+        );
     let mut since_phase_best_flips: Vec<usize> = Vec::new();
     let mut last_report = started;
     let clock_every =
@@ -307,8 +330,8 @@ pub fn tabu_search_from(
                 let flips = ((flips as f64 * strength) as usize)
                     .max(parameters.perturb_at_least)
                     .min(n);
-                match parameters.kick {
-                    Kick::RandomFromBest => {
+                match parameters.kick.at_strength(strength) {
+                    Kick::RandomFromBest | Kick::GreedyWhenStuck { .. } => {
                         x.clone_from(&best.x);
                         for _ in 0..flips {
                             let i = random.below(n as u64) as usize;
@@ -441,6 +464,50 @@ mod tests {
         let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
         assert_eq!(first.x, second.x);
         assert_eq!(qubo.value(&first.x), first.value);
+    }
+
+    #[test]
+    fn a_search_that_kicks_greedily_once_stuck_repeats_and_finds_the_optimum() {
+        let parameters = TabuParameters {
+            kick: Kick::GreedyWhenStuck { among: 5 },
+            // Kicks grow after every phase with no new best, so that they reach their most and
+            // turn greedy within the budget.
+            perturb_growth: Growth::WhileNoNewBest(1.3),
+            min_patience: 100,
+            patience: 2.0,
+            ..TabuParameters::default()
+        };
+        for seed in 1..=3 {
+            let qubo = random_qubo(12, seed);
+            let found = tabu_search(&qubo, &limits(seed, 20_000), &parameters, &mut |_| false);
+            assert_eq!(found.value, brute_force(&qubo), "seed {seed}");
+        }
+        let qubo = random_qubo(80, 9);
+        let first = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
+        let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
+        assert_eq!(first.x, second.x);
+        assert_eq!(qubo.value(&first.x), first.value);
+    }
+
+    #[test]
+    fn a_kick_turns_greedy_only_once_it_has_grown_to_its_most() {
+        let stuck = Kick::GreedyWhenStuck { among: 5 };
+        let greedy = Kick::GreedyFromPhaseBest { among: 5 };
+        // (kick, strength, the kick made)
+        let cases = [
+            (stuck, 1.0, Kick::RandomFromBest),
+            (stuck, 3.9, Kick::RandomFromBest),
+            (stuck, MAX_PERTURB_GROWTH, greedy),
+            (
+                Kick::RandomFromBest,
+                MAX_PERTURB_GROWTH,
+                Kick::RandomFromBest,
+            ),
+            (greedy, 1.0, greedy),
+        ];
+        for (kick, strength, made) in cases {
+            assert_eq!(kick.at_strength(strength), made, "{kick:?} at {strength}");
+        }
     }
 
     #[test]
