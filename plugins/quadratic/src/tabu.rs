@@ -371,6 +371,21 @@ mod tests {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// A search with `parameters` finds the brute-force optimum of small functions, and
+    /// repeats itself, move for move, from the same seed and budget.
+    fn check_repeats_and_finds_the_optimum(parameters: &TabuParameters) {
+        for seed in 1..=3 {
+            let qubo = random_qubo(12, seed);
+            let found = tabu_search(&qubo, &limits(seed, 20_000), parameters, &mut |_| false);
+            assert_eq!(found.value, brute_force(&qubo), "seed {seed}");
+        }
+        let qubo = random_qubo(80, 9);
+        let first = tabu_search(&qubo, &limits(3, 50_000), parameters, &mut |_| false);
+        let second = tabu_search(&qubo, &limits(3, 50_000), parameters, &mut |_| false);
+        assert_eq!(first.x, second.x);
+        assert_eq!(qubo.value(&first.x), first.value);
+    }
+
     fn limits(seed: u64, budget: u64) -> Limits {
         Limits {
             deadline: Instant::now() + Duration::from_secs(60),
@@ -431,16 +446,7 @@ mod tests {
             patience: 2.0,
             ..TabuParameters::default()
         };
-        for seed in 1..=3 {
-            let qubo = random_qubo(12, seed);
-            let found = tabu_search(&qubo, &limits(seed, 20_000), &parameters, &mut |_| false);
-            assert_eq!(found.value, brute_force(&qubo), "seed {seed}");
-        }
-        let qubo = random_qubo(80, 9);
-        let first = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
-        let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
-        assert_eq!(first.x, second.x);
-        assert_eq!(qubo.value(&first.x), first.value);
+        check_repeats_and_finds_the_optimum(&parameters);
     }
 
     #[test]
@@ -454,16 +460,7 @@ mod tests {
             patience: 2.0,
             ..TabuParameters::default()
         };
-        for seed in 1..=3 {
-            let qubo = random_qubo(12, seed);
-            let found = tabu_search(&qubo, &limits(seed, 20_000), &parameters, &mut |_| false);
-            assert_eq!(found.value, brute_force(&qubo), "seed {seed}");
-        }
-        let qubo = random_qubo(80, 9);
-        let first = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
-        let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
-        assert_eq!(first.x, second.x);
-        assert_eq!(qubo.value(&first.x), first.value);
+        check_repeats_and_finds_the_optimum(&parameters);
     }
 
     #[test]
@@ -477,16 +474,7 @@ mod tests {
             patience: 2.0,
             ..TabuParameters::default()
         };
-        for seed in 1..=3 {
-            let qubo = random_qubo(12, seed);
-            let found = tabu_search(&qubo, &limits(seed, 20_000), &parameters, &mut |_| false);
-            assert_eq!(found.value, brute_force(&qubo), "seed {seed}");
-        }
-        let qubo = random_qubo(80, 9);
-        let first = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
-        let second = tabu_search(&qubo, &limits(3, 50_000), &parameters, &mut |_| false);
-        assert_eq!(first.x, second.x);
-        assert_eq!(qubo.value(&first.x), first.value);
+        check_repeats_and_finds_the_optimum(&parameters);
     }
 
     #[test]
