@@ -174,7 +174,7 @@ async fn an_administrator_manages_users_over_http() {
         .post_json(
             &admin,
             "/admin/users",
-            &json!({"username": "dana", "password": "x"}),
+            &json!({"username": "dana", "password": "another password"}),
         )
         .await;
     expect_problem(again, StatusCode::CONFLICT).await;
@@ -187,6 +187,41 @@ async fn an_administrator_manages_users_over_http() {
         .await;
     let problem = expect_problem(bad, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert_eq!(pointers(&problem), ["/username", "/password", "/role"]);
+    // Names follow one rule (case folded, nothing invisible), passwords have a length.
+    for (body, pointer) in [
+        (
+            json!({"username": "Dana", "password": "a good password"}),
+            None,
+        ),
+        (
+            json!({"username": "dana\u{200b}", "password": "a good password"}),
+            Some("/username"),
+        ),
+        (
+            json!({"username": "dana smith", "password": "a good password"}),
+            Some("/username"),
+        ),
+        (
+            json!({"username": "x".repeat(65), "password": "a good password"}),
+            Some("/username"),
+        ),
+        (
+            json!({"username": "erin2", "password": "short"}),
+            Some("/password"),
+        ),
+    ] {
+        let answer = server.post_json(&admin, "/admin/users", &body).await;
+        match pointer {
+            // "Dana" is "dana", who exists.
+            None => {
+                expect_problem(answer, StatusCode::CONFLICT).await;
+            }
+            Some(pointer) => {
+                let problem = expect_problem(answer, StatusCode::UNPROCESSABLE_ENTITY).await;
+                assert_eq!(pointers(&problem), [pointer], "{body}");
+            }
+        }
+    }
 
     // Deleted, with what she had; herself, an administrator is not.
     expect_problem(

@@ -310,8 +310,10 @@ async fn revoked_tokens_and_a_new_password_end_old_tokens() {
     let second = server.token("carol", "first password").await;
     wait_for_jobs_status(&server, &second, StatusCode::OK).await;
 
-    let (ok, output) =
-        server.user_command(&["passwd", "carol", "--password-stdin"], Some("second"));
+    let (ok, output) = server.user_command(
+        &["passwd", "carol", "--password-stdin"],
+        Some("second password"),
+    );
     assert!(ok, "{output}");
     wait_for_jobs_status(&server, &second, StatusCode::UNAUTHORIZED).await;
     expect_problem(
@@ -319,7 +321,7 @@ async fn revoked_tokens_and_a_new_password_end_old_tokens() {
         StatusCode::UNAUTHORIZED,
     )
     .await;
-    let third = server.token("carol", "second").await;
+    let third = server.token("carol", "second password").await;
     wait_for_jobs_status(&server, &third, StatusCode::OK).await;
 }
 
@@ -441,9 +443,16 @@ async fn administrators_are_made_and_the_last_one_stays() {
     let server = TestServer::start();
     // The first user, made at the first start, is one; so is a user added with --admin.
     server.add_user("alice", "alice's password");
-    let (ok, output) =
-        server.user_command(&["add", "root2", "--password-stdin", "--admin"], Some("pw"));
+    let (ok, output) = server.user_command(
+        &["add", "root2", "--password-stdin", "--admin"],
+        Some("root2 password"),
+    );
     assert!(ok && output.contains("administrator"), "{output}");
+    // A name and password of the rule only.
+    for (name, password) in [("bob smith", "bob's password"), ("bob", "short")] {
+        let (ok, output) = server.user_command(&["add", name, "--password-stdin"], Some(password));
+        assert!(!ok, "{name}: {output}");
+    }
     let (ok, output) = server.user_command(&["admin", "admin", "off"], None);
     assert!(ok, "{output}");
     // root2 is the last one now: it stays.

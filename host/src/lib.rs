@@ -29,6 +29,7 @@ pub mod store;
 pub mod telemetry;
 pub mod upkeep;
 pub mod user_command;
+pub mod user_name;
 pub mod violation;
 pub mod webhooks;
 pub mod worker;

@@ -10,16 +10,15 @@ use crate::auth::hash_password;
 use crate::config::{AdminSwitch, StorageArgs, UserCommand};
 use crate::open_store;
 use crate::store::{AuditEvent, Role, StoreError, UserChange, UserQuotas};
+use crate::user_name;
 
 /// Who the audit log says did what a command on the host did.
 pub const HOST: &str = "host";
 
 /// `caseload user add NAME --password-stdin [--role ROLE]`.
 async fn add_user(storage: &StorageArgs, name: &str, role: Role) -> anyhow::Result<()> {
+    let name = &user_name::normalise(name).map_err(|why| anyhow::anyhow!(why))?;
     let password = read_password()?;
-    if name.is_empty() || name.chars().any(char::is_control) {
-        bail!("the user name must be non-empty and printable");
-    }
     let store = open_store(storage).await?;
     let hash = hash_password(&password)?;
     match store.create_user(name, &hash).await {
@@ -137,6 +136,9 @@ fn read_password() -> anyhow::Result<String> {
     let password = password.trim_end_matches(['\n', '\r']);
     if password.is_empty() {
         bail!("the password read from standard input is empty");
+    }
+    if let Some(why) = user_name::password_problem(password) {
+        bail!("{why}");
     }
     Ok(password.to_owned())
 }

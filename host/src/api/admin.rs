@@ -16,10 +16,8 @@ use super::wire::{UserList, UserView};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::{AuthUser, hash_password};
 use crate::store::{Role, StoreError, UserChange, UserQuotas};
+use crate::user_name;
 use crate::violation::Violation;
-
-/// The longest user name.
-const MAX_NAME_CHARS: usize = 64;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -53,18 +51,12 @@ async fn create(
 ) -> Result<Response, ApiError> {
     let request: NewUser = parse(&body, "{username, password, role?}", &[])?;
     let mut errors = Vec::new();
-    let name = request.username.as_str();
-    if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
-    {
-        errors.push(Violation::new(
-            "/username",
-            format!("a user name is 1 to {MAX_NAME_CHARS} printable characters"),
-        ));
-    }
-    if request.password.is_empty() {
-        errors.push(Violation::new("/password", "the password is empty"));
+    let name = user_name::normalise(&request.username)
+        .map_err(|why| errors.push(Violation::new("/username", why)))
+        .unwrap_or_default();
+    let name = name.as_str();
+    if let Some(why) = user_name::password_problem(&request.password) {
+        errors.push(Violation::new("/password", why));
     }
     let role = role_of(
         request.role.as_deref().unwrap_or("member"),
@@ -146,8 +138,12 @@ async fn change(
         .role
         .as_deref()
         .and_then(|role| role_of(role, "/role", &mut errors));
-    if request.password.as_deref() == Some("") {
-        errors.push(Violation::new("/password", "the password is empty"));
+    if let Some(why) = request
+        .password
+        .as_deref()
+        .and_then(user_name::password_problem)
+    {
+        errors.push(Violation::new("/password", why));
     }
     let nothing = request.role.is_none()
         && request.disabled.is_none()
