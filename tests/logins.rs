@@ -84,3 +84,50 @@ async fn logging_in_to_one_s_own_account_does_not_reset_guesses_at_another() {
         "every guess was answered: {guesses:?}"
     );
 }
+
+#[tokio::test]
+async fn a_long_user_name_is_refused_before_it_is_kept_or_audited() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    // A name far past the longest, with a control sequence in it.
+    let name = format!("\u{1b}[2J{}", "x".repeat(1 << 20));
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(server.login(&name, "guess").await.status());
+    }
+    assert!(
+        statuses
+            .iter()
+            .all(|status| *status == StatusCode::UNAUTHORIZED
+                || *status == StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+    // The burst reached the audit log (written after the answer) in a capped, escaped form.
+    let started = std::time::Instant::now();
+    let event = loop {
+        let audit: serde_json::Value = server
+            .get(&admin, "/admin/audit?limit=20")
+            .await
+            .json()
+            .await
+            .unwrap();
+        let found = audit["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|event| event["action"] == "login.failures")
+            .cloned();
+        if let Some(event) = found {
+            break event;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no login.failures event: {audit}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let target = event["target"].as_str().unwrap();
+    assert!(target.len() < 200, "{} bytes", target.len());
+    assert!(target.starts_with("\"\\u{1b}[2J"), "{target}");
+    assert!(!target.contains('\u{1b}'), "{target:?}");
+}

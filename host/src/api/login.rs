@@ -13,6 +13,7 @@ use super::audit::record_later;
 use super::wire::{LoginRequest, TokenResponse};
 use super::{ApiError, AppState, Json};
 use crate::auth::verify_password;
+use crate::user_name;
 
 /// The longest a throttled login waits for its 429.
 const THROTTLED_ANSWER_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -28,7 +29,15 @@ async fn login(
     Json(request): Json<LoginRequest>,
 ) -> Result<Json<TokenResponse>, ApiError> {
     let address = state.trusted_proxies.client(peer.ip(), &headers);
-    if let Err(wait) = state.login_throttle.admit(address, &request.username) {
+    // A name no user can have is refused before anything is looked up or kept: the throttle
+    // and the audit log hold it only in its capped form.
+    let logged = user_name::for_log(&request.username);
+    let username = if user_name::may_exist(&request.username) {
+        request.username
+    } else {
+        logged.clone()
+    };
+    if let Err(wait) = state.login_throttle.admit(address, &username) {
         state.metrics.login_throttled();
         // Answered late, up to a second: a guesser that ignores Retry-After gets one answer
         // a second per connection, not tens of thousands, and a waiting task costs nothing.
@@ -36,7 +45,11 @@ async fn login(
         tokio::time::sleep(delay).await;
         return Err(ApiError::TooManyAttempts(wait - delay));
     }
-    let user = state.store.user_by_name(&request.username).await?;
+    let user = if user_name::may_exist(&username) {
+        state.store.user_by_name(&username).await?
+    } else {
+        None
+    };
     // An unknown user is checked against a decoy hash, so that both failures take the time
     // of one argon2 verification and answer alike.
     let hash = match &user {
@@ -51,13 +64,13 @@ async fn login(
     let user = match user {
         Some(user) if matches && !user.disabled => user,
         _ => {
-            if let Some(failures) = state.login_throttle.failed(address, &request.username) {
+            if let Some(failures) = state.login_throttle.failed(address, &username) {
                 let detail = json!({"address": address.to_string(), "failures": failures});
                 record_later(
                     &state,
                     &address.to_string(),
                     "login.failures",
-                    &request.username,
+                    &logged,
                     detail,
                 );
             }
@@ -65,7 +78,7 @@ async fn login(
             return Err(ApiError::InvalidCredentials);
         }
     };
-    state.login_throttle.succeeded(address, &request.username);
+    state.login_throttle.succeeded(address, &username);
     // A user enabled a moment ago may have been read as disabled: its new token must work.
     state.user_access.forget(&user.id);
     Ok(Json(TokenResponse {

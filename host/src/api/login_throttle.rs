@@ -31,6 +31,12 @@ const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 /// Entries kept at most per kind; beyond, those without a wait running are forgotten.
 const MAX_ENTRIES: usize = 100_000;
 
+/// Bytes of user names kept in all (each address's and each name's own entry): beyond, a
+/// failure against a new name counts against its address alone. `/login` passes names of at
+/// most [`crate::user_name::MAX_CHARS`] characters (longer ones in a capped form), so this
+/// bounds the memory failures take whatever names a guesser sends.
+const MAX_NAME_BYTES: usize = 16 << 20;
+
 /// User names one address keeps failures against; beyond, one more failure counts against
 /// the address as a whole (see [`AddressFailures::others`]).
 const MAX_NAMES_PER_ADDRESS: usize = 64;
@@ -72,11 +78,15 @@ impl AddressFailures {
         self.total.as_ref().map(Failures::next_attempt)
     }
 
-    fn fail(&mut self, username: &str, now: Instant) {
+    /// Counts a failure against `username`; the bytes of a name it newly keeps, which
+    /// `name_room` must leave room for.
+    fn fail(&mut self, username: &str, now: Instant, name_room: usize) -> usize {
+        let mut kept = 0;
         if let Some(count) = self.by_name.get_mut(username) {
             *count = count.saturating_add(1);
-        } else if self.by_name.len() < MAX_NAMES_PER_ADDRESS {
+        } else if self.by_name.len() < MAX_NAMES_PER_ADDRESS && username.len() <= name_room {
             self.by_name.insert(username.to_owned(), 1);
+            kept = username.len();
         } else {
             self.others = self.others.saturating_add(1);
         }
@@ -86,6 +96,12 @@ impl AddressFailures {
                 last: now,
             })
             .bump(now);
+        kept
+    }
+
+    /// The bytes of the names it keeps.
+    fn name_bytes(&self) -> usize {
+        self.by_name.keys().map(String::len).sum()
     }
 
     /// Forgets the failures against `username`; whether any failure is left.
@@ -107,6 +123,11 @@ impl AddressFailures {
 struct Counts {
     by_address: HashMap<IpAddr, AddressFailures>,
     by_user: HashMap<String, Failures>,
+    /// The bytes of the names both maps keep, at most [`MAX_NAME_BYTES`].
+    name_bytes: usize,
+    /// When entries were last forgotten to make room for names: at most once a second, since
+    /// a full table of fresh failures frees nothing.
+    swept_for_names: Option<Instant>,
 }
 
 /// The failed-login counts of this process.
@@ -141,32 +162,56 @@ impl LoginThrottle {
     /// they make a burst worth the audit log: when its back-off starts, and each
     /// [`BURST_EVERY`] failures after.
     pub fn failed(&self, address: IpAddr, username: &str) -> Option<u32> {
-        let mut counts = self.lock();
+        let mut guard = self.lock();
+        let counts = &mut *guard;
         let now = Instant::now();
+        let name_room = MAX_NAME_BYTES.saturating_sub(counts.name_bytes);
         let failures = counts.by_address.entry(address).or_default();
-        failures.fail(username, now);
+        counts.name_bytes += failures.fail(username, now, name_room);
         let total = failures.total.map_or(0, |total| total.count);
         let burst = (total >= FREE_FAILURES && (total - FREE_FAILURES).is_multiple_of(BURST_EVERY))
             .then_some(total);
-        if counts.by_user.len() < MAX_ENTRIES || counts.by_user.contains_key(username) {
-            counts
-                .by_user
-                .entry(username.to_owned())
-                .or_insert(Failures {
-                    count: 0,
-                    last: now,
-                })
-                .bump(now);
+        if let Some(failures) = counts.by_user.get_mut(username) {
+            failures.bump(now);
+        } else if counts.by_user.len() < MAX_ENTRIES
+            && counts.name_bytes + username.len() <= MAX_NAME_BYTES
+        {
+            let mut failures = Failures {
+                count: 0,
+                last: now,
+            };
+            failures.bump(now);
+            counts.by_user.insert(username.to_owned(), failures);
+            counts.name_bytes += username.len();
         }
-        if counts.by_address.len() > MAX_ENTRIES {
-            counts
-                .by_address
-                .retain(|_, failures| failures.next_attempt().is_some_and(|next| next > now));
+        let sweep_for_names = counts.name_bytes + username.len() > MAX_NAME_BYTES
+            && counts
+                .swept_for_names
+                .is_none_or(|swept| now.duration_since(swept) >= Duration::from_secs(1));
+        if sweep_for_names {
+            counts.swept_for_names = Some(now);
         }
-        if counts.by_user.len() >= MAX_ENTRIES {
-            counts
-                .by_user
-                .retain(|_, failures| failures.next_attempt() > now);
+        if counts.by_address.len() > MAX_ENTRIES || sweep_for_names {
+            let mut released = 0;
+            counts.by_address.retain(|_, failures| {
+                let keep = failures.next_attempt().is_some_and(|next| next > now);
+                if !keep {
+                    released += failures.name_bytes();
+                }
+                keep
+            });
+            counts.name_bytes -= released;
+        }
+        if counts.by_user.len() >= MAX_ENTRIES || sweep_for_names {
+            let mut released = 0;
+            counts.by_user.retain(|name, failures| {
+                let keep = failures.next_attempt() > now;
+                if !keep {
+                    released += name.len();
+                }
+                keep
+            });
+            counts.name_bytes -= released;
         }
         burst
     }
@@ -174,12 +219,18 @@ impl LoginThrottle {
     /// `username` logged in from `address`: the failures against that name are disproved,
     /// from every address; failures against other names stay.
     pub fn succeeded(&self, address: IpAddr, username: &str) {
-        let mut counts = self.lock();
-        counts.by_user.remove(username);
-        if let Some(failures) = counts.by_address.get_mut(&address)
-            && !failures.clear(username)
-        {
-            counts.by_address.remove(&address);
+        let mut guard = self.lock();
+        let counts = &mut *guard;
+        if counts.by_user.remove(username).is_some() {
+            counts.name_bytes -= username.len();
+        }
+        if let Some(failures) = counts.by_address.get_mut(&address) {
+            let before = failures.name_bytes();
+            let left = failures.clear(username);
+            counts.name_bytes -= before - failures.name_bytes();
+            if !left && let Some(gone) = counts.by_address.remove(&address) {
+                counts.name_bytes -= gone.name_bytes();
+            }
         }
         // Other addresses keep their own failures against the name: they were guesses from
         // elsewhere, and the name's own count (the one that slows many addresses together)
@@ -303,6 +354,50 @@ mod tests {
             throttle.succeeded(GUESSER, &format!("user{name}"));
         }
         assert!(throttle.admit(GUESSER, "anyone").is_err());
+    }
+
+    #[test]
+    fn the_names_kept_are_bounded_in_bytes() {
+        let throttle = LoginThrottle::default();
+        let name = "n".repeat(64);
+        // Far more distinct long names than the bound holds, from many addresses.
+        let per_address = MAX_NAMES_PER_ADDRESS;
+        let addresses = 2 * MAX_NAME_BYTES / (64 * per_address) + 1;
+        for address in 0..addresses {
+            let address = IpAddr::V6(std::net::Ipv6Addr::from(address as u128 + 1));
+            for suffix in 0..per_address {
+                throttle.failed(address, &format!("{}{suffix:03}", &name[3..]));
+            }
+        }
+        let counts = throttle.lock();
+        let kept: usize = counts.by_user.keys().map(String::len).sum::<usize>()
+            + counts
+                .by_address
+                .values()
+                .map(AddressFailures::name_bytes)
+                .sum::<usize>();
+        assert_eq!(kept, counts.name_bytes);
+        assert!(kept <= MAX_NAME_BYTES, "{kept} bytes of names kept");
+        // Every address still counts its failures, named or not.
+        assert!(counts.by_address.values().all(|failures| {
+            failures
+                .total
+                .is_some_and(|total| total.count as usize == per_address)
+        }));
+    }
+
+    #[test]
+    fn successes_give_their_names_bytes_back() {
+        let throttle = LoginThrottle::default();
+        throttle.failed(GUESSER, "alice");
+        throttle.failed(OWNER, "alice");
+        throttle.failed(OWNER, "bob");
+        throttle.succeeded(OWNER, "alice");
+        throttle.succeeded(GUESSER, "alice");
+        throttle.succeeded(OWNER, "bob");
+        let counts = throttle.lock();
+        assert_eq!(counts.name_bytes, 0);
+        assert!(counts.by_address.is_empty() && counts.by_user.is_empty());
     }
 
     #[test]
