@@ -85,6 +85,94 @@ async fn logging_in_to_one_s_own_account_does_not_reset_guesses_at_another() {
     );
 }
 
+/// Logs in as a client behind the proxy that also sends its own `Forwarded`, answering the
+/// status.
+async fn login_claiming(
+    server: &TestServer,
+    forwarded: &str,
+    forwarded_for: &str,
+    username: &str,
+    password: &str,
+) -> StatusCode {
+    server
+        .client
+        .post(server.url("/login"))
+        .header("forwarded", forwarded)
+        .header("x-forwarded-for", forwarded_for)
+        .json(&json!({"username": username, "password": password}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn a_client_s_own_forwarded_header_does_not_pick_its_throttle_address() {
+    // The proxy writes X-Forwarded-For (the default header); the guesser adds a Forwarded of
+    // its own naming a new address each time, which the proxy passes through.
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--trusted-proxies", "127.0.0.0/8"],
+        ..Default::default()
+    });
+    server.add_user("alice", "alice's password");
+    let mut statuses = Vec::new();
+    for index in 0..12 {
+        let forged = format!("for=192.0.2.{index}");
+        statuses.push(login_claiming(&server, &forged, "198.51.100.9", "alice", "guess").await);
+    }
+    assert!(
+        statuses.contains(&StatusCode::TOO_MANY_REQUESTS),
+        "the forged Forwarded header reset the throttle: {statuses:?}"
+    );
+    // Nor can a forged Forwarded lock a victim's address out: the victim, named by the
+    // proxy's header, logs in.
+    for _ in 0..12 {
+        login_claiming(
+            &server,
+            "for=198.51.100.77",
+            "198.51.100.9",
+            "alice",
+            "guess",
+        )
+        .await;
+    }
+    assert_eq!(
+        login_claiming(
+            &server,
+            "for=198.51.100.9",
+            "198.51.100.77",
+            "alice",
+            "alice's password"
+        )
+        .await,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn a_proxy_that_writes_forwarded_is_read_by_it_alone() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &[
+            "--trusted-proxies",
+            "127.0.0.0/8",
+            "--forwarded-header",
+            "forwarded",
+        ],
+        ..Default::default()
+    });
+    server.add_user("alice", "alice's password");
+    let mut statuses = Vec::new();
+    for index in 0..12 {
+        // X-Forwarded-For is the client's now, and varies; Forwarded is the proxy's.
+        let forged = format!("192.0.2.{index}");
+        statuses.push(login_claiming(&server, "for=198.51.100.9", &forged, "alice", "guess").await);
+    }
+    assert!(
+        statuses.contains(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_long_user_name_is_refused_before_it_is_kept_or_audited() {
     let server = TestServer::start();

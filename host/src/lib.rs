@@ -358,8 +358,10 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     state.webhook_policy = webhook_policy.clone();
     webhooks::start(store.clone(), webhook_policy);
     state.held_requests = Arc::new(api::HeldRequests::new(args.max_held_requests_per_user));
-    state.trusted_proxies =
-        Arc::new(api::TrustedProxies::parse(&args.trusted_proxies).map_err(anyhow::Error::msg)?);
+    state.trusted_proxies = Arc::new(
+        api::TrustedProxies::parse(&args.trusted_proxies, args.forwarded_header)
+            .map_err(anyhow::Error::msg)?,
+    );
     if let (Some(issuer), Some(audience)) = (&args.oidc_issuer, &args.oidc_audience) {
         oidc::check_issuer_url(issuer).map_err(anyhow::Error::msg)?;
         state.oidc = Some(Arc::new(oidc::OidcVerifier::new(oidc::OidcConfig {

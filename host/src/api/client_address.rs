@@ -1,27 +1,32 @@
 //! The client's address behind load balancers: `--trusted-proxies` names the networks whose
-//! connections may say, in `Forwarded` (RFC 7239) or `X-Forwarded-For`, whom they forward.
-//! A request from any other peer is its peer, whatever it claims, so a client cannot pick the
-//! address the login throttle counts it under.
+//! connections may say whom they forward, in the one header `--forwarded-header` names
+//! (`X-Forwarded-For` by default, or `Forwarded`, RFC 7239). The other header is never read,
+//! so a client cannot pick the address the login throttle counts it under by sending the
+//! header its proxy passes through unchanged. A request from any other peer is its peer,
+//! whatever it claims.
 //!
 //! The forwarded chain is read from the right (the hop nearest this server) to the left:
 //! addresses of trusted proxies are skipped, and the first other address is the client. A
-//! chain that says nothing usable leaves the nearest trusted hop as the client. `Forwarded`
-//! is read when present, `X-Forwarded-For` otherwise.
+//! chain that says nothing usable leaves the nearest trusted hop as the client.
 
 use std::net::IpAddr;
 
 use axum::http::HeaderMap;
 use ipnet::IpNet;
 
-/// `--trusted-proxies`: the networks of the proxies in front of the server.
+use crate::config::ForwardedHeader;
+
+/// `--trusted-proxies` and `--forwarded-header`: the networks of the proxies in front of the
+/// server, and the header they write.
 #[derive(Debug, Clone, Default)]
 pub struct TrustedProxies {
     networks: Vec<IpNet>,
+    header: ForwardedHeader,
 }
 
 impl TrustedProxies {
     /// Reads `--trusted-proxies` entries: CIDRs (`10.0.0.0/8`) or single addresses.
-    pub fn parse(entries: &[String]) -> Result<TrustedProxies, String> {
+    pub fn parse(entries: &[String], header: ForwardedHeader) -> Result<TrustedProxies, String> {
         let mut networks = Vec::new();
         for entry in entries
             .iter()
@@ -36,7 +41,7 @@ impl TrustedProxies {
                 })?;
             networks.push(network);
         }
-        Ok(TrustedProxies { networks })
+        Ok(TrustedProxies { networks, header })
     }
 
     fn trusts(&self, address: IpAddr) -> bool {
@@ -52,10 +57,9 @@ impl TrustedProxies {
         if !self.trusts(peer) {
             return peer;
         }
-        let chain = if headers.contains_key("forwarded") {
-            forwarded_chain(headers)
-        } else {
-            x_forwarded_for_chain(headers)
+        let chain = match self.header {
+            ForwardedHeader::Forwarded => forwarded_chain(headers),
+            ForwardedHeader::XForwardedFor => x_forwarded_for_chain(headers),
         };
         let mut client = peer;
         for hop in chain.iter().rev() {
@@ -141,7 +145,16 @@ mod tests {
 
     #[test]
     fn the_client_is_read_from_trusted_peers_only() {
-        let proxies = TrustedProxies::parse(&["10.0.0.0/8".into(), "::1".into()]).expect("valid");
+        let proxies = TrustedProxies::parse(
+            &["10.0.0.0/8".into(), "::1".into()],
+            ForwardedHeader::XForwardedFor,
+        )
+        .expect("valid");
+        let forwarded = TrustedProxies::parse(
+            &["10.0.0.0/8".into(), "::1".into()],
+            ForwardedHeader::Forwarded,
+        )
+        .expect("valid");
         type Case = (
             &'static str,
             &'static [(&'static str, &'static str)],
@@ -184,24 +197,17 @@ mod tests {
                 &[("x-forwarded-for", "1.2.3.4, nonsense")],
                 "10.0.0.2",
             ),
-            // Forwarded, with ports, quotes and brackets; it wins over X-Forwarded-For.
+            // A Forwarded header the proxy passed through is not read: the proxy writes
+            // X-Forwarded-For, and the client wrote this one.
             (
                 "10.0.0.2",
                 &[
-                    (
-                        "forwarded",
-                        "for=1.2.3.4, for=\"[2001:db8::1]:4711\";proto=https",
-                    ),
-                    ("x-forwarded-for", "5.6.7.8"),
+                    ("forwarded", "for=1.2.3.4"),
+                    ("x-forwarded-for", "198.51.100.1"),
                 ],
-                "2001:db8::1",
-            ),
-            (
-                "10.0.0.2",
-                &[("forwarded", "for=198.51.100.1:80")],
                 "198.51.100.1",
             ),
-            ("10.0.0.2", &[("forwarded", "for=unknown")], "10.0.0.2"),
+            ("10.0.0.2", &[("forwarded", "for=1.2.3.4")], "10.0.0.2"),
             // An IPv4 peer written in IPv6 form is trusted as its IPv4 self.
             (
                 "::ffff:10.0.0.2",
@@ -221,12 +227,52 @@ mod tests {
                 "peer {peer}, headers {pairs:?}"
             );
         }
+        // With Forwarded named, it is the one read, and X-Forwarded-For is not.
+        let forwarded_cases: &[Case] = &[
+            (
+                "10.0.0.2",
+                &[
+                    (
+                        "forwarded",
+                        "for=1.2.3.4, for=\"[2001:db8::1]:4711\";proto=https",
+                    ),
+                    ("x-forwarded-for", "5.6.7.8"),
+                ],
+                "2001:db8::1",
+            ),
+            (
+                "10.0.0.2",
+                &[("forwarded", "for=198.51.100.1:80")],
+                "198.51.100.1",
+            ),
+            ("10.0.0.2", &[("forwarded", "for=unknown")], "10.0.0.2"),
+            ("10.0.0.2", &[("x-forwarded-for", "5.6.7.8")], "10.0.0.2"),
+            // A forged element on the left is skipped for the right-most untrusted hop.
+            (
+                "10.0.0.2",
+                &[("forwarded", "for=6.6.6.6, for=198.51.100.1, for=10.0.0.9")],
+                "198.51.100.1",
+            ),
+            (
+                "203.0.113.9",
+                &[("forwarded", "for=1.2.3.4")],
+                "203.0.113.9",
+            ),
+        ];
+        for (peer, pairs, expected) in forwarded_cases {
+            assert_eq!(
+                forwarded.client(address(peer), &headers(pairs)),
+                address(expected),
+                "peer {peer}, headers {pairs:?}"
+            );
+        }
     }
 
     #[test]
     fn bad_entries_are_refused() {
-        assert!(TrustedProxies::parse(&["10.0.0.0/33".into()]).is_err());
-        assert!(TrustedProxies::parse(&["proxy.example".into()]).is_err());
-        assert!(TrustedProxies::parse(&[" 192.0.2.1 ".into(), String::new()]).is_ok());
+        let header = ForwardedHeader::XForwardedFor;
+        assert!(TrustedProxies::parse(&["10.0.0.0/33".into()], header).is_err());
+        assert!(TrustedProxies::parse(&["proxy.example".into()], header).is_err());
+        assert!(TrustedProxies::parse(&[" 192.0.2.1 ".into(), String::new()], header).is_ok());
     }
 }

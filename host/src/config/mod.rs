@@ -481,14 +481,25 @@ pub struct ServeArgs {
     pub max_held_requests_per_user: usize,
 
     /// A network (`10.0.0.0/8`) or address of the load balancers in front of the server;
-    /// repeat for more. Their `Forwarded` or `X-Forwarded-For` header then names the client
-    /// (for the login throttle and the log); every other peer is taken as the client.
+    /// repeat for more. Their `--forwarded-header` then names the client (for the login
+    /// throttle and the log); every other peer is taken as the client.
     #[arg(
         long = "trusted-proxies",
         env = "CASELOAD_TRUSTED_PROXIES",
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<String>,
+
+    /// The one header the trusted proxies name the client in: `x-forwarded-for` or
+    /// `forwarded` (RFC 7239). The other is ignored, so a client cannot choose its address
+    /// by sending the header its proxy does not write.
+    #[arg(
+        long = "forwarded-header",
+        env = "CASELOAD_FORWARDED_HEADER",
+        default_value = "x-forwarded-for",
+        value_parser = parse_forwarded_header
+    )]
+    pub forwarded_header: ForwardedHeader,
 
     /// How long a plugin file must be left alone before it is (re)loaded.
     #[arg(long, env = "CASELOAD_PLUGINS_DEBOUNCE", default_value = "250ms", value_parser = parse_duration)]
@@ -564,6 +575,27 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// Parses `500ms`, `10s`, `5m`, `1h`, `30d`, or a plain number of seconds.
+/// The header trusted proxies name the client in (`--forwarded-header`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For: client, proxy1, ...`.
+    #[default]
+    XForwardedFor,
+    /// `Forwarded: for=client, for=proxy1` (RFC 7239).
+    Forwarded,
+}
+
+fn parse_forwarded_header(text: &str) -> Result<ForwardedHeader, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "x-forwarded-for" => Ok(ForwardedHeader::XForwardedFor),
+        "forwarded" => Ok(ForwardedHeader::Forwarded),
+        _ => Err(format!(
+            "{text:?} is not x-forwarded-for or forwarded, the headers a proxy names the \
+             client in"
+        )),
+    }
+}
+
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
