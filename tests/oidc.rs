@@ -7,6 +7,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -105,24 +106,103 @@ fn sign(key: &Key, kid: &str, claims: &Value) -> String {
 
 /// An issuer on 127.0.0.1: its URL, and the keys its JWKS endpoint lists.
 async fn issuer() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let (url, keys, _) = controlled_issuer().await;
+    (url, keys)
+}
+
+/// What a test can make its issuer do, and what it counts.
+#[derive(Default)]
+struct IssuerControl {
+    /// Every request waits forever while this is set.
+    hang: AtomicBool,
+    /// Discovery documents asked for.
+    discoveries: AtomicUsize,
+}
+
+/// [`issuer`], with its control.
+async fn controlled_issuer() -> (String, Arc<Mutex<Vec<Value>>>, Arc<IssuerControl>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let keys: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let control = Arc::new(IssuerControl::default());
     let discovery = json!({"issuer": url, "jwks_uri": format!("{url}/jwks")});
+    let discovery_control = control.clone();
+    let jwks_control = control.clone();
     let app = axum::Router::new()
         .route(
             "/.well-known/openid-configuration",
-            get(move || async move { Json(discovery) }),
+            get(move || async move {
+                discovery_control.discoveries.fetch_add(1, Ordering::SeqCst);
+                if discovery_control.hang.load(Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+                Json(discovery)
+            }),
         )
         .route(
             "/jwks",
-            get(|State(keys): State<Arc<Mutex<Vec<Value>>>>| async move {
-                Json(json!({"keys": keys.lock().unwrap().clone()}))
-            }),
+            get(
+                move |State(keys): State<Arc<Mutex<Vec<Value>>>>| async move {
+                    if jwks_control.hang.load(Ordering::SeqCst) {
+                        std::future::pending::<()>().await;
+                    }
+                    Json(json!({"keys": keys.lock().unwrap().clone()}))
+                },
+            ),
         )
         .with_state(keys.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, keys)
+    (url, keys, control)
+}
+
+#[tokio::test]
+async fn a_hanging_issuer_holds_logins_up_for_one_fetch_not_a_queue_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let rsa = make_key(dir.path(), "rsa-1", Algorithm::RS256);
+    let (url, published, control) = controlled_issuer().await;
+    published.lock().unwrap().push(rsa.jwk.clone());
+    control.hang.store(true, Ordering::SeqCst);
+    let args = ["--oidc-issuer", url.as_str(), "--oidc-audience", AUDIENCE];
+    let server = TestServer::start_with(ServerOptions {
+        args: &args,
+        ..Default::default()
+    });
+    let claims = |user: &str| {
+        json!({"iss": url, "aud": AUDIENCE, "sub": user, "preferred_username": user,
+               "iat": now(), "exp": now() + 300})
+    };
+    // Four first logins at once, with no keys fetched yet: they wait for one fetch, which
+    // the issuer never answers, and are refused together.
+    let tokens: Vec<String> = (0..4)
+        .map(|index| sign(&rsa, rsa.kid, &claims(&format!("sso-{index}"))))
+        .collect();
+    let answers =
+        futures_util::future::join_all(tokens.iter().map(|token| status_of(&server, token))).await;
+    for (status, problem) in &answers {
+        assert_eq!(*status, StatusCode::UNAUTHORIZED, "{problem}");
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("cannot be fetched"),
+            "{problem}"
+        );
+    }
+    assert_eq!(
+        control.discoveries.load(Ordering::SeqCst),
+        1,
+        "each waiting login fetched the keys again"
+    );
+    // Once the issuer answers, logins work.
+    control.hang.store(false, Ordering::SeqCst);
+    let answer = loop {
+        let answer = status_of(&server, &tokens[0]).await;
+        if answer.0 == StatusCode::OK || control.discoveries.load(Ordering::SeqCst) > 3 {
+            break answer;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
 }
 
 async fn status_of(server: &TestServer, token: &str) -> (StatusCode, Value) {
@@ -276,6 +356,29 @@ async fn tokens_of_the_configured_issuer_are_accepted_and_bad_ones_refused() {
     published.lock().unwrap().push(rotated.jwk.clone());
     let carol = sign(&rotated, rotated.kid, &claims("sso-carol", json!({})));
     assert_eq!(status_of(&server, &carol).await.0, StatusCode::OK);
+    // A name in capitals is folded, as every user name is: one user, not two.
+    for spelled in ["SSO-Erin", "sso-erin"] {
+        let erin = sign(&rsa, rsa.kid, &claims(spelled, json!({})));
+        assert_eq!(status_of(&server, &erin).await.0, StatusCode::OK);
+    }
+    let users: Value = server
+        .get(&admin, "/admin/users")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let erins = users["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|user| {
+            user["username"]
+                .as_str()
+                .unwrap()
+                .eq_ignore_ascii_case("sso-erin")
+        })
+        .count();
+    assert_eq!(erins, 1, "{users}");
 
     // And refuses, each with a reason.
     let refusals = [
@@ -320,6 +423,30 @@ async fn tokens_of_the_configured_issuer_are_accepted_and_bad_ones_refused() {
             "a local user's name",
             sign(&rsa, rsa.kid, &claims("admin", json!({}))),
             "local user",
+        ),
+        (
+            "a local user's name in capitals",
+            sign(&rsa, rsa.kid, &claims("Admin", json!({}))),
+            "local user",
+        ),
+        (
+            "a name with a zero-width space",
+            sign(&rsa, rsa.kid, &claims("admin\u{200b}", json!({}))),
+            "user name",
+        ),
+        (
+            "a name of 100,000 characters",
+            sign(&rsa, rsa.kid, &claims(&"n".repeat(100_000), json!({}))),
+            "user name",
+        ),
+        (
+            "not valid yet",
+            sign(
+                &rsa,
+                rsa.kid,
+                &claims("sso-alice", json!({"nbf": now() + 600})),
+            ),
+            "nbf",
         ),
         (
             "alg none",

@@ -11,6 +11,7 @@
 //! passed (30 s of leeway for clocks).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,7 @@ use serde_json::Value;
 use url::Url;
 
 use crate::http_post::{Get, address_of, get};
+use crate::user_name;
 
 /// The password hash of a user made by single sign-on: no password ever matches it (it is
 /// not a PHC string), and it marks the name as the issuer's.
@@ -78,7 +80,13 @@ struct Keys {
 
 pub struct OidcVerifier {
     config: OidcConfig,
-    keys: tokio::sync::Mutex<Option<Keys>>,
+    keys: Mutex<Option<Keys>>,
+    /// One fetch of the keys at a time.
+    fetch_turn: tokio::sync::Mutex<()>,
+    /// How many fetches ended, with keys or not: requests that waited behind a fetch read
+    /// what it brought rather than fetch again, so an issuer that hangs holds each of them up
+    /// for one fetch at most, not for a queue of them.
+    fetches_ended: AtomicU64,
     /// When the keys were last fetched for an unknown key id.
     last_refetch: Mutex<Option<Instant>>,
     /// The projects claim last applied for each user, by user id: applied again only when
@@ -93,7 +101,9 @@ impl OidcVerifier {
     pub fn new(config: OidcConfig) -> OidcVerifier {
         OidcVerifier {
             config,
-            keys: tokio::sync::Mutex::new(None),
+            keys: Mutex::new(None),
+            fetch_turn: tokio::sync::Mutex::new(()),
+            fetches_ended: AtomicU64::new(0),
             last_refetch: Mutex::new(None),
             applied_projects: Mutex::new(HashMap::new()),
         }
@@ -154,6 +164,7 @@ impl OidcVerifier {
         validation.set_issuer(&[self.config.issuer.as_str()]);
         validation.set_audience(&[self.config.audience.as_str()]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.validate_nbf = true;
         validation.leeway = 30;
         let data = jsonwebtoken::decode::<Value>(token, &key, &validation).map_err(|error| {
             use jsonwebtoken::errors::ErrorKind;
@@ -167,12 +178,16 @@ impl OidcVerifier {
             })
         })?;
         let claims = data.claims;
-        let username = claims[self.config.username_claim.as_str()]
+        let claimed = claims[self.config.username_claim.as_str()]
             .as_str()
             .or_else(|| claims["sub"].as_str())
-            .filter(|name| !name.is_empty() && !name.chars().any(char::is_control))
-            .ok_or(Refused("the token names no user"))?
-            .to_owned();
+            .ok_or(Refused("the token names no user"))?;
+        // The name is held to the rule every user name follows (case folded), so a token
+        // cannot make `Admin` beside `admin`, or a name that prints as another.
+        let username = user_name::normalise(claimed).map_err(|why| {
+            tracing::warn!(issuer = %self.config.issuer, %why, "a token's user name is refused");
+            Refused("the token's user name is not one this server takes (1 to 64 of a-z 0-9 ._@+-)")
+        })?;
         let role = self
             .config
             .role_claim
@@ -200,27 +215,69 @@ impl OidcVerifier {
     }
 
     /// The issuer's key with this id: from the keys kept, else from the keys fetched again.
+    /// Keys past [`KEYS_FRESH_FOR`] are fetched again by one request while the others use
+    /// them as they are.
     async fn key(&self, kid: &str) -> Result<Jwk, Refused> {
-        let mut keys = self.keys.lock().await;
-        let stale = keys
-            .as_ref()
-            .is_none_or(|keys| keys.fetched_at.elapsed() > KEYS_FRESH_FOR);
-        if !stale && let Some(jwk) = keys.as_ref().and_then(|keys| keys.set.find(kid)) {
+        let (known, fresh) = self.kept_key(kid);
+        if let Some(jwk) = &known
+            && fresh
+        {
             return Ok(jwk.clone());
         }
-        if !stale && !self.may_refetch() {
+        if known.is_none() && !self.kept_any() {
+            // No keys yet: every request needs the first fetch.
+        } else if known.is_none() && !self.may_refetch() {
             return Err(Refused("the token's key (kid) is not the issuer's"));
         }
-        let set = self.fetch_keys().await.map_err(|error| {
-            tracing::warn!(issuer = %self.config.issuer, %error, "cannot fetch the issuer's keys");
-            Refused("the issuer's keys cannot be fetched now")
-        })?;
-        let found = set.find(kid).cloned();
-        *keys = Some(Keys {
-            set,
-            fetched_at: Instant::now(),
-        });
-        found.ok_or(Refused("the token's key (kid) is not the issuer's"))
+        let seen = self.fetches_ended.load(Ordering::Acquire);
+        let turn = match (&known, self.fetch_turn.try_lock()) {
+            (_, Ok(turn)) => turn,
+            // Stale keys, and another request is fetching them: use them meanwhile.
+            (Some(jwk), Err(_)) => return Ok(jwk.clone()),
+            (None, Err(_)) => self.fetch_turn.lock().await,
+        };
+        if self.fetches_ended.load(Ordering::Acquire) == seen {
+            // Nobody fetched while this request waited: fetch now.
+            match self.fetch_keys().await {
+                Ok(set) => {
+                    *self.keys.lock().unwrap_or_else(PoisonError::into_inner) = Some(Keys {
+                        set,
+                        fetched_at: Instant::now(),
+                    });
+                }
+                Err(error) => {
+                    tracing::warn!(issuer = %self.config.issuer, %error, "cannot fetch the issuer's keys");
+                }
+            }
+            self.fetches_ended.fetch_add(1, Ordering::AcqRel);
+        }
+        drop(turn);
+        match self.kept_key(kid) {
+            (Some(jwk), _) => Ok(jwk),
+            (None, _) if self.kept_any() => {
+                Err(Refused("the token's key (kid) is not the issuer's"))
+            }
+            (None, _) => Err(Refused("the issuer's keys cannot be fetched now")),
+        }
+    }
+
+    /// The kept key with this id, and whether the kept keys are fresh.
+    fn kept_key(&self, kid: &str) -> (Option<Jwk>, bool) {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        match keys.as_ref() {
+            Some(keys) => (
+                keys.set.find(kid).cloned(),
+                keys.fetched_at.elapsed() <= KEYS_FRESH_FOR,
+            ),
+            None => (None, false),
+        }
+    }
+
+    fn kept_any(&self) -> bool {
+        self.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
     fn may_refetch(&self) -> bool {
