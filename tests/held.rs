@@ -152,3 +152,106 @@ async fn streams_and_long_polls_end_when_their_user_is_disabled() {
     let answer = poll.await.unwrap().unwrap();
     expect_problem(answer, StatusCode::UNAUTHORIZED).await;
 }
+
+/// A stream of the caller's jobs' events and a long-poll on `job`, both made with `bearer`.
+async fn hold_both(
+    server: &TestServer,
+    bearer: &str,
+    job: &str,
+) -> (
+    reqwest::Response,
+    tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+) {
+    let stream = events_url(server, "/jobs/events")
+        .bearer_auth(bearer)
+        .send()
+        .await
+        .unwrap();
+    let poll = tokio::spawn(
+        server
+            .client
+            .get(server.url(&format!("/job/{job}?wait=60")))
+            .bearer_auth(bearer)
+            .send(),
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    (stream, poll)
+}
+
+/// Both end early (no `end`, no `reconnect`; the long-poll with a 401) within `within`.
+async fn both_end_within(
+    stream: reqwest::Response,
+    poll: tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+    within: std::time::Duration,
+) {
+    let started = std::time::Instant::now();
+    let events = read_events(stream, |_| false).await;
+    assert!(
+        events.iter().all(|event| event.event == "status"),
+        "{events:?}"
+    );
+    let answer = poll.await.unwrap().unwrap();
+    expect_problem(answer, StatusCode::UNAUTHORIZED).await;
+    assert!(
+        started.elapsed() < within,
+        "held for {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn streams_and_long_polls_end_when_their_key_is_revoked_or_expires() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let job = server.launch(&admin, "maxcut", &timed_job(40.0)).await;
+
+    // Revoked while held.
+    let created: serde_json::Value = server
+        .post_json(
+            &admin,
+            "/api_keys",
+            &serde_json::json!({"name": "watcher", "scopes": ["read"]}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let key = created["key"].as_str().unwrap();
+    let (stream, poll) = hold_both(&server, key, &job).await;
+    let revoked = server
+        .delete(&admin, &format!("/api_keys/{}", created["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+    // The bound of every key check (2 s of cache, a check each second), far below the
+    // job's 40 s.
+    both_end_within(stream, poll, std::time::Duration::from_secs(15)).await;
+
+    // Expiring while held.
+    let expires_at = (chrono::Utc::now() + chrono::Duration::seconds(3)).to_rfc3339();
+    let created: serde_json::Value = server
+        .post_json(
+            &admin,
+            "/api_keys",
+            &serde_json::json!({"name": "brief", "scopes": ["read"], "expires_at": expires_at}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let key = created["key"].as_str().unwrap();
+    let (stream, poll) = hold_both(&server, key, &job).await;
+    both_end_within(stream, poll, std::time::Duration::from_secs(15)).await;
+}
+
+#[tokio::test]
+async fn streams_and_long_polls_end_when_their_token_expires() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--token-ttl", "2s"],
+        ..Default::default()
+    });
+    let admin = server.admin_token().await;
+    let job = server.launch(&admin, "maxcut", &timed_job(40.0)).await;
+    let (stream, poll) = hold_both(&server, &admin, &job).await;
+    // The token's 2 s and the replicas' 5 s of clock leeway, far below the job's 40 s.
+    both_end_within(stream, poll, std::time::Duration::from_secs(15)).await;
+}

@@ -225,6 +225,12 @@ impl TokenKeys {
             admin: false,
             role: Role::Viewer,
             key: None,
+            expires_ms: Some(
+                data.claims
+                    .exp
+                    .saturating_add(CLOCK_LEEWAY_SECONDS)
+                    .saturating_mul(1000),
+            ),
         };
         let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
         if verified.len() >= VERIFIED_TOKENS {
@@ -266,6 +272,9 @@ pub struct AuthUser {
     pub role: Role,
     /// The API key the request came with, if it came with one rather than a token.
     pub key: Option<KeyGrant>,
+    /// When its token or key stops being accepted, in milliseconds since the epoch (`None`:
+    /// a key without an expiry). A request held open ends then.
+    pub expires_ms: Option<u64>,
 }
 
 #[cfg(test)]

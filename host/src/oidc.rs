@@ -65,6 +65,8 @@ pub struct OidcIdentity {
     pub projects: Option<Vec<String>>,
     /// When the token was issued, in milliseconds (0 if it does not say).
     pub issued_ms: u64,
+    /// When it stops being accepted (its `exp` and the leeway), in milliseconds.
+    pub expires_ms: u64,
 }
 
 /// Why a token was refused; the message is the client's 401.
@@ -206,11 +208,17 @@ impl OidcVerifier {
                 .unwrap_or_default()
         });
         let issued_ms = claims["iat"].as_u64().unwrap_or(0).saturating_mul(1000);
+        let expires_ms = claims["exp"]
+            .as_u64()
+            .unwrap_or(0)
+            .saturating_add(validation.leeway)
+            .saturating_mul(1000);
         Ok(OidcIdentity {
             username,
             role,
             projects,
             issued_ms,
+            expires_ms,
         })
     }
 

@@ -5,8 +5,10 @@
 //! - ends when its connection is asked to close (the connection cap closes the oldest, and
 //!   a stream must not keep it open forever): a stream with a `reconnect` event that tells
 //!   the client to come back with `Last-Event-ID`, a long-poll with what it has;
-//! - ends when its user loses access (disabled, deleted, tokens revoked, a new password),
-//!   within the bound every request's check has ([`AccessCache`](super::user_access)).
+//! - ends when its user loses access (disabled, deleted, tokens revoked, a new password) or
+//!   its API key is revoked, within the bound every request's check has
+//!   ([`AccessCache`](super::user_access), [`KeyCache`](super::key_access)), and when its
+//!   token or key expires, at that moment.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,6 +21,7 @@ use tokio::sync::watch;
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::config::DEFAULT_MAX_HELD_REQUESTS_PER_USER;
+use crate::store::now_millis;
 
 /// How often a held request checks that its user may still use its token; the access cache
 /// answers most checks without a read.
@@ -178,8 +181,28 @@ impl Hold {
                     None => std::future::pending().await,
                 }
             };
+            let expiry = async {
+                match self.user.expires_ms {
+                    Some(expires_ms) => {
+                        let left = expires_ms.saturating_sub(now_millis().max(0) as u64);
+                        tokio::time::sleep(Duration::from_millis(left)).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = closing => return Interrupt::Closing,
+                () = expiry => {
+                    let what = if self.user.key.is_some() { "API key" } else { "token" };
+                    tracing::debug!(user = %self.user.username, "a held request's {what} expired");
+                    return Interrupt::AccessLost(ApiError::InvalidToken(
+                        if self.user.key.is_some() {
+                            "the API key is invalid, revoked or expired"
+                        } else {
+                            "the token is invalid or expired"
+                        },
+                    ));
+                }
                 _ = self.access_check.tick() => {
                     let checked = self
                         .state
@@ -188,6 +211,17 @@ impl Hold {
                         .await;
                     if let Err(error) = checked {
                         return Interrupt::AccessLost(error);
+                    }
+                    if let Some(key) = &self.user.key {
+                        match self.state.api_keys.still_valid(&self.state.store, &key.id).await {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                return Interrupt::AccessLost(ApiError::InvalidToken(
+                                    "the API key is invalid, revoked or expired",
+                                ));
+                            }
+                            Err(error) => return Interrupt::AccessLost(error),
+                        }
                     }
                 }
             }

@@ -61,12 +61,37 @@ impl KeyCache {
             issued_ms: u64::try_from(record.created_at).unwrap_or(0),
             admin: false,
             role: Role::Viewer,
+            expires_ms: record
+                .expires_at
+                .map(|expires_at| u64::try_from(expires_at).unwrap_or(0)),
             key: Some(KeyGrant {
                 scopes: api_key::scopes_of(&record),
                 id: record.id,
                 project: record.project_id,
             }),
         })
+    }
+
+    /// Whether the key is still accepted (not revoked, not expired), read as
+    /// [`check`](Self::check) reads it: a request held open with it asks again now and then.
+    pub async fn still_valid(
+        &self,
+        store: &Arc<dyn JobStore>,
+        id: &str,
+    ) -> Result<bool, ApiError> {
+        let record = match self.fresh(id) {
+            Some(record) => record,
+            None => {
+                let record = store.api_key(id).await?;
+                self.remember(id, record.clone());
+                record
+            }
+        };
+        Ok(record.is_some_and(|record| {
+            record
+                .expires_at
+                .is_none_or(|expires_at| expires_at > now_millis())
+        }))
     }
 
     /// Forgets a key revoked here, so that this replica refuses it at once.

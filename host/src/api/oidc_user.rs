@@ -77,6 +77,7 @@ pub async fn oidc_user(
         id: user.id,
         username: user.username,
         issued_ms: identity.issued_ms,
+        expires_ms: Some(identity.expires_ms),
         admin: false,
         role: Role::Viewer,
         key: None,
