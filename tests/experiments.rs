@@ -555,3 +555,54 @@ async fn a_project_s_experiments_are_its_members_to_read_and_cancel() {
     let cancelled: Value = cancelled.json().await.unwrap();
     assert_eq!(cancelled["cancelled"], 2, "{cancelled}");
 }
+
+#[tokio::test]
+async fn a_gated_publish_whose_client_hangs_up_is_stored_and_audited() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    server.publish_versioned(&token, "", "v1").await;
+    // A gate whose runs take 20 s: the client gives up long before.
+    let template = json!({"inputs": [{"value": 10, "sleep_ms": 20_000}], "seeds": [1]});
+    let gate = form_urlencoded::byte_serialize(template.to_string().as_bytes()).collect::<String>();
+    let hung_up = server
+        .client
+        .post(server.url(&format!("/plugins?gate={gate}")))
+        .bearer_auth(&token)
+        .header("content-type", "application/wasm")
+        .body(versioned("v2"))
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await;
+    assert!(hung_up.is_err(), "the gate answered within 3 s: {hung_up:?}");
+    // Stored, and audited with it.
+    let started = Instant::now();
+    loop {
+        let page: Value = server
+            .get(&token, "/admin/audit?limit=50")
+            .await
+            .json()
+            .await
+            .unwrap();
+        let published = page["events"].as_array().unwrap().iter().any(|event| {
+            event["action"] == "plugin.published" && event["target"] == "versioned 2.0.0"
+        });
+        if published {
+            break;
+        }
+        assert!(started.elapsed() < PATIENCE, "not audited: {page}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let versions: Value = server
+        .get(&token, "/problem/versioned/versions")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let stored = versions["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|version| version["version"] == "2.0.0" && version["source"] == "store")
+        .unwrap_or_else(|| panic!("2.0.0 is not stored: {versions}"));
+    assert_eq!(stored["current"], false, "{versions}");
+}

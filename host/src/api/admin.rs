@@ -11,7 +11,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::audit::record;
+use super::audit::record_by;
 use super::wire::{UserList, UserView};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::{AuthUser, hash_password};
@@ -83,9 +83,7 @@ async fn create(
             .update_user(name, &UserChange::Role(role))
             .await?;
     }
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "user.created",
         name,
         json!({"role": role.as_str()}),
@@ -217,9 +215,7 @@ async fn change(
             Err(error) => return Err(error.into()),
         }
     }
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "user.changed",
         &username,
         Value::Object(detail),
@@ -244,9 +240,7 @@ async fn remove(
         Err(StoreError::Conflict(why)) => return Err(ApiError::Conflict(why)),
         Err(error) => return Err(error.into()),
     }
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "user.deleted",
         &username,
         json!({}),

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use serde_json::json;
 
-use super::audit::record;
+use super::audit::record_by;
 use super::key_project::default_project;
 use super::projects::project_role;
 use super::wire::{ApiKeyCreated, ApiKeyList, ApiKeyView};
@@ -79,7 +79,7 @@ async fn create(
         "scopes": new.record.scopes,
         "project": project,
     });
-    record(&state, &user.username, "api_key.created", &prefix, detail).await?;
+    record_by(&state, &user, "api_key.created", &prefix, detail).await?;
     tracing::info!(key = %format!("cl_{}", new.record.id), user = %user.username, "API key created");
     Ok((
         StatusCode::CREATED,
@@ -220,27 +220,29 @@ async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Json<ApiK
     }))
 }
 
-/// The owner revokes its key; an administrator any key.
+/// The owner revokes its key; an administrator any key. A key bound to a project acts within
+/// it: it revokes only its own user's keys bound to the same project, whatever its scopes.
 async fn revoke(
     State(state): State<AppState>,
     user: AuthUser,
     Path(key_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = key_id.strip_prefix(api_key::KEY_PREFIX).unwrap_or(&key_id);
-    let owner = (!user.admin).then_some(user.id.as_str());
+    let not_found = || ApiError::NotFound(format!("no API key {key_id:?}"));
+    let bound = default_project(&user);
+    if let Some(project) = bound {
+        let record = state.store.api_key(id).await?.ok_or_else(not_found)?;
+        if record.owner_id != user.id || record.project_id.as_deref() != Some(project) {
+            return Err(not_found());
+        }
+    }
+    let owner = (!user.admin || bound.is_some()).then_some(user.id.as_str());
     if state.store.revoke_api_key(id, owner).await? {
         state.api_keys.forget(id);
-        record(
-            &state,
-            &user.username,
-            "api_key.revoked",
-            &format!("cl_{id}"),
-            json!({}),
-        )
-        .await?;
+        record_by(&state, &user, "api_key.revoked", &format!("cl_{id}"), json!({})).await?;
         tracing::info!(key = %format!("cl_{id}"), user = %user.username, "API key revoked");
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::NotFound(format!("no API key {key_id:?}")))
+        Err(not_found())
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::wire::{AuditEventView, AuditPage};
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
-use crate::store::AuditEvent;
+use crate::store::{Actor, AuditEvent};
 
 /// The most entries one page holds.
 const MAX_PAGE: u32 = 500;
@@ -32,6 +32,55 @@ pub async fn record(
     let event = AuditEvent::now(actor, action, target, detail);
     state.store.record_audit(&event).await?;
     Ok(())
+}
+
+/// Adds an entry done by `user` now: its name as the actor and, for a request made with an
+/// API key, the key (`"api_key": "cl_<id>"`) in the detail, so the log says which script
+/// did it.
+pub async fn record_by(
+    state: &AppState,
+    user: &AuthUser,
+    action: &str,
+    target: &str,
+    detail: Value,
+) -> Result<(), ApiError> {
+    record(state, &user.username, action, target, with_key(user, detail)).await
+}
+
+/// The entry `user` doing `action` now makes, for a change that writes it in its own
+/// transaction ([`Actor::audit`](crate::store::Actor)).
+pub fn event_by(user: &AuthUser, action: &str, target: &str, detail: Value) -> AuditEvent {
+    AuditEvent::now(&user.username, action, target, with_key(user, detail))
+}
+
+/// The actor of a plugin registry change `user` makes on this replica, with its audit entry.
+pub fn registry_actor(
+    state: &AppState,
+    user: &AuthUser,
+    action: &str,
+    target: &str,
+    detail: Value,
+) -> Actor {
+    Actor {
+        user: Some(user.username.clone()),
+        replica: state.plugins.replica().to_owned(),
+        audit: Some(event_by(user, action, target, detail)),
+    }
+}
+
+/// The detail with the key the request came with, if it came with one.
+fn with_key(user: &AuthUser, detail: Value) -> Value {
+    let Some(key) = &user.key else {
+        return detail;
+    };
+    let key = Value::String(format!("cl_{}", key.id));
+    match detail {
+        Value::Object(mut fields) => {
+            fields.insert("api_key".into(), key);
+            Value::Object(fields)
+        }
+        other => serde_json::json!({"detail": other, "api_key": key}),
+    }
 }
 
 /// [`record`] without waiting for it (a failure is logged): for what must answer at once.

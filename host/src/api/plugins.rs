@@ -17,7 +17,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
-use super::audit::record;
+use super::audit::registry_actor;
 use super::problems::invalid;
 use super::publish_gate::{parse_gate, run_gate};
 use super::wire::{GateView, format_rfc3339};
@@ -26,7 +26,7 @@ use crate::auth::AuthUser;
 use crate::plugins::check::{CheckOptions, Checker, Failure};
 use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSource, Unresolved, VersionEntry, VersionRequest};
-use crate::store::{Actor, JobStore, Published, StoredVersion};
+use crate::store::{JobStore, Published, StoredVersion};
 use crate::violation::Violation;
 
 /// A component is written to the database in pieces of this size, as a dataset is.
@@ -249,10 +249,19 @@ async fn publish(
         retired_at: None,
     };
     let blob = StoredBlob::write(state.store.clone(), &wasm).await?;
-    let actor = Actor {
-        user: Some(user.username.clone()),
-        replica: state.plugins.replica().to_owned(),
-    };
+    // Audited in the transaction that stores the version: a client that hangs up after
+    // it leaves the version stored and audited, never one without the other.
+    let actor = registry_actor(
+        &state,
+        &user,
+        "plugin.published",
+        &format!("{name} {version}"),
+        serde_json::json!({
+            "digest": plugin.digest,
+            "current": make_current,
+            "gated": gated_against.is_some(),
+        }),
+    );
     let published = state
         .store
         .publish_version(&stored, &blob.id, make_current, &actor)
@@ -296,15 +305,6 @@ async fn publish(
     };
     let jobs = state.store.jobs_of_digest(&listed.digest).await?;
     let created = published == Published::Created;
-    if created {
-        let target = format!("{name} {}", listed.version);
-        let detail = serde_json::json!({
-            "digest": listed.digest,
-            "current": listed.current,
-            "gate": gate.as_ref().map(|gate| gate.passed),
-        });
-        record(&state, &user.username, "plugin.published", &target, detail).await?;
-    }
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -466,10 +466,8 @@ async fn set_current(
             plugin.info.name, plugin.info.version
         )));
     }
-    let actor = Actor {
-        user: Some(user.username.clone()),
-        replica: state.plugins.replica().to_owned(),
-    };
+    let target = format!("{} {}", plugin.info.name, plugin.info.version);
+    let actor = registry_actor(&state, &user, "plugin.promoted", &target, serde_json::json!({}));
     let previous = state
         .store
         .set_current_version(&plugin.info.name, &plugin.info.version, &actor)
@@ -479,9 +477,6 @@ async fn set_current(
         name = %plugin.info.name, version = %plugin.info.version,
         previous = previous.as_deref(), user = %user.username, "current version set"
     );
-    let target = format!("{} {}", plugin.info.name, plugin.info.version);
-    let detail = serde_json::json!({"previous": previous});
-    record(&state, &user.username, "plugin.promoted", &target, detail).await?;
     Ok(Json(versions_view(&state, &plugin.info.name).await?))
 }
 
@@ -529,10 +524,8 @@ async fn retire(
             entry.version
         )));
     }
-    let actor = Actor {
-        user: Some(user.username.clone()),
-        replica: state.plugins.replica().to_owned(),
-    };
+    let target = format!("{name} {}", entry.version);
+    let actor = registry_actor(&state, &user, "plugin.retired", &target, serde_json::json!({}));
     if !state
         .store
         .retire_version(&name, &entry.version, &actor)
@@ -545,15 +538,6 @@ async fn retire(
     }
     state.plugins.sync().await?;
     tracing::info!(name = %name, version = %entry.version, user = %user.username, "version retired");
-    let target = format!("{name} {}", entry.version);
-    record(
-        &state,
-        &user.username,
-        "plugin.retired",
-        &target,
-        serde_json::json!({}),
-    )
-    .await?;
     Ok(Json(versions_view(&state, &name).await?))
 }
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::admin::parse;
-use super::audit::record;
+use super::audit::record_by;
 use super::key_project::default_project;
 use super::wire::{
     MemberView, ProjectAccessView, ProjectDetail, ProjectList, UserProjectList, format_rfc3339,
@@ -168,9 +168,7 @@ async fn create(
         }
         Err(error) => return Err(error.into()),
     };
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "project.created",
         &project.id,
         json!({"name": name}),
@@ -207,9 +205,7 @@ async fn set_quota(
     let project = find(&state, &project_id).await?;
     let detail_json =
         json!({"project": project.name, "max_pending_jobs": request.max_pending_jobs});
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "project.quota_set",
         &project_id,
         detail_json,
@@ -257,9 +253,7 @@ async fn set_member(
         return Err(no_project(&project_id));
     }
     let detail_json = json!({"project": project.name, "username": username, "role": role.as_str()});
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "project.member_set",
         &project_id,
         detail_json,
@@ -290,9 +284,7 @@ async fn remove_member(
         )));
     }
     let detail_json = json!({"project": project.name, "username": username});
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "project.member_removed",
         &project_id,
         detail_json,
@@ -313,9 +305,7 @@ async fn remove(
         Err(StoreError::Conflict(why)) => return Err(ApiError::Conflict(why)),
         Err(error) => return Err(error.into()),
     }
-    record(
-        &state,
-        &admin.username,
+    record_by(&state, &admin,
         "project.deleted",
         &project_id,
         json!({"name": project.name}),

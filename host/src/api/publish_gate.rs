@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::audit::registry_actor;
 use super::experiments::{ExperimentRequest, launch, parse_fields, view};
 use super::problems::invalid;
 use super::wire::GateView;
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
-use crate::store::Actor;
 use crate::violation::Violation;
 
 /// How long a publish waits for its gate's experiment. A gate that has not finished by then
@@ -132,10 +132,9 @@ pub async fn run_gate(
     };
     let passed = reason.is_none();
     if passed {
-        let actor = Actor {
-            user: Some(user.username.clone()),
-            replica: state.plugins.replica().to_owned(),
-        };
+        let target = format!("{} {}", candidate.info.name, candidate.info.version);
+        let detail = serde_json::json!({"gate": record.id});
+        let actor = registry_actor(state, user, "plugin.promoted", &target, detail);
         state
             .store
             .set_current_version(&candidate.info.name, &candidate.info.version, &actor)

@@ -7,7 +7,9 @@ use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
 use serde::Serialize;
+use serde_json::json;
 
+use super::audit::record_by;
 use super::key_project::default_project;
 use super::projects::{named_project, project_role};
 use super::{ApiError, AppState, Json};
@@ -68,5 +70,13 @@ async fn secret(
         .webhook_secret(holder, &new_secret(), rotate)
         .await?
         .ok_or(ApiError::InvalidToken("the token's user no longer exists"))?;
+    if rotate {
+        // The secret itself is never logged, only that it changed and whose it is.
+        let target = match project.filter(|project| *project != user.id) {
+            None => format!("user {}", user.username),
+            Some(project) => format!("project {project}"),
+        };
+        record_by(state, user, "webhook_secret.rotated", &target, json!({})).await?;
+    }
     Ok(Json(WebhookSecret { secret }))
 }

@@ -24,6 +24,23 @@ pub struct AuditEvent {
 }
 
 impl AuditEvent {
+    /// The same event with one more field in its detail (an object; a detail that is not
+    /// one is kept under `detail`).
+    pub fn with_detail(&self, field: &str, value: serde_json::Value) -> AuditEvent {
+        let detail = match serde_json::from_str(&self.detail) {
+            Ok(serde_json::Value::Object(mut fields)) => {
+                fields.insert(field.to_owned(), value);
+                serde_json::Value::Object(fields)
+            }
+            Ok(other) => serde_json::json!({"detail": other, field: value}),
+            Err(_) => serde_json::json!({field: value}),
+        };
+        AuditEvent {
+            detail: detail.to_string(),
+            ..self.clone()
+        }
+    }
+
     /// An event happening now.
     pub fn now(actor: &str, action: &str, target: &str, detail: serde_json::Value) -> AuditEvent {
         AuditEvent {
@@ -86,6 +103,28 @@ where
             .await?;
         rows::all(&rows)
     }
+}
+
+/// Records `event` in a transaction of the caller's: what a change writes with itself.
+pub(super) async fn insert_audit<B>(
+    transaction: &mut sqlx::Transaction<'_, B::Db>,
+    event: &AuditEvent,
+) -> Result<(), StoreError>
+where
+    B: Backend,
+    for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
+    for<'a> &'a str: Param<'a, B::Db>,
+    for<'a> i64: Param<'a, B::Db>,
+{
+    sqlx::query(sql::INSERT_AUDIT_EVENT)
+        .bind(event.at)
+        .bind(event.actor.as_str())
+        .bind(event.action.as_str())
+        .bind(event.target.as_str())
+        .bind(event.detail.as_str())
+        .execute(&mut **transaction)
+        .await?;
+    Ok(())
 }
 
 /// `AUDIT_EVENTS`' columns.

@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Executor};
 
+use super::audit::{AuditEvent, insert_audit};
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
 use super::{Millis, StoreError, now_millis, sql};
@@ -61,6 +62,10 @@ pub struct Actor {
     pub user: Option<String>,
     /// The replica's id.
     pub replica: String,
+    /// The audit log's entry for the change, written in the change's own transaction, so
+    /// the change is audited exactly when it is stored. A promotion adds the version current
+    /// before (`previous`) to its detail.
+    pub audit: Option<AuditEvent>,
 }
 
 /// A change to the plugins, or a component a replica could not load.
@@ -265,6 +270,10 @@ where
             ..actor.event(now)
         };
         insert_event::<B>(&mut transaction, &event).await?;
+        if let Some(audit) = &actor.audit {
+            let audit = audit.with_detail("previous", serde_json::json!(previous));
+            insert_audit::<B>(&mut transaction, &audit).await?;
+        }
         transaction.commit().await?;
         Ok(previous)
     }
@@ -305,6 +314,9 @@ where
             ..actor.event(now)
         };
         insert_event::<B>(&mut transaction, &event).await?;
+        if let Some(audit) = &actor.audit {
+            insert_audit::<B>(&mut transaction, audit).await?;
+        }
         transaction.commit().await?;
         Ok(true)
     }
@@ -452,6 +464,9 @@ where
             ..actor.event(now)
         };
         insert_event::<B>(&mut transaction, &promoted).await?;
+    }
+    if let Some(audit) = &actor.audit {
+        insert_audit::<B>(&mut transaction, audit).await?;
     }
     transaction.commit().await?;
     Ok(Published::Created)
