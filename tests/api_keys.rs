@@ -300,3 +300,141 @@ async fn a_key_s_secret_shows_up_nowhere_but_in_its_one_answer() {
         "the audit log names the key by its prefix"
     );
 }
+
+/// The audit log's entries with this action, newest first, once there are `at_least`.
+async fn audited(server: &TestServer, admin: &str, action: &str, at_least: usize) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let page: Value = server
+            .get(admin, "/admin/audit?limit=100")
+            .await
+            .json()
+            .await
+            .unwrap();
+        let found: Vec<Value> = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|event| event["action"] == action)
+            .cloned()
+            .collect();
+        if found.len() >= at_least {
+            return found;
+        }
+        assert!(started.elapsed() < PATIENCE, "{action}: {page}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_key_makes_no_key_that_outlives_or_outreaches_it() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let expires_at = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let response = create_key(
+        &server,
+        &admin,
+        &json!({"name": "ci", "scopes": ["admin"], "expires_at": expires_at}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let minting: Value = response.json().await.unwrap();
+    let minting_key = minting["key"].as_str().unwrap();
+
+    // Without an expiry of its own, a key made with it expires with it.
+    let made: Value = create_key(
+        &server,
+        minting_key,
+        &json!({"name": "child", "scopes": ["read"]}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(made["expires_at"], minting["expires_at"], "{made}");
+    // A later expiry is refused.
+    let later = (chrono::Utc::now() + chrono::Duration::days(30)).to_rfc3339();
+    let refused = create_key(
+        &server,
+        minting_key,
+        &json!({"name": "forever", "scopes": ["read"], "expires_at": later}),
+    )
+    .await;
+    let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(problem["errors"][0]["pointer"], "/expires_at", "{problem}");
+    // The audit log names the key that made it.
+    let created = audited(&server, &admin, "api_key.created", 2).await;
+    assert_eq!(created[0]["target"], made["prefix"]);
+    let detail = &created[0]["detail"];
+    assert_eq!(detail["api_key"], minting["prefix"], "{detail}");
+
+    // An administrator's key bound to a project revokes only its owner's keys there.
+    let project = server.make_project(&admin, "routing").await;
+    server.set_member(&admin, &project, "admin", "member").await;
+    let bound: Value = create_key(
+        &server,
+        &admin,
+        &json!({"name": "routing-admin", "scopes": ["admin"], "project": project}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let bound_key = bound["key"].as_str().unwrap();
+    server.add_user("bob", "bob's password");
+    let bob = server.token("bob", "bob's password").await;
+    let bobs: Value = create_key(&server, &bob, &json!({"name": "bob's", "scopes": ["read"]}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    for other in [&bobs, &made] {
+        let path = format!("/api_keys/{}", other["id"].as_str().unwrap());
+        expect_problem(server.delete(bound_key, &path).await, StatusCode::NOT_FOUND).await;
+    }
+    let sibling: Value = create_key(
+        &server,
+        &admin,
+        &json!({"name": "routing-reader", "scopes": ["read"], "project": project}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let path = format!("/api_keys/{}", sibling["id"].as_str().unwrap());
+    assert_eq!(
+        server.delete(bound_key, &path).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    // Bob's key still works.
+    assert_eq!(
+        server.get(bobs["key"].as_str().unwrap(), "/jobs").await.status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn a_webhook_secret_s_rotation_is_audited() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let first: Value = server
+        .get(&admin, "/webhook_secret")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rotated = server.post_json(&admin, "/webhook_secret", &json!({})).await;
+    assert_eq!(rotated.status(), StatusCode::OK);
+    let rotated: Value = rotated.json().await.unwrap();
+    assert_ne!(first["secret"], rotated["secret"]);
+    let events = audited(&server, &admin, "webhook_secret.rotated", 1).await;
+    assert_eq!(events[0]["actor"], "admin");
+    assert_eq!(events[0]["target"], "user admin");
+    // The secret itself is in no entry.
+    assert!(
+        !events[0].to_string().contains(rotated["secret"].as_str().unwrap()),
+        "{}",
+        events[0]
+    );
+}

@@ -186,9 +186,29 @@ fn checked(
     }
     scopes.sort_unstable();
     scopes.dedup();
+    // A key made with a key that expires expires no later: a key cannot outlive itself by
+    // minting one without an end.
+    let minting_expiry = user
+        .key
+        .as_ref()
+        .and(user.expires_ms)
+        .map(|expires_ms| i64::try_from(expires_ms).unwrap_or(i64::MAX));
     let expires_at = match &request.expires_at {
-        None => None,
+        None => minting_expiry,
         Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
+            Ok(at) if minting_expiry.is_some_and(|limit| at.timestamp_millis() > limit) => {
+                errors.push(Violation::new(
+                    "/expires_at",
+                    format!(
+                        "the key this request came with expires at {}; a key it makes expires \
+                         no later",
+                        chrono::DateTime::from_timestamp_millis(minting_expiry.unwrap_or(0))
+                            .map(|at| at.to_rfc3339())
+                            .unwrap_or_default()
+                    ),
+                ));
+                None
+            }
             Ok(at) if at.timestamp_millis() > now => Some(at.timestamp_millis()),
             Ok(_) => {
                 errors.push(Violation::new("/expires_at", "the time has passed"));
