@@ -192,6 +192,11 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
         StatusCode::CONFLICT,
     )
     .await;
+    // A job Dana launches in the project is the project's: once she leaves, she no longer
+    // reads, lists or cancels it, though she launched it.
+    let hers = server
+        .launch_in(&dana, "maxcut", &project, &launch_body(20.0))
+        .await;
     let removed = server
         .delete(&admin, &format!("/admin/projects/{project}/members/dana"))
         .await;
@@ -201,6 +206,29 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
         StatusCode::NOT_FOUND,
     )
     .await;
+    for path in [
+        format!("/job/{hers}"),
+        format!("/job/{hers}/output"),
+        format!("/job/{hers}/input"),
+    ] {
+        expect_problem(server.get(&dana, &path).await, StatusCode::NOT_FOUND).await;
+    }
+    expect_problem(
+        server.delete(&dana, &format!("/job/{hers}")).await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let listed: Value = server.get(&dana, "/jobs").await.json().await.unwrap();
+    assert!(
+        listed["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|job| job["id"] != hers.as_str()),
+        "{listed}"
+    );
+    // The project's members still read it, and cancel it.
+    server.delete(&mark, &format!("/job/{hers}")).await;
     expect_problem(
         server
             .post_json(&dana, "/problem/maxcut", &on_dataset)

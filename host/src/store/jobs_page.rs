@@ -34,7 +34,12 @@ impl JobsPage {
                 arguments: vec![Argument::Text(project.clone())],
             },
             None => JobsPage {
-                sql: format!("SELECT {} FROM jobs WHERE owner_id = $1", *sql::JOB_COLUMNS),
+                // Its jobs in shared projects it has left are the projects' now.
+                sql: format!(
+                    "SELECT {} FROM jobs WHERE owner_id = $1 AND (project_id = $1 OR project_id IN (
+                         SELECT project_id FROM project_members WHERE user_id = $1))",
+                    *sql::JOB_COLUMNS
+                ),
                 arguments: vec![Argument::Text(owner_id.to_owned())],
             },
         };

@@ -242,16 +242,18 @@ pub(super) static JOB_COLUMNS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The jobs user `$2` may read: its own (its personal project's), and those of every project
-/// it is in.
-pub(super) const READABLE: &str = "(jobs.owner_id = $2 OR jobs.project_id IN (
-     SELECT project_id FROM project_members WHERE project_members.user_id = $2))";
+/// The jobs user `$2` may read: those of its personal project, and those of every project it
+/// is in. A job it launched in a shared project it has left is the project's, not its own.
+pub(super) const READABLE: &str = "((jobs.owner_id = $2 AND jobs.project_id = $2)
+     OR jobs.project_id IN (
+         SELECT project_id FROM project_members WHERE project_members.user_id = $2))";
 
-/// The jobs user `$2` may cancel and finish: its own, and those of the projects it is a
-/// member of (not a viewer).
-pub(super) const WRITABLE: &str = "(jobs.owner_id = $2 OR jobs.project_id IN (
-     SELECT project_id FROM project_members
-     WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
+/// The jobs user `$2` may cancel and finish: its personal project's, and those of the
+/// projects it is a member of (not a viewer).
+pub(super) const WRITABLE: &str = "((jobs.owner_id = $2 AND jobs.project_id = $2)
+     OR jobs.project_id IN (
+         SELECT project_id FROM project_members
+         WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
 
 pub(super) static JOB: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -334,9 +336,10 @@ pub(super) const INSERT_DATA_FILE: &str =
     "INSERT INTO data_files (id, owner_id, blob_id, size, sha256, media_type, filename, created_at, project_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, COALESCE($9, $2))";
 
-/// A data file user `$2` may launch on: its own, or one of a project it is a member of.
+/// A data file user `$2` may launch on: its personal project's, or one of a project it is a
+/// member of.
 pub(super) const DATA_FILE: &str = "SELECT * FROM data_files WHERE id = $1
-     AND (owner_id = $2 OR project_id IN (
+     AND ((owner_id = $2 AND project_id = $2) OR project_id IN (
          SELECT project_id FROM project_members
          WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
 
@@ -553,12 +556,14 @@ pub(super) const INSERT_EXPERIMENT: &str =
      VALUES ($1, $2, $3, $4, $5, COALESCE($6, $2))";
 
 /// The experiments user `$2` may read: its own, and those of every project it is in.
-const READABLE_EXPERIMENT: &str = "(experiments.owner_id = $2 OR experiments.project_id IN (
+const READABLE_EXPERIMENT: &str = "((experiments.owner_id = $2
+       AND COALESCE(experiments.project_id, $2) = $2) OR experiments.project_id IN (
      SELECT project_id FROM project_members WHERE project_members.user_id = $2))";
 
 /// The experiments user `$2` may cancel: its own, and those of the projects it is a member
 /// of (not a viewer).
-const WRITABLE_EXPERIMENT: &str = "(experiments.owner_id = $2 OR experiments.project_id IN (
+const WRITABLE_EXPERIMENT: &str = "((experiments.owner_id = $2
+       AND COALESCE(experiments.project_id, $2) = $2) OR experiments.project_id IN (
      SELECT project_id FROM project_members
      WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
 
