@@ -881,3 +881,89 @@ async fn versions_other_than_the_current_compile_when_first_pinned() {
         "2.0.0"
     );
 }
+
+/// The bench build of `versioned` with its version marker (`9.0.0-r00`) replaced by
+/// `version` (of the same length).
+fn versioned_as(version: &[u8]) -> Vec<u8> {
+    const MARKER: &[u8] = b"9.0.0-r00";
+    assert_eq!(version.len(), MARKER.len());
+    let mut bytes = versioned("bench");
+    let mut found = 0;
+    let mut at = 0;
+    while let Some(offset) = bytes[at..]
+        .windows(MARKER.len())
+        .position(|window| window == MARKER)
+    {
+        let start = at + offset;
+        bytes[start..start + MARKER.len()].copy_from_slice(version);
+        found += 1;
+        at = start + MARKER.len();
+    }
+    assert!(found > 0, "the bench build declares 9.0.0-r00");
+    bytes
+}
+
+#[tokio::test]
+async fn versions_outside_semantic_versioning_are_refused() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    for version in [
+        &b"9.0.0\nINFO"[..9],
+        b"9.0.0\x1b[2J",
+        b"9.0.0\0r00",
+        b"../../etc",
+        b"sha256:ab",
+        b"9.0.0 r00",
+    ] {
+        let refused = server.publish_raw(&admin, "", &versioned_as(version)).await;
+        let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("semantic version") && !detail.contains('\n') && !detail.contains('\u{1b}'),
+            "{version:?}: {problem}"
+        );
+    }
+    // A version of the grammar, pre-release and all, is taken.
+    let taken = server.publish_raw(&admin, "", &versioned_as(b"9.0.0-rc1")).await;
+    assert_eq!(taken.status(), StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn slow_publishes_do_not_hold_up_launches() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    // Two publishes at once of a component whose example sleeps 6 s: each check runs it.
+    let slow = versioned("slow_example");
+    let publishes: Vec<_> = (0..2)
+        .map(|_| {
+            let request = server
+                .client
+                .post(server.url("/plugins"))
+                .bearer_auth(&admin)
+                .header("content-type", "application/wasm")
+                .body(slow.clone())
+                .send();
+            tokio::spawn(request)
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Launches are checked (validate) meanwhile, and answered before either publish is.
+    for _ in 0..3 {
+        let launched = server
+            .post_json(
+                &admin,
+                "/problem/maxcut",
+                &json!({"num_nodes": 2, "edges": [[0, 1, 1]]}),
+            )
+            .await;
+        assert_eq!(launched.status(), StatusCode::ACCEPTED);
+    }
+    assert!(
+        publishes.iter().all(|publish| !publish.is_finished()),
+        "a publish ended before the launches it held up"
+    );
+    for publish in publishes {
+        let status = publish.await.unwrap().unwrap().status();
+        assert!(status.is_success(), "{status}");
+    }
+}

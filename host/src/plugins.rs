@@ -128,9 +128,15 @@ pub enum PluginError {
     /// `describe` trapped, timed out or failed.
     #[error("its describe call failed: {0}")]
     Describe(#[from] CallError),
-    /// The name is not usable as a `problem_id`.
-    #[error("invalid plugin name {0:?}: use lowercase letters, digits and '-'")]
+    /// The name is not usable as a `problem_id` (shown capped and escaped).
+    #[error("invalid plugin name {0}: use 1 to 64 lowercase letters, digits and '-'")]
     Name(String),
+    /// The version is not a semantic version (shown capped and escaped).
+    #[error(
+        "invalid plugin version {0}: use a semantic version of at most 64 characters \
+         (1.2.3, 1.2.3-rc.1, 1.2.3+build.5)"
+    )]
+    Version(String),
     /// A stored component is not what the store lists it as.
     #[error("{0}")]
     Mismatch(String),
@@ -395,12 +401,18 @@ impl PluginRegistry {
         let component = self.runtime.compile(wasm)?;
         let info = component.describe(&self.limits)?;
         let valid_name = !info.name.is_empty()
+            && info.name.len() <= MAX_NAME_CHARS
             && info
                 .name
                 .bytes()
                 .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-');
         if !valid_name {
-            return Err(PluginError::Name(info.name));
+            return Err(PluginError::Name(shown(&info.name)));
+        }
+        // Semantic versioning's grammar: no newline to forge a log line, no NUL, no path or
+        // digest look-alike.
+        if info.version.len() > MAX_NAME_CHARS || semver::Version::parse(&info.version).is_err() {
+            return Err(PluginError::Version(shown(&info.version)));
         }
         let input_schema_value = parse_schema("input", &info.input_schema)?;
         let input_schema = compile_schema("input", &input_schema_value)?;
@@ -761,4 +773,15 @@ fn log_loaded(plugin: &Plugin, previous: Option<&Plugin>) {
         replaced = previous.map(|previous| previous.info.version.as_str()),
         "plugin loaded"
     );
+}
+
+/// The longest plugin name or version.
+const MAX_NAME_CHARS: usize = 64;
+
+/// A name or version a plugin described itself with, as a message may quote it: its first
+/// 64 characters, escaped, in quotes.
+fn shown(text: &str) -> String {
+    let capped: String = text.chars().take(MAX_NAME_CHARS).collect();
+    let cut = if capped.len() < text.len() { "…" } else { "" };
+    format!("{capped:?}{cut}")
 }
