@@ -25,6 +25,7 @@ const VERSIONED_VARIANTS: &[(&str, &str)] = &[
     ("v3", "v3"),
     ("other-bytes", "other_bytes"),
     ("bad-example", "bad_example"),
+    ("slow-example", "slow_example"),
     ("bench-version", "bench"),
 ];
 

@@ -451,11 +451,13 @@ fn connection_cap(asked: Option<usize>) -> usize {
 
 /// How many plugin instances can exist at once, which the instance pool must hold: one per
 /// worker (a run, or a dataset's `decode` before it), one per submission-time call (`validate`
-/// and `decode` share a semaphore of one per CPU), one per plugin loader's `describe`
+/// and `decode` share a semaphore of one per CPU), one per publish check
+/// ([`api::PUBLISH_CHECKS`]), one per plugin loader's `describe`
 /// ([`plugins::CONCURRENT_LOADS`]), and a few to spare.
 fn concurrent_instances(workers: usize) -> u32 {
     let submission_calls = std::thread::available_parallelism().map_or(2, |count| count.get());
-    u32::try_from(workers + submission_calls + plugins::CONCURRENT_LOADS + 4).unwrap_or(u32::MAX)
+    let calls = workers + submission_calls + api::PUBLISH_CHECKS + plugins::CONCURRENT_LOADS + 4;
+    u32::try_from(calls).unwrap_or(u32::MAX)
 }
 
 async fn shutdown_signal() {

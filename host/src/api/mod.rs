@@ -108,6 +108,10 @@ pub struct AppState {
     /// Permits for password hashing, apart from `blocking_work` so that a flood of logins
     /// cannot take the submissions' permits: half the CPUs, at least one.
     pub login_work: Arc<tokio::sync::Semaphore>,
+    /// One permit for a publish's check (compile, describe, the examples run, which may take
+    /// the examples' whole time limit): publishes take turns on it, apart from
+    /// `blocking_work`, so two slow publishes cannot hold up every launch's `validate`.
+    pub publish_work: Arc<tokio::sync::Semaphore>,
     /// Failed logins by address and user name.
     pub login_throttle: Arc<LoginThrottle>,
     /// Whose word on the client's address is taken (`--trusted-proxies`).
@@ -158,6 +162,7 @@ impl AppState {
             },
             blocking_work: Arc::new(tokio::sync::Semaphore::new(cpus())),
             login_work: Arc::new(tokio::sync::Semaphore::new((cpus() / 2).max(1))),
+            publish_work: Arc::new(tokio::sync::Semaphore::new(PUBLISH_CHECKS)),
             login_throttle: Arc::default(),
             trusted_proxies: Arc::default(),
             job_limits,
@@ -203,6 +208,14 @@ impl AppState {
         run_with_permit(&self.blocking_work, work).await
     }
 
+    /// Runs a publish's check on a blocking thread, under the publishes' own permit.
+    pub async fn run_publish_check<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        run_with_permit(&self.publish_work, work).await
+    }
+
     /// Runs a password hash on a blocking thread, under the logins' own permits.
     pub async fn run_login_work<T: Send + 'static>(
         &self,
@@ -229,6 +242,9 @@ async fn run_with_permit<T: Send + 'static>(
     })
     .await?)
 }
+
+/// Publish checks run at once (each holds a sandbox instance while its examples run).
+pub const PUBLISH_CHECKS: usize = 1;
 
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |count| count.get())

@@ -187,7 +187,7 @@ async fn publish(
     let checked = {
         let wasm = wasm.clone();
         state
-            .run_blocking(move || checker.check_bytes(&wasm, PluginSource::Store))
+            .run_publish_check(move || checker.check_bytes(&wasm, PluginSource::Store))
             .await?
     };
     let plugin = match checked.outcome {

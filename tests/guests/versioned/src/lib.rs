@@ -9,7 +9,7 @@
 //! quick finisher) instead of 1.0.0; `other-bytes` is 1.0.0 built differently, and
 //! declares no objective; `bench-version` declares `9.0.0-r00`, a marker the registry bench
 //! rewrites to make as many versions as it wants; `bad-example` lists an example its schema
-//! refuses; `describe-panics`, `describe-loops` and `bad-schema` are plugins the host must
+//! refuses; `slow-example` one that sleeps 6 s; `describe-panics`, `describe-loops` and `bad-schema` are plugins the host must
 //! refuse to load. Built by the host's build script for the end-to-end tests; never shipped.
 
 use std::time::{Duration, Instant};
@@ -54,6 +54,13 @@ const DESCRIPTION: &str = if cfg!(feature = "other-bytes") {
 
 const INPUT_SCHEMA: &str = if cfg!(feature = "bad-schema") {
     r#"{"type": "no-such-type"}"#
+} else if cfg!(feature = "slow-example") {
+    r#"{
+        "type": "object",
+        "properties": {"sleep_ms": {"type": "integer", "minimum": 0}},
+        "additionalProperties": false,
+        "examples": [{"sleep_ms": 6000}]
+    }"#
 } else if cfg!(feature = "bad-example") {
     r#"{
         "type": "object",
