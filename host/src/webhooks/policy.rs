@@ -121,7 +121,7 @@ fn literal_address(host: &str) -> Option<IpAddr> {
 fn is_public(address: IpAddr) -> bool {
     match address {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             !(v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
@@ -132,16 +132,24 @@ fn is_public(address: IpAddr) -> bool {
                 || a == 0
                 || (a == 100 && (64..128).contains(&b))
                 || (a == 198 && (b == 18 || b == 19))
+                // IETF protocol assignments (RFC 6890) and the old 6to4 relay anycast
+                // (RFC 7526): neither is an internet host's.
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 192 && b == 88 && c == 99)
                 || a >= 240)
         }
         IpAddr::V6(v6) => {
             if let Some(v4) = embedded_ipv4(v6) {
                 return is_public(IpAddr::V4(v4));
             }
-            let [first, second, third, ..] = v6.segments();
+            let [first, second, third, fourth, ..] = v6.segments();
             !(v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
+                // Site-local (RFC 3879, deprecated but still routed inside sites).
+                || (first & 0xffc0) == 0xfec0
+                // Discard-only (RFC 6666).
+                || (first == 0x0100 && second == 0 && third == 0 && fourth == 0)
                 // Documentation (RFC 3849).
                 || (first == 0x2001 && second == 0x0db8)
                 // NAT64 for a local network (RFC 8215): its translator is the operator's, and
@@ -183,6 +191,10 @@ mod tests {
             "http://[fd00::1]/",
             "http://[::ffff:192.168.0.1]/",
             "http://100.64.0.1/",
+            "http://192.0.0.170/",
+            "http://192.88.99.1/",
+            "http://[fec0::1]/",
+            "http://[100::1]/",
         ] {
             assert!(closed.check_url(url).is_err(), "{url}");
         }
