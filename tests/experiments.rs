@@ -573,7 +573,10 @@ async fn a_gated_publish_whose_client_hangs_up_is_stored_and_audited() {
         .timeout(Duration::from_secs(3))
         .send()
         .await;
-    assert!(hung_up.is_err(), "the gate answered within 3 s: {hung_up:?}");
+    assert!(
+        hung_up.is_err(),
+        "the gate answered within 3 s: {hung_up:?}"
+    );
     // Stored, and audited with it.
     let started = Instant::now();
     loop {
@@ -605,4 +608,107 @@ async fn a_gated_publish_whose_client_hangs_up_is_stored_and_audited() {
         .find(|version| version["version"] == "2.0.0" && version["source"] == "store")
         .unwrap_or_else(|| panic!("2.0.0 is not stored: {versions}"));
     assert_eq!(stored["current"], false, "{versions}");
+}
+
+/// A max-cut input of about `bytes` bytes: a ring of nodes with long edge lists.
+fn large_graph(bytes: usize) -> Value {
+    let n = bytes / 12;
+    let edges: Vec<Value> = (0..n).map(|i| json!([i, (i + 1) % n, 1])).collect();
+    json!({"num_nodes": n, "edges": edges})
+}
+
+#[tokio::test]
+async fn an_experiment_keeps_a_large_inline_input_once_for_all_its_runs() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    // A dataset quota far below the input times its runs, above the input once.
+    let (ok, output) = server.user_command(&["quota", "admin", "--dataset-bytes", "1MiB"], None);
+    assert!(ok, "{output}");
+    let input = large_graph(300 << 10);
+    let input_bytes = input.to_string().len();
+    let seeds: Vec<u64> = (1..=40).collect();
+    let created = server
+        .post_json(
+            &admin,
+            "/experiments",
+            &json!({
+                "problem": "maxcut",
+                "inputs": [input.clone(), input.clone()],
+                "seeds": seeds,
+                "options": {"time_limit_s": 0.05}
+            }),
+        )
+        .await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["jobs"], 80);
+    let experiment = created["experiment"].as_str().unwrap().to_owned();
+
+    // Stored once: the jobs hold no copy; one blob holds the input, counted once.
+    let database = server.database(true).await;
+    let copied: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(SUM(LENGTH(input)), 0) FROM jobs WHERE experiment_id = ?",
+    )
+    .bind(&experiment)
+    .fetch_one(&database)
+    .await
+    .unwrap();
+    assert_eq!(copied, 0);
+    let blobs: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT blobs.size FROM jobs JOIN blobs ON blobs.id = jobs.data_blob_id
+         WHERE jobs.experiment_id = ?",
+    )
+    .bind(&experiment)
+    .fetch_all(&database)
+    .await
+    .unwrap();
+    assert_eq!(blobs, [input_bytes as i64]);
+    let kept: i64 = sqlx::query_scalar(
+        "SELECT SUM(kept_bytes) FROM user_counts
+         WHERE user_id = (SELECT id FROM users WHERE username = 'admin')",
+    )
+    .fetch_one(&database)
+    .await
+    .unwrap();
+    assert_eq!(kept, input_bytes as i64);
+
+    // Each run read the input it shares: a run answers as a launch of it with its seed does.
+    let started = Instant::now();
+    let done = loop {
+        let view: Value = server
+            .get(&admin, &format!("/experiments/{experiment}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if view["progress"]["done"] == true {
+            break view;
+        }
+        assert!(started.elapsed() < PATIENCE * 4, "{view}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["progress"]["completed"], 80, "{done}");
+    let page: Value = server
+        .get(
+            &admin,
+            &format!("/jobs?label=experiment:{experiment}&limit=1"),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let run = page["jobs"][0]["id"].as_str().unwrap();
+    let stored: Value = server
+        .get(&admin, &format!("/job/{run}/input"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored, input);
+
+    // A rerun of a run carries the input itself, inline.
+    let rerun = server
+        .post_json(&admin, &format!("/job/{run}/rerun"), &json!({}))
+        .await;
+    assert_eq!(rerun.status(), StatusCode::ACCEPTED);
 }

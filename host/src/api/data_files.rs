@@ -23,11 +23,7 @@ use super::projects::launch_project;
 use super::wire::DataFileResponse;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
-use crate::store::{DataFile, JobStore, now_millis};
-
-/// Uploads are written to the database in pieces of this size: the most an upload holds in
-/// memory, and the length of one write transaction.
-const CHUNK_BYTES: usize = 1 << 20;
+use crate::store::{CHUNK_BYTES, DataFile, JobStore, now_millis};
 
 /// What a multipart body may carry beyond the file itself (boundaries, part headers, small
 /// fields) before its declared length alone refuses it.

@@ -282,14 +282,18 @@ pub async fn launch(
     project: Option<String>,
 ) -> Result<ExperimentRecord, ApiError> {
     let plugins = resolve_versions(state, request, extra).await?;
-    let sources = read_inputs(state, user, &request.inputs).await?;
+    // An input named twice (a data file, a job, the same inline input) is read, decoded and
+    // checked once.
+    let (distinct, of_input) = distinct_inputs(&request.inputs);
+    let sources = read_inputs(state, user, &request.inputs, &distinct).await?;
 
-    // Each version × input checked once, as a launch is; the seeds vary only the options.
+    // Each version × distinct input checked once, as a launch is; the seeds vary only the
+    // options.
     let mut prepared: Vec<Vec<Prepared>> = Vec::with_capacity(plugins.len());
     let mut errors = Vec::new();
     for (version_index, plugin) in plugins.iter().enumerate() {
         let mut row = Vec::with_capacity(sources.len());
-        for (input_index, source) in sources.iter().enumerate() {
+        for (&input_index, source) in distinct.iter().zip(&sources) {
             let mut fields = source.fields.clone();
             let mut options = request.options.clone();
             options.insert("seed".into(), json!(request.seeds[0]));
@@ -320,11 +324,23 @@ pub async fn launch(
             errors,
         ));
     }
+    // A large inline input is kept once for all its runs, not copied into each.
+    let mut shared = Vec::with_capacity(prepared.len());
+    for row in prepared {
+        let mut shared_row = Vec::with_capacity(row.len());
+        for (distinct_index, ready) in row.into_iter().enumerate() {
+            let named = of_input.iter().filter(|&&of| of == distinct_index).count();
+            let runs = named * request.seeds.len();
+            shared_row.push(ready.shared_by(state, runs).await?);
+        }
+        shared.push(shared_row);
+    }
+    let prepared = shared;
 
     let id = uuid::Uuid::now_v7().to_string();
     let versions = request_versions(&plugins);
     let mut jobs: Vec<NewJob> = Vec::new();
-    for (input_index, _) in sources.iter().enumerate() {
+    for (input_index, &distinct_index) in of_input.iter().enumerate() {
         for (seed_index, seed) in request.seeds.iter().enumerate() {
             // Each input and seed runs the versions in a rotated order.
             for turn in 0..plugins.len() {
@@ -337,7 +353,7 @@ pub async fn launch(
                     SEED_LABEL: seed.to_string(),
                 })
                 .to_string();
-                let run = prepared[version_index][input_index].run_of(*seed, labels);
+                let run = prepared[version_index][distinct_index].run_of(*seed, labels);
                 let plugin = &plugins[version_index];
                 let mut job = run.into_job(
                     user,
@@ -361,9 +377,18 @@ pub async fn launch(
                 digest: plugin.digest.clone(),
             })
             .collect(),
-        inputs: sources
+        inputs: of_input
             .iter()
-            .map(|source| source.described.clone())
+            .enumerate()
+            .map(|(input_index, &distinct_index)| {
+                match &sources[distinct_index].described {
+                    // Each inline input is described by its own place.
+                    described if described.get("inline").is_some() => {
+                        json!({"inline": input_index})
+                    }
+                    described => described.clone(),
+                }
+            })
             .collect(),
         seeds: request.seeds.clone(),
         options: request.options.clone(),
@@ -472,16 +497,37 @@ struct Source {
     size: usize,
 }
 
-/// Each input as launch fields: a job id (the caller's: its input), a data file id (the
-/// caller's), or an inline input. What the caller cannot read is a 422 naming it.
+/// The inputs named more than once, told apart: the index of each distinct input's first
+/// place, and for each input the position of its distinct input in that list.
+fn distinct_inputs(inputs: &[Value]) -> (Vec<usize>, Vec<usize>) {
+    let mut first_places: Vec<usize> = Vec::new();
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let of_input = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, input)| {
+            *seen.entry(input.to_string()).or_insert_with(|| {
+                first_places.push(index);
+                first_places.len() - 1
+            })
+        })
+        .collect();
+    (first_places, of_input)
+}
+
+/// Each distinct input (`distinct`: places in `inputs`) as launch fields: a job id (the
+/// caller's: its input), a data file id (the caller's), or an inline input. What the caller
+/// cannot read is a 422 naming it.
 async fn read_inputs(
     state: &AppState,
     user: &AuthUser,
     inputs: &[Value],
+    distinct: &[usize],
 ) -> Result<Vec<Source>, ApiError> {
-    let mut sources = Vec::with_capacity(inputs.len());
+    let mut sources = Vec::with_capacity(distinct.len());
     let mut errors = Vec::new();
-    for (index, input) in inputs.iter().enumerate() {
+    for &index in distinct {
+        let input = &inputs[index];
         let pointer = format!("/inputs/{index}");
         match input {
             Value::String(id) => {
@@ -499,7 +545,7 @@ async fn read_inputs(
                     ));
                 } else if let Some(earlier) = state.store.job_input(&user.id, id).await? {
                     sources.push(Source {
-                        fields: input_fields(&earlier)?,
+                        fields: input_fields(state, &earlier).await?,
                         size: earlier.input.len(),
                         kept: earlier.dataset,
                         described: json!({"job": id}),
@@ -711,4 +757,26 @@ async fn cancel(
         "experiment": experiment_id,
         "cancelled": cancelled,
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_named_twice_is_one_input() {
+        let graph = json!({"num_nodes": 2, "edges": [[0, 1, 1]]});
+        let inputs = [
+            json!("data-file-1"),
+            graph.clone(),
+            json!("data-file-1"),
+            json!("job-7"),
+            graph,
+            json!({"num_nodes": 3}),
+            json!("data-file-1"),
+        ];
+        let (distinct, of_input) = distinct_inputs(&inputs);
+        assert_eq!(distinct, [0, 1, 3, 5]);
+        assert_eq!(of_input, [0, 1, 0, 2, 1, 3, 0]);
+    }
 }

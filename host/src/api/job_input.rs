@@ -1,7 +1,8 @@
 //! `GET /job/<id>/input`: what a job was launched with, so that a client (the console's
 //! picture of an answer) can show the output beside its problem. An inline input comes back
 //! as the JSON it was stored as; a dataset job's input is its dataset's bytes, in the media
-//! type they were uploaded with, even after the data file itself was deleted.
+//! type they were uploaded with, even after the data file itself was deleted. An inline input
+//! that several jobs share (an experiment's runs) is kept once, and comes back as its JSON.
 
 use axum::Router;
 use axum::extract::State;
@@ -37,17 +38,15 @@ async fn input(
         .ok_or_else(|| ApiError::Internal(format!("the dataset of job {job_id} is gone")))?;
     let media_type = HeaderValue::from_str(&dataset.media_type)
         .unwrap_or(HeaderValue::from_static("application/octet-stream"));
-    let data_file = HeaderValue::from_str(&dataset.data_file_id)
-        .map_err(|error| ApiError::Internal(error.to_string()))?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, media_type),
-            (
-                header::HeaderName::from_static("caseload-data-file"),
-                data_file,
-            ),
-        ],
-        bytes,
-    )
-        .into_response())
+    let mut response = ([(header::CONTENT_TYPE, media_type)], bytes).into_response();
+    // An inline input kept once for the jobs that share it names no data file.
+    if let Some(data_file_id) = &dataset.data_file_id {
+        let data_file = HeaderValue::from_str(data_file_id)
+            .map_err(|error| ApiError::Internal(error.to_string()))?;
+        response.headers_mut().insert(
+            header::HeaderName::from_static("caseload-data-file"),
+            data_file,
+        );
+    }
+    Ok(response)
 }

@@ -26,11 +26,8 @@ use crate::auth::AuthUser;
 use crate::plugins::check::{CheckOptions, Checker, Failure};
 use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSource, Unresolved, VersionEntry, VersionRequest};
-use crate::store::{JobStore, Published, StoredVersion};
+use crate::store::{CHUNK_BYTES, JobStore, Published, StoredVersion};
 use crate::violation::Violation;
-
-/// A component is written to the database in pieces of this size, as a dataset is.
-const CHUNK_BYTES: usize = 1 << 20;
 
 /// The time limit each example input runs under when a component is published, as
 /// `caseload plugin check`'s default.
@@ -467,7 +464,13 @@ async fn set_current(
         )));
     }
     let target = format!("{} {}", plugin.info.name, plugin.info.version);
-    let actor = registry_actor(&state, &user, "plugin.promoted", &target, serde_json::json!({}));
+    let actor = registry_actor(
+        &state,
+        &user,
+        "plugin.promoted",
+        &target,
+        serde_json::json!({}),
+    );
     let previous = state
         .store
         .set_current_version(&plugin.info.name, &plugin.info.version, &actor)
@@ -525,7 +528,13 @@ async fn retire(
         )));
     }
     let target = format!("{name} {}", entry.version);
-    let actor = registry_actor(&state, &user, "plugin.retired", &target, serde_json::json!({}));
+    let actor = registry_actor(
+        &state,
+        &user,
+        "plugin.retired",
+        &target,
+        serde_json::json!({}),
+    );
     if !state
         .store
         .retire_version(&name, &entry.version, &actor)

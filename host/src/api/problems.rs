@@ -205,6 +205,8 @@ pub(super) async fn parse_object(
 pub(super) struct Prepared {
     input: String,
     dataset: Option<JobDataset>,
+    /// The size of the shared inline input `dataset` holds, if it holds one.
+    shared_input_bytes: u64,
     options: JobOptions,
     labels: Option<String>,
     callback_url: Option<String>,
@@ -232,6 +234,37 @@ impl Prepared {
     /// The seed it runs with.
     pub(super) fn seed(&self) -> u64 {
         self.options.seed
+    }
+
+    /// The same launch with its inline input kept once, for `runs` jobs that share it: the
+    /// input in a content-addressed blob (its owner's quota counts it once), each job a
+    /// reference to it, so that an experiment of a thousand runs stores its input once and
+    /// holds it in memory once. A small input, a dataset launch, or a single run is left as
+    /// it is.
+    pub(super) async fn shared_by(
+        self,
+        state: &AppState,
+        runs: usize,
+    ) -> Result<Prepared, ApiError> {
+        if runs < 2 || self.dataset.is_some() || self.input.len() < SHARED_INPUT_FROM {
+            return Ok(self);
+        }
+        use sha2::{Digest, Sha256};
+        let sha256 = hex::encode(Sha256::digest(self.input.as_bytes()));
+        let blob_id = state
+            .store
+            .keep_input(self.input.as_bytes(), &sha256)
+            .await?;
+        Ok(Prepared {
+            shared_input_bytes: self.input.len() as u64,
+            input: String::new(),
+            dataset: Some(JobDataset {
+                data_file_id: None,
+                blob_id,
+                media_type: "application/json".into(),
+            }),
+            ..self
+        })
     }
 
     /// Its labels with one more (replacing one of the same key), as stored: a JSON object.
@@ -264,6 +297,7 @@ impl Prepared {
             created_at: now_millis(),
             idempotency,
             dataset: self.dataset,
+            shared_input_bytes: self.shared_input_bytes,
             priority: self.options.priority,
             labels: self.labels,
             callback_url: self.callback_url,
@@ -282,6 +316,11 @@ impl Prepared {
         })
     }
 }
+
+/// Inline inputs of at least this many bytes that several jobs share are kept once
+/// ([`Prepared::shared_by`]); smaller ones cost less copied into each job than read from a
+/// blob at each run.
+const SHARED_INPUT_FROM: usize = 4 << 10;
 
 /// Checks one launch body's fields (input or dataset, `options`, `labels`) against the use
 /// case: its schema, then its `validate`. `large` puts the checks on a blocking thread.
@@ -349,12 +388,17 @@ pub(super) async fn prepare_with(
             }
             set_warm_start(&mut parameters, warm_start)?;
             let file = match kept {
-                Some(kept) if identifier.as_str() == Some(kept.data_file_id.as_str()) => DataFile {
-                    id: kept.data_file_id.clone(),
-                    blob_id: kept.blob_id.clone(),
-                    media_type: kept.media_type.clone(),
-                    ..DataFile::default()
-                },
+                Some(kept)
+                    if kept.data_file_id.is_some()
+                        && identifier.as_str() == kept.data_file_id.as_deref() =>
+                {
+                    DataFile {
+                        id: kept.data_file_id.clone().unwrap_or_default(),
+                        blob_id: kept.blob_id.clone(),
+                        media_type: kept.media_type.clone(),
+                        ..DataFile::default()
+                    }
+                }
                 _ => dataset_file(state, user, &identifier).await?,
             };
             let text = dataset_text(state, plugin, &file, &parameters).await?;
@@ -365,7 +409,7 @@ pub(super) async fn prepare_with(
                 )
             })?;
             let dataset = JobDataset {
-                data_file_id: file.id,
+                data_file_id: Some(file.id),
                 blob_id: file.blob_id,
                 media_type: file.media_type,
             };
@@ -419,6 +463,7 @@ pub(super) async fn prepare_with(
     Ok(Prepared {
         input,
         dataset,
+        shared_input_bytes: 0,
         options,
         labels,
         callback_url,
@@ -668,10 +713,13 @@ pub(super) async fn insert_failed(
     job: &NewJob,
     error: StoreError,
 ) -> ApiError {
-    if let Some(dataset) = &job.dataset
-        && let Ok(None) = state.store.data_file(&user.id, &dataset.data_file_id).await
+    if let Some(data_file_id) = job
+        .dataset
+        .as_ref()
+        .and_then(|dataset| dataset.data_file_id.as_deref())
+        && let Ok(None) = state.store.data_file(&user.id, data_file_id).await
     {
-        return super::data_files::not_found(&dataset.data_file_id);
+        return super::data_files::not_found(data_file_id);
     }
     error.into()
 }

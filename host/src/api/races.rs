@@ -162,6 +162,13 @@ pub(super) async fn launch(
     for entrant in &plugins {
         prepared.push(prepare_with(state, user, entrant, fields.clone(), large, None).await?);
     }
+    // A large input is kept once for the race and its entrants, not copied into each.
+    let mut shared = Vec::with_capacity(prepared.len());
+    for (index, ready) in prepared.into_iter().enumerate() {
+        let runs = race.seeds as usize + usize::from(index == 0);
+        shared.push(ready.shared_by(state, runs).await?);
+    }
+    let prepared = shared;
     let first_seed = prepared[0].seed();
     let mut race_job =
         prepared[0]

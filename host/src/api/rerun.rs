@@ -65,8 +65,8 @@ async fn rerun(
     };
     let plugin = resolve_synced(&state, &problem_id).await?;
 
-    let fields = launch_fields(&earlier, request.options)?;
-    let large = earlier.input.len() > 64 << 10;
+    let fields = launch_fields(&state, &earlier, request.options).await?;
+    let large = earlier.input.len() > 64 << 10 || earlier.dataset.is_some();
     let prepared = prepare_with(
         &state,
         &user,
@@ -172,12 +172,13 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<RerunRequest, ApiError
 
 /// The launch body the earlier job stands for: its input (or dataset and parameters), its
 /// options as it ran with them (seed included) with `overrides` set over them, its labels.
-fn launch_fields(
+async fn launch_fields(
+    state: &AppState,
     earlier: &JobInput,
     overrides: Option<Map<String, Value>>,
 ) -> Result<Map<String, Value>, ApiError> {
     let corrupt = |what: &str| ApiError::Internal(format!("the job's stored {what} do not parse"));
-    let mut fields = input_fields(earlier)?;
+    let mut fields = input_fields(state, earlier).await?;
     let ran: JobOptions = serde_json::from_str(&earlier.options).map_err(|_| corrupt("options"))?;
     let mut options = Map::new();
     options.insert(
@@ -209,15 +210,29 @@ fn launch_fields(
     Ok(fields)
 }
 
-/// The launch body fields of an earlier job's input: its inline input, or its dataset and the
-/// parameters given beside it.
-pub(super) fn input_fields(earlier: &JobInput) -> Result<Map<String, Value>, ApiError> {
+/// The launch body fields of an earlier job's input: its inline input (kept in the job, or
+/// once for the jobs that share it), or its dataset and the parameters given beside it.
+pub(super) async fn input_fields(
+    state: &AppState,
+    earlier: &JobInput,
+) -> Result<Map<String, Value>, ApiError> {
     let corrupt = |what: &str| ApiError::Internal(format!("the job's stored {what} do not parse"));
     Ok(match &earlier.dataset {
         None => match serde_json::from_str(&earlier.input) {
             Ok(Value::Object(fields)) => fields,
             _ => return Err(corrupt("input")),
         },
+        Some(dataset) if dataset.data_file_id.is_none() => {
+            let bytes = state
+                .store
+                .blob(&dataset.blob_id)
+                .await?
+                .ok_or_else(|| ApiError::Internal("the job's kept input is gone".into()))?;
+            match serde_json::from_slice(&bytes) {
+                Ok(Value::Object(fields)) => fields,
+                _ => return Err(corrupt("input")),
+            }
+        }
         Some(dataset) => {
             let mut fields = match earlier.input.as_str() {
                 "" => Map::new(),
@@ -228,7 +243,7 @@ pub(super) fn input_fields(earlier: &JobInput) -> Result<Map<String, Value>, Api
             };
             fields.insert(
                 "data_file_identifier".into(),
-                Value::String(dataset.data_file_id.clone()),
+                Value::String(dataset.data_file_id.clone().unwrap_or_default()),
             );
             fields
         }

@@ -10,6 +10,10 @@ use super::statement::SqlxConnection;
 use super::users::quota_state;
 use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
 
+/// Blobs are written in pieces of this size, a row each: the most an upload holds in
+/// memory, and the length of one write transaction.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
 /// An uploaded dataset, as `GET /data_file/<id>` shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DataFile {
@@ -55,6 +59,15 @@ pub trait DataSets: Send + Sync + 'static {
     /// Deletes an unfinished upload and its chunks.
     async fn discard_blob(&self, blob_id: &str) -> Result<(), StoreError>;
 
+    /// Marks an unfinished upload as alive, so that the sweep of uploads cut off by a crash
+    /// leaves it: a slow upload calls it between chunks.
+    async fn touch_upload(&self, blob_id: &str) -> Result<(), StoreError>;
+
+    /// Keeps an inline input that several jobs about to be launched will share, once: the
+    /// blob that holds these bytes (`sha256`, lowercase hex) already, or a new one. Either is
+    /// touched, so the sweep leaves it until the jobs refer to it. Returns its id.
+    async fn keep_input(&self, bytes: &[u8], sha256: &str) -> Result<String, StoreError>;
+
     /// The data file, if it exists and belongs to `owner_id`.
     async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError>;
 
@@ -65,8 +78,9 @@ pub trait DataSets: Send + Sync + 'static {
     /// The bytes of a completed blob, `None` if there is no such blob.
     async fn blob(&self, blob_id: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
-    /// Deletes, at most `batch` of each, blobs nothing refers to and uploads untouched since
-    /// `stale_before` (cut off by a crash). Returns how many blobs went.
+    /// Deletes, at most `batch` of each, blobs nothing refers to and uploads, both untouched
+    /// since `stale_before` (an upload cut off by a crash; a blob kept for a launch that
+    /// never came). Returns how many blobs went.
     async fn sweep_blobs(&self, stale_before: Millis, batch: u32) -> Result<u64, StoreError>;
 }
 
@@ -234,6 +248,80 @@ where
         Ok(())
     }
 
+    async fn touch_upload(&self, blob_id: &str) -> Result<(), StoreError> {
+        let touched = sqlx::query(sql::TOUCH_BLOB)
+            .bind(0_i64)
+            .bind(now_millis())
+            .bind(blob_id)
+            .execute(self.writer())
+            .await?;
+        if Self::rows_affected(&touched) != 1 {
+            return Err(StoreError::Conflict(format!(
+                "no unfinished upload {blob_id}"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn keep_input(&self, bytes: &[u8], sha256: &str) -> Result<String, StoreError> {
+        // Two launches keeping the same bytes at once race for the digest: the loser's
+        // transaction fails, and its retry finds the winner's blob.
+        let mut attempt = 1;
+        loop {
+            let once = async {
+                let mut transaction = self.begin_write().await?;
+                let now = now_millis();
+                let existing: Option<String> = sqlx::query_scalar(sql::BLOB_BY_DIGEST)
+                    .bind(sha256)
+                    .fetch_optional(&mut *transaction)
+                    .await?;
+                let id = match existing {
+                    Some(id) => {
+                        sqlx::query(sql::TOUCH_SEALED_BLOB)
+                            .bind(now)
+                            .bind(&id)
+                            .execute(&mut *transaction)
+                            .await?;
+                        id
+                    }
+                    None => {
+                        let id = uuid::Uuid::now_v7().to_string();
+                        sqlx::query(sql::BEGIN_BLOB)
+                            .bind(&id)
+                            .bind(now)
+                            .execute(&mut *transaction)
+                            .await?;
+                        for (seq, chunk) in bytes.chunks(CHUNK_BYTES).enumerate() {
+                            sqlx::query(sql::INSERT_CHUNK)
+                                .bind(&id)
+                                .bind(seq as i64)
+                                .bind(chunk)
+                                .execute(&mut *transaction)
+                                .await?;
+                        }
+                        sqlx::query(sql::SEAL_BLOB)
+                            .bind(sha256)
+                            .bind(bytes.len() as i64)
+                            .bind(now)
+                            .bind(&id)
+                            .execute(&mut *transaction)
+                            .await?;
+                        id
+                    }
+                };
+                transaction.commit().await?;
+                Ok(id)
+            };
+            match once.await {
+                Err(StoreError::Database(error)) if attempt < 3 => {
+                    tracing::debug!(%error, attempt, "keeping an input raced; retrying");
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
     async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError> {
         sqlx::query(sql::DATA_FILE)
             .bind(id)
@@ -314,6 +402,7 @@ where
             .await?;
         let unreferenced = sqlx::query(sql::SWEEP_UNREFERENCED_BLOBS)
             .bind(i64::from(batch))
+            .bind(stale_before)
             .execute(self.writer())
             .await?;
         Ok(Self::rows_affected(&stale) + Self::rows_affected(&unreferenced))

@@ -78,6 +78,9 @@ pub struct NewJob {
     pub idempotency: Option<Idempotency>,
     /// The dataset the job reads instead of inline input (then `input` is empty).
     pub dataset: Option<JobDataset>,
+    /// The size of the shared inline input its dataset holds (one with no data file), which
+    /// its owner keeps once however many jobs share it; 0 otherwise.
+    pub shared_input_bytes: u64,
     /// Its place among its owner's pending jobs (`options.priority`): higher runs first.
     pub priority: u8,
     /// Its labels, a JSON object of strings, if it has any.
@@ -103,10 +106,13 @@ pub struct NewJob {
 }
 
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
-/// as long as a job refers to it.
+/// as long as a job refers to it. A job whose inline input is shared with other jobs (an
+/// experiment's runs, a race's entrants) refers the same way to the one blob that holds it,
+/// with no data file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobDataset {
-    pub data_file_id: String,
+    /// The data file it was launched with; `None` for a shared inline input.
+    pub data_file_id: Option<String>,
     pub blob_id: String,
     pub media_type: String,
 }
@@ -556,7 +562,11 @@ pub(super) async fn insert_job<C: WriteConnection>(
                 .as_ref()
                 .map(|idempotency| &idempotency.request_hash),
         )
-        .bind(job.dataset.as_ref().map(|dataset| &dataset.data_file_id))
+        .bind(
+            job.dataset
+                .as_ref()
+                .and_then(|dataset| dataset.data_file_id.as_ref()),
+        )
         .bind(job.dataset.as_ref().map(|dataset| &dataset.blob_id))
         .bind(job.dataset.as_ref().map(|dataset| &dataset.media_type))
         .bind(sql::FAIR_SHARE_SPACING_MS)
@@ -656,7 +666,7 @@ impl FromRow for Option<JobDataset> {
         let blob_id = row.text_or_null("data_blob_id")?;
         let media_type = row.text_or_null("data_media_type")?;
         Ok(match (data_file_id, blob_id, media_type) {
-            (Some(data_file_id), Some(blob_id), Some(media_type)) => Some(JobDataset {
+            (data_file_id, Some(blob_id), Some(media_type)) => Some(JobDataset {
                 data_file_id,
                 blob_id,
                 media_type,

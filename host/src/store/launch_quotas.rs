@@ -131,8 +131,24 @@ impl LaunchQuotas {
     }
 }
 
+/// The bytes the jobs keep: each one's own input, and each shared input they refer to once
+/// (at most once too many, where the owner keeps it already: a check errs on the safe side).
 pub(super) fn input_bytes<'a>(jobs: impl IntoIterator<Item = &'a NewJob>) -> u64 {
-    jobs.into_iter().map(|job| job.input.len() as u64).sum()
+    let mut shared = HashSet::new();
+    jobs.into_iter()
+        .map(|job| {
+            let shared_input = match &job.dataset {
+                Some(dataset)
+                    if dataset.data_file_id.is_none()
+                        && shared.insert(dataset.blob_id.as_str()) =>
+                {
+                    job.shared_input_bytes
+                }
+                _ => 0,
+            };
+            job.input.len() as u64 + shared_input
+        })
+        .sum()
 }
 
 /// The job's project, unless it is its owner's personal one.

@@ -47,7 +47,7 @@ mod webhooks;
 pub use self::api_keys::{ApiKeyRecord, ApiKeys, ProjectOwned};
 pub use self::audit::{Audit, AuditEvent};
 pub use self::batch::QueuedWrite;
-pub use self::datasets::{DataFile, DataSets};
+pub use self::datasets::{CHUNK_BYTES, DataFile, DataSets};
 pub use self::executions::{
     ClaimFilter, ClaimedJob, ExecutionEnd, ExecutionError, ExecutionRecord, ExecutionStart,
     Executions, LiveUpdate, PluginRef, Progress,

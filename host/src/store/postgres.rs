@@ -178,6 +178,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         41,
         include_str!("../../migrations/postgres/0041_replica_stops.sql"),
     ),
+    (
+        42,
+        include_str!("../../migrations/postgres/0042_shared_inputs.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.

@@ -179,7 +179,7 @@ async fn stored(
         .bind(column(launches, |job| {
             job.dataset
                 .as_ref()
-                .map(|dataset| dataset.data_file_id.as_str())
+                .and_then(|dataset| dataset.data_file_id.as_deref())
         }))
         .bind(column(launches, |job| {
             job.dataset.as_ref().map(|dataset| dataset.blob_id.as_str())

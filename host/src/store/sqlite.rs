@@ -165,6 +165,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         41,
         include_str!("../../migrations/sqlite/0041_replica_stops.sql"),
     ),
+    (
+        42,
+        include_str!("../../migrations/sqlite/0042_shared_inputs.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;

@@ -16,8 +16,8 @@ use crate::options::JobOptions;
 use crate::plugins::{DatasetError, Plugin};
 use crate::runtime::{CallError, Limits, LogTail, RunOptions, RunReport};
 use crate::store::{
-    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, Retry, StoreError,
-    now_millis,
+    ClaimedJob, ErrorCode, ExecutionEnd, ExecutionError, ExecutionStatus, JobDataset, Retry,
+    StoreError, now_millis,
 };
 use crate::violation::Violation;
 
@@ -216,6 +216,14 @@ enum DatasetFailure {
     Unreadable { message: String, permanent: bool },
 }
 
+/// How a message names a job's dataset: its data file, or the inline input kept for it.
+fn dataset_named(dataset: &JobDataset) -> String {
+    match &dataset.data_file_id {
+        Some(id) => format!("data file {id}"),
+        None => "the job's kept input".to_owned(),
+    }
+}
+
 /// A dataset job's input, made as at submission; `None` for an inline job.
 fn dataset_input(
     context: &WorkerContext,
@@ -235,13 +243,13 @@ fn dataset_input(
             return Err(DatasetFailure::Call(CallError::InvalidInput(vec![
                 Violation::new(
                     "",
-                    format!("the bytes of data file {} are gone", dataset.data_file_id),
+                    format!("the bytes of {} are gone", dataset_named(dataset)),
                 ),
             ])));
         }
         Err(error) => {
             return Err(DatasetFailure::Unreadable {
-                message: format!("cannot read data file {}: {error}", dataset.data_file_id),
+                message: format!("cannot read {}: {error}", dataset_named(dataset)),
                 permanent: matches!(error, StoreError::Corrupt(_)),
             });
         }

@@ -327,6 +327,10 @@ pub(super) const INSERT_CHUNK: &str =
 
 pub(super) const BLOB_BY_DIGEST: &str = "SELECT id FROM blobs WHERE sha256 = $1";
 
+/// A completed blob about to be referred to: the sweep leaves what was touched lately.
+pub(super) const TOUCH_SEALED_BLOB: &str =
+    "UPDATE blobs SET touched_at = $1 WHERE id = $2 AND sha256 IS NOT NULL";
+
 pub(super) const SEAL_BLOB: &str = "UPDATE blobs SET sha256 = $1, size = $2, touched_at = $3
      WHERE id = $4 AND sha256 IS NULL";
 
@@ -362,7 +366,7 @@ pub(super) const SWEEP_STALE_UPLOADS: &str = "DELETE FROM blobs WHERE id IN (
 
 pub(super) const SWEEP_UNREFERENCED_BLOBS: &str = "DELETE FROM blobs WHERE id IN (
          SELECT id FROM blobs
-         WHERE sha256 IS NOT NULL
+         WHERE sha256 IS NOT NULL AND touched_at < $2
            AND NOT EXISTS (SELECT 1 FROM data_files WHERE data_files.blob_id = blobs.id)
            AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.data_blob_id = blobs.id)
            AND NOT EXISTS (SELECT 1 FROM plugin_versions WHERE plugin_versions.blob_id = blobs.id)

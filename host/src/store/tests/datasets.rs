@@ -141,7 +141,7 @@ pub(super) async fn a_job_keeps_its_dataset_after_the_file_is_deleted(backend: B
     let job = NewJob {
         input: String::new(),
         dataset: Some(JobDataset {
-            data_file_id: file.id.clone(),
+            data_file_id: Some(file.id.clone()),
             blob_id: file.blob_id.clone(),
             media_type: file.media_type.clone(),
         }),
@@ -182,7 +182,9 @@ pub(super) async fn a_job_keeps_its_dataset_after_the_file_is_deleted(backend: B
     crate::upkeep::purge_before(store, now_millis())
         .await
         .expect("purge");
-    crate::upkeep::sweep_blobs(store, 0).await.expect("sweep");
+    crate::upkeep::sweep_blobs(store, now_millis() + 1)
+        .await
+        .expect("sweep");
     assert_eq!(blob_count(store, &[&file.blob_id]).await, 0);
     assert_eq!(dataset_bytes(store, &alice).await, 0);
 }
@@ -305,4 +307,39 @@ pub(super) async fn the_sweep_takes_stale_uploads_and_unreferenced_bytes(backend
     assert!(store.write_blob_chunk(&stale, 1, b"more").await.is_err());
     assert!(store.write_blob_chunk(&live, 0, b"more").await.is_err());
     assert_eq!(blob_count(store, &[&kept.blob_id]).await, 1);
+}
+
+pub(super) async fn an_input_kept_for_a_launch_waits_for_it_then_counts_once(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bytes = br#"{"num_nodes": 2, "edges": [[0, 1, 1]]}"#;
+    let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+    let kept = store.keep_input(bytes, &sha256).await.expect("kept");
+    // The same bytes are kept once.
+    assert_eq!(store.keep_input(bytes, &sha256).await.expect("kept"), kept);
+    // A sweep leaves a blob kept lately, though nothing refers to it yet.
+    crate::upkeep::sweep_blobs(store, now_millis() - 60_000)
+        .await
+        .expect("sweep");
+    assert_eq!(blob_count(store, &[&kept]).await, 1);
+    // Jobs that share it count its bytes once against their owner.
+    for _ in 0..3 {
+        let mut job = new_job(&alice);
+        job.input = String::new();
+        job.dataset = Some(JobDataset {
+            data_file_id: None,
+            blob_id: kept.clone(),
+            media_type: "application/json".into(),
+        });
+        store.insert_job(&job).await.expect("insert");
+    }
+    assert_eq!(dataset_bytes(store, &alice).await, bytes.len() as u64);
+    // A blob kept for a launch that never came goes with the next sweep once stale.
+    let orphan_sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"{}"));
+    let orphan = store.keep_input(b"{}", &orphan_sha256).await.expect("kept");
+    crate::upkeep::sweep_blobs(store, now_millis() + 1)
+        .await
+        .expect("sweep");
+    assert_eq!(blob_count(store, &[&orphan]).await, 0);
+    assert_eq!(blob_count(store, &[&kept]).await, 1);
 }
