@@ -15,9 +15,17 @@ const PURGE_BATCH: u32 = 1000;
 /// How often retention runs.
 const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// An upload that wrote nothing for this long was cut off with its server; its chunks go.
-/// (A live upload writes a chunk every megabyte.)
-const STALE_UPLOAD: Duration = Duration::from_secs(3600);
+/// An upload untouched this long was cut off with its server (a publish's component among
+/// them), and a blob kept for a launch this long ago and still unreferenced belongs to a
+/// launch that failed: both go. A live upload writes a chunk every megabyte and otherwise
+/// touches its blob every [`UPLOAD_ALIVE_EVERY`].
+const STALE_UPLOAD: Duration = Duration::from_secs(300);
+
+/// How often a live upload that has not filled a chunk tells the store it is alive.
+pub const UPLOAD_ALIVE_EVERY: Duration = Duration::from_secs(60);
+
+/// How often dataset bytes nothing refers to and cut-off uploads are swept.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Blobs deleted per statement by the sweep.
 const SWEEP_BATCH: u32 = 100;
@@ -39,7 +47,23 @@ pub fn start(store: Arc<dyn JobStore>, events: Arc<dyn JobEvents>, args: &ServeA
         args.max_attempts,
     ));
     tokio::spawn(settle_races(store.clone()));
+    tokio::spawn(sweep(store.clone()));
     tokio::spawn(purge(store, args.retention));
+}
+
+/// Sweeps dataset bytes nothing refers to and uploads cut off by a crash, each minute.
+async fn sweep(store: Arc<dyn JobStore>) {
+    let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let stale_before = now_millis() - STALE_UPLOAD.as_millis() as Millis;
+        match sweep_blobs(store.as_ref(), stale_before).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(blobs = deleted, "deleted unreferenced dataset bytes"),
+            Err(error) => tracing::warn!(%error, "cannot sweep dataset bytes"),
+        }
+    }
 }
 
 /// Ends the races whose entrants all ended (see [`RACE_SETTLE_INTERVAL`]).
@@ -96,12 +120,6 @@ async fn purge(store: Arc<dyn JobStore>, retention: Duration) {
             Ok(0) => {}
             Ok(deleted) => tracing::info!(jobs = deleted, "deleted finished jobs past retention"),
             Err(error) => tracing::warn!(%error, "cannot apply retention"),
-        }
-        let stale_before = now_millis() - STALE_UPLOAD.as_millis() as Millis;
-        match sweep_blobs(store.as_ref(), stale_before).await {
-            Ok(0) => {}
-            Ok(deleted) => tracing::info!(blobs = deleted, "deleted unreferenced dataset bytes"),
-            Err(error) => tracing::warn!(%error, "cannot sweep dataset bytes"),
         }
     }
 }

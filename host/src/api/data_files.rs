@@ -214,6 +214,8 @@ struct Upload {
     done: bool,
     /// The project the data file will belong to (`None`: its owner's personal one).
     project: Option<String>,
+    /// When the upload last told the store it is alive (a chunk written, or a touch).
+    alive_at: std::time::Instant,
 }
 
 impl Upload {
@@ -230,6 +232,7 @@ impl Upload {
             buffer: Vec::with_capacity(CHUNK_BYTES),
             done: false,
             project: None,
+            alive_at: std::time::Instant::now(),
         })
     }
 
@@ -251,6 +254,11 @@ impl Upload {
                 return Err(ApiError::DatasetBytesQuota(self.quota.total));
             }
             self.hasher.update(&piece);
+            if self.alive_at.elapsed() >= crate::upkeep::UPLOAD_ALIVE_EVERY {
+                // A slow upload that has not filled a chunk lately: still alive.
+                self.store.touch_upload(&self.blob_id).await?;
+                self.alive_at = std::time::Instant::now();
+            }
             let mut piece = &piece[..];
             while !piece.is_empty() {
                 let take = piece.len().min(CHUNK_BYTES - self.buffer.len());
@@ -271,6 +279,7 @@ impl Upload {
         self.store
             .write_blob_chunk(&self.blob_id, self.next_chunk, &self.buffer)
             .await?;
+        self.alive_at = std::time::Instant::now();
         self.next_chunk += 1;
         self.buffer.clear();
         Ok(())
