@@ -194,3 +194,42 @@ async fn a_plugin_built_against_0_2_0_still_loads_and_runs() {
         .collect();
     assert!(worlds.contains(&"caseload:plugin@0.2.1"), "{versions}");
 }
+
+#[tokio::test]
+async fn a_run_that_floods_incumbents_gets_its_byte_rate_and_a_warning() {
+    for place in [
+        "[runaway]\nsandbox = \"server\"\n",
+        "[runaway]\nsandbox = \"process\"\n",
+    ] {
+        let (server, _limits) = crate::support::start_with_limits(place, &[]);
+        let token = server.admin_token().await;
+        // Megabyte incumbents straight through the host import, as fast as it goes, for 3 s.
+        let job = server
+            .launch(
+                &token,
+                "runaway",
+                &json!({"mode": "incumbent_flood", "flood_bytes": 1 << 20, "seconds": 3.0}),
+            )
+            .await;
+        let view = server.wait_until_ended(&token, &job).await;
+        assert_eq!(view["status"], "COMPLETED", "{place}: {view}");
+        let reported = server.output(&token, &job).await["reported"]
+            .as_u64()
+            .unwrap();
+        let (_, execution) = view["executions"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        // The burst and one each two seconds: a handful of the many it sent.
+        let taken = execution["incumbents"].as_u64().unwrap();
+        assert!(reported > 50, "{place}: only {reported} reports");
+        assert!(
+            (1..=4).contains(&taken),
+            "{place}: {taken} of {reported} incumbents taken"
+        );
+        let log = execution["logs"]["tail"].as_str().unwrap();
+        assert!(log.contains("incumbents dropped"), "{place}: {log}");
+    }
+}

@@ -4,6 +4,7 @@
 
 mod cache;
 mod engine;
+mod incumbent_budget;
 mod log;
 mod sandbox;
 

@@ -10,6 +10,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::caseload::plugin::host::{Host, LogLevel};
+use super::incumbent_budget::{IncumbentBudget, Spent};
 use super::log::BoundedLog;
 use super::{ExecutionObserver, INCUMBENT_BYTES, Limits};
 
@@ -97,6 +98,8 @@ pub struct SandboxState {
     observer: Option<Arc<dyn ExecutionObserver>>,
     /// When the call must end; no WASI wait may last past it.
     deadline: Instant,
+    /// The bytes of incumbents the run may still report.
+    incumbents: IncumbentBudget,
 }
 
 impl SandboxState {
@@ -129,6 +132,7 @@ impl SandboxState {
             cancelled,
             observer,
             deadline,
+            incumbents: IncumbentBudget::new(Instant::now()),
         }
     }
 
@@ -195,6 +199,14 @@ impl Host for SandboxState {
         let Some(observer) = &self.observer else {
             return;
         };
+        // The budget first: a flood is dropped before its JSON is read.
+        if let Spent::Dropped(warning) = self.incumbents.spend(solution.len(), Instant::now()) {
+            if let Some(line) = warning {
+                self.log.append(line.as_bytes());
+                observer.logged(&self.log);
+            }
+            return;
+        }
         let refused = if !objective.is_finite() {
             Some(format!("its objective {objective} is not a finite number"))
         } else if solution.len() > INCUMBENT_BYTES {

@@ -9,6 +9,8 @@
 //!   overflows first; with `"call_stack"` frames hold nothing in memory, so wasmtime's own
 //!   limit on the wasm call stack is what stops it.
 //! - `flood` writes `flood_bytes` bytes, half to stdout and half to stderr, then returns.
+//! - `incumbent_flood` reports incumbents of `flood_bytes` bytes through the host import,
+//!   bypassing the SDK's pace, as fast as it can for `seconds`, then returns how many.
 //! - `panic` panics (plugins are built with `panic = "abort"`, so it traps).
 //! - `bad_output` returns an output its own output schema rejects.
 //! - `huge_output` returns an output of exactly `output_bytes` bytes of JSON.
@@ -32,6 +34,7 @@ pub enum Mode {
     Grow,
     Recurse,
     Flood,
+    IncumbentFlood,
     Panic,
     BadOutput,
     HugeOutput,
@@ -55,6 +58,7 @@ pub struct Input {
     #[serde(default)]
     pub stack: Stack,
     pub flood_bytes: Option<usize>,
+    pub seconds: Option<f64>,
     pub output_bytes: Option<usize>,
     pub dir: Option<String>,
     pub port: Option<u16>,
@@ -108,12 +112,14 @@ impl UseCase for Runaway {
                 "type": "object",
                 "required": ["mode"],
                 "properties": {
-                    "mode": {"enum": ["spin", "sleep", "grow", "recurse", "flood", "panic",
-                                      "bad_output", "huge_output", "escape"]},
+                    "mode": {"enum": ["spin", "sleep", "grow", "recurse", "flood",
+                                      "incumbent_flood", "panic", "bad_output",
+                                      "huge_output", "escape"]},
                     "grow_mib": {"type": "integer", "minimum": 0},
                     "depth": {"type": "integer", "minimum": 0},
                     "stack": {"enum": ["linear_memory", "call_stack"]},
                     "flood_bytes": {"type": "integer", "minimum": 0},
+                    "seconds": {"type": "number", "minimum": 0},
                     "output_bytes": {"type": "integer", "minimum": 14},
                     "dir": {"type": "string"},
                     "port": {"type": "integer", "minimum": 1, "maximum": 65535}
@@ -131,6 +137,7 @@ impl UseCase for Runaway {
                     "depth": {"type": "integer", "minimum": 0},
                     "stack": {"enum": ["linear_memory", "call_stack"]},
                     "flooded_bytes": {"type": "integer", "minimum": 0},
+                    "reported": {"type": "integer", "minimum": 0},
                     "padding": {"type": "string"},
                     "attempts": {
                         "type": "object",
@@ -189,6 +196,19 @@ impl UseCase for Runaway {
                 let total = input.flood_bytes.unwrap_or(0);
                 flood(total).map_err(|error| RunError::Failed(error.to_string()))?;
                 Ok(json!({"flooded_bytes": total}))
+            }
+            Mode::IncumbentFlood => {
+                let bytes = input.flood_bytes.unwrap_or(1 << 20).max(2);
+                // A JSON string of `bytes` bytes, quotes included.
+                let solution = format!("\"{}\"", "x".repeat(bytes - 2));
+                let until = std::time::Instant::now()
+                    + Duration::from_secs_f64(input.seconds.unwrap_or(1.0));
+                let mut reported = 0_u64;
+                while std::time::Instant::now() < until {
+                    report_incumbent(reported as f64, &solution);
+                    reported += 1;
+                }
+                Ok(json!({ "reported": reported }))
             }
             Mode::Panic => panic!("the runaway guest panics on purpose"),
             // A string where the schema wants an integer, and a key it does not know.
@@ -338,3 +358,13 @@ fn escape(dir: Option<&str>, port: Option<u16>) -> BTreeMap<&'static str, Attemp
 }
 
 caseload_sdk::export_use_case!(Runaway);
+
+/// Reports an incumbent straight through the host import, as a plugin that ignores the
+/// SDK's pace would.
+#[cfg(target_arch = "wasm32")]
+fn report_incumbent(objective: f64, solution: &str) {
+    caseload_sdk::bindings::caseload::plugin::host::incumbent(objective, solution);
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn report_incumbent(_objective: f64, _solution: &str) {}
