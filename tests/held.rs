@@ -110,6 +110,49 @@ async fn the_connection_cap_closes_streams_with_a_reconnect_event() {
 }
 
 #[tokio::test]
+async fn silent_connections_make_room_before_a_user_s_stream_does() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--max-connections", "4"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let stream = reqwest::Client::new()
+            .get(server.url("/jobs/events"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), StatusCode::OK);
+        streams.push(stream);
+    }
+    // Anonymous sockets that say nothing, many more than the cap holds.
+    let mut silent = Vec::new();
+    for _ in 0..8 {
+        silent.push(
+            tokio::net::TcpStream::connect(server.address())
+                .await
+                .unwrap(),
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let health = reqwest::Client::new()
+        .get(server.url("/healthz"))
+        .timeout(std::time::Duration::from_secs(10))
+        .send()
+        .await
+        .expect("/healthz answers at the connection cap");
+    assert_eq!(health.status(), StatusCode::OK);
+    // Both streams are still open: nothing arrives on them, not even a reconnect.
+    for stream in &mut streams {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(2), stream.chunk()).await;
+        assert!(read.is_err(), "the stream was closed: {read:?}");
+    }
+    drop(silent);
+}
+
+#[tokio::test]
 async fn streams_and_long_polls_end_when_their_user_is_disabled() {
     let server = TestServer::start();
     server.add_user("alice", "alice's password");

@@ -4,14 +4,17 @@
 //! its previous response (an idle keep-alive connection gets the same time), and a body must
 //! make progress (a frame at least every `body_timeout`), or the connection is closed; an
 //! upload cut off so deletes what it wrote. At most `max_connections` are open at once: one
-//! more closes the oldest, gracefully (a request in flight finishes first; event streams and
-//! long-polls, told by [`ConnectionClosing`], answer at once; anything else still running
-//! after [`CLOSE_BACKSTOP`] is cut off), so a flood of silent connections or of streams
-//! cannot keep a new client out, nor push the process past its file limit.
+//! more closes the oldest idle one (no request in flight, no response still streaming), and
+//! only if none is idle the oldest of all, gracefully (a request in flight finishes first;
+//! event streams and long-polls, told by [`ConnectionClosing`], answer at once; anything
+//! else still running after [`CLOSE_BACKSTOP`] is cut off). So a flood of silent connections
+//! or of streams cannot keep a new client out, nor push the process past its file limit,
+//! and silent connections, anyone's, go before another user's stream does.
 //! Connections speak HTTP/1.1, which every client of the API does.
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -88,9 +91,79 @@ pub fn connections_the_file_limit_allows() -> Option<usize> {
 struct Open {
     next_id: u64,
     /// Connections not yet asked to close.
-    connections: BTreeMap<u64, Arc<Notify>>,
+    connections: BTreeMap<u64, Connection>,
     /// Connections whose socket is still open, those closing included.
     alive: usize,
+}
+
+/// An open connection: what closes it, and how many of its requests are in flight (until
+/// their responses' bodies end).
+struct Connection {
+    close: Arc<Notify>,
+    in_use: Arc<AtomicUsize>,
+}
+
+impl Open {
+    /// Asks the oldest idle connection to close, else the oldest of all; false if none is
+    /// open.
+    fn make_room(&mut self) -> bool {
+        let idle = self
+            .connections
+            .iter()
+            .find(|(_, connection)| connection.in_use.load(Ordering::Acquire) == 0)
+            .map(|(id, _)| *id);
+        let chosen = idle.or_else(|| self.connections.keys().next().copied());
+        match chosen.and_then(|id| self.connections.remove(&id)) {
+            Some(connection) => {
+                connection.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A response body that counts its request in flight until it ends (or is dropped): a
+/// stream's connection is in use for as long as it streams.
+struct Counted {
+    body: Body,
+    _in_use: InUse,
+}
+
+/// One request in flight on a connection.
+struct InUse(Arc<AtomicUsize>);
+
+impl InUse {
+    fn new(count: &Arc<AtomicUsize>) -> InUse {
+        count.fetch_add(1, Ordering::AcqRel);
+        InUse(count.clone())
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl hyper::body::Body for Counted {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(context)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves; then stops accepting, closes idle
@@ -132,30 +205,39 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let (id, close) = {
+        let (id, close, in_use) = {
             let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
-            while open.connections.len() >= limits.max_connections.max(1) {
-                let Some((_, oldest)) = open.connections.pop_first() else {
-                    break;
-                };
-                oldest.notify_one();
-            }
+            while open.connections.len() >= limits.max_connections.max(1) && open.make_room() {}
             let id = open.next_id;
             open.next_id += 1;
             open.alive += 1;
             let close = Arc::new(Notify::new());
-            open.connections.insert(id, close.clone());
-            (id, close)
+            let in_use = Arc::new(AtomicUsize::new(0));
+            open.connections.insert(
+                id,
+                Connection {
+                    close: close.clone(),
+                    in_use: in_use.clone(),
+                },
+            );
+            (id, close, in_use)
         };
         let router = app.clone();
         let (closing_sender, closing) = ConnectionClosing::new();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let request_in_use = InUse::new(&in_use);
             let mut request =
                 request.map(|body| Body::new(TimeoutBody::new(limits.body_timeout, body)));
             request.extensions_mut().insert(ConnectInfo(remote));
             request.extensions_mut().insert(closing.clone());
             let mut router = router.clone();
-            async move { router.call(request).await }
+            async move {
+                let response = router.call(request).await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| Counted {
+                    body,
+                    _in_use: request_in_use,
+                }))
+            }
         });
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let open = open.clone();

@@ -49,7 +49,9 @@ impl IncumbentBudget {
 
     /// Takes `bytes` for a report made at `now`, if there are that many.
     pub fn spend(&mut self, bytes: usize, now: Instant) -> Spent {
-        let elapsed = now.saturating_duration_since(self.refilled_at).as_secs_f64();
+        let elapsed = now
+            .saturating_duration_since(self.refilled_at)
+            .as_secs_f64();
         self.available = (self.available + elapsed * INCUMBENT_BYTES_PER_SECOND as f64)
             .min(INCUMBENT_BYTES as f64);
         self.refilled_at = now;
