@@ -399,3 +399,53 @@ async fn large_bodies_wait_for_room_in_the_budget_then_get_503() {
     let response = server.post_json(&token, "/problem/maxcut", &padded).await;
     expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY).await;
 }
+
+#[tokio::test]
+async fn jobs_a_worker_holds_claimed_count_against_the_pending_quota() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "1"],
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    let tiny = serde_json::json!({"num_nodes": 2, "edges": []});
+    // Short runs let the worker's claims grow to many jobs at a time.
+    for _ in 0..10 {
+        let job = server.launch(&token, "maxcut", &tiny).await;
+        server.wait_until_ended(&token, &job).await;
+    }
+    let (ok, output) = server.user_command(&["quota", "admin", "--pending-jobs", "5"], None);
+    assert!(ok, "{output}");
+    // A long run holds the one worker; four tiny jobs wait behind it, claimed with it or in
+    // the queue: either way clients see them pending, and so does the quota.
+    // In one batch, so that the worker's next claim takes them all.
+    let batch = server
+        .post_json(
+            &token,
+            "/problem/maxcut/batch",
+            &serde_json::json!({"jobs": [
+                crate::support::timed_job(3.0), tiny, tiny, tiny, tiny
+            ]}),
+        )
+        .await;
+    assert_eq!(batch.status(), StatusCode::ACCEPTED);
+    let batch: serde_json::Value = batch.json().await.unwrap();
+    let long = batch["jobs"][0].as_str().unwrap().to_owned();
+    server.wait_until_running(&token, &long).await;
+    let mut accepted = 0;
+    for _ in 0..10 {
+        let response = server.post_json(&token, "/problem/maxcut", &tiny).await;
+        match response.status() {
+            StatusCode::ACCEPTED => accepted += 1,
+            StatusCode::TOO_MANY_REQUESTS => {}
+            other => panic!("{other}"),
+        }
+    }
+    assert_eq!(accepted, 1, "the claimed jobs were not counted");
+    let counts: serde_json::Value = server
+        .get(&token, "/jobs/counts")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(counts["PENDING"].as_u64().unwrap() <= 5, "{counts}");
+}

@@ -182,6 +182,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         42,
         include_str!("../../migrations/postgres/0042_shared_inputs.sql"),
     ),
+    (
+        43,
+        include_str!("../../migrations/postgres/0043_waiting_jobs.sql"),
+    ),
 ];
 
 /// The advisory lock that serialises migrations across replicas starting at once.
@@ -224,26 +228,20 @@ const REPLICAS_LIVE: &str = "SELECT COUNT(*) FROM replicas
 
 /// Claims the oldest pending jobs no other transaction holds, of the use cases `condition`
 /// lets through. The selection is a CTE, which runs once: as an `IN (subquery)` the planner
-/// may run it again and claim more than `$2`. The claimed jobs come off their owners'
-/// pending counts in the same statement, one call per owner, and each is marked counted
-/// under its new token so that the count trigger leaves it alone (migration 0039). It
+/// may run it again and claim more than `$2`. The claimed jobs stay on their owners'
+/// pending counts until they start (migration 0043), so the claim counts nothing. It
 /// returns the columns of a [`super::ClaimedJob`].
 fn claim(condition: &str) -> String {
     format!(
         "WITH picked AS (
              SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' AND race IS NULL {condition}
              ORDER BY fair_key, id
-             LIMIT $2 FOR UPDATE SKIP LOCKED),
-         claimed AS (
-             UPDATE jobs
-             SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
-                 counted_claim = lease_token + 1, lease_expires_at = $1
-             FROM picked WHERE jobs.id = picked.picked_id
-             RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of),
-         counted AS (
-             SELECT COUNT(add_user_counts(owner_id, -jobs, 0, 0)) AS calls
-             FROM (SELECT owner_id, COUNT(*) AS jobs FROM claimed GROUP BY owner_id) AS owners)
-         SELECT claimed.* FROM claimed, counted"
+             LIMIT $2 FOR UPDATE SKIP LOCKED)
+         UPDATE jobs
+         SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
+             lease_expires_at = $1, started = FALSE
+         FROM picked WHERE jobs.id = picked.picked_id
+         RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
     )
 }
 

@@ -169,6 +169,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
         42,
         include_str!("../../migrations/sqlite/0042_shared_inputs.sql"),
     ),
+    (
+        43,
+        include_str!("../../migrations/sqlite/0043_waiting_jobs.sql"),
+    ),
 ];
 
 /// Claims the oldest pending jobs, of the use cases `condition` lets through;
@@ -178,7 +182,7 @@ fn claim(condition: &str) -> String {
     format!(
         "UPDATE jobs
          SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
-             lease_expires_at = $1
+             lease_expires_at = $1, started = FALSE
          WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' AND race IS NULL {condition}
                       ORDER BY fair_key, id LIMIT $2)
          RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"

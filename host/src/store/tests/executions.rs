@@ -609,9 +609,11 @@ pub(super) async fn check_ends_at_once(store: &dyn JobStore, at_once: &EndsAtOnc
         let record = record.expect("the job exists");
         assert_eq!(*held, index != LOST, "job {index}");
         if index == LOST {
-            // Nothing of the end is written: the job, claimed, reads as pending.
+            // Nothing of the end is written: the job, claimed, reads as pending, and counts
+            // as pending.
             assert_eq!(record.status, JobStatus::Pending, "job {index}");
             assert!(record.executions.is_empty(), "job {index}");
+            *pending.entry(owner).or_default() += 1;
             continue;
         }
         // A cancellation changes only an abandoned attempt's end.
@@ -666,8 +668,9 @@ pub(super) async fn check_ends_at_once(store: &dyn JobStore, at_once: &EndsAtOnc
             ),
         }
     }
-    // The requeued job waits in the queue; the one whose end was refused is still claimed.
-    assert_eq!(pending.values().sum::<u64>(), 1);
+    // The requeued job waits in the queue; the one whose end was refused is still claimed,
+    // not started: both are pending.
+    assert_eq!(pending.values().sum::<u64>(), 2);
     for claim in &at_once.claims {
         let owner = claim.lease.owner_id.as_str();
         let usage = store.usage(owner).await.expect("usage").expect("the user");
@@ -706,4 +709,72 @@ pub(super) async fn ends_written_at_once_each_keep_their_own_lease(backend: Back
         held.push(write.lease_held().await.expect("end"));
     }
     check_ends_at_once(store, &at_once, &held).await;
+}
+
+/// The pending-jobs quota counts what clients see as pending: a claim leaves its job
+/// counted, giving an unstarted claim back adds nothing, a start or an end takes the job off,
+/// and a requeue after a start puts it back. The quota cannot be passed through a claim and
+/// a release.
+pub(super) async fn a_claimed_job_counts_against_the_quota_until_it_starts(backend: Backend) {
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let quotas = Quotas {
+        pending_jobs: 3,
+        ..Quotas::default()
+    };
+    let launch = || NewJob {
+        quotas,
+        ..new_job(&alice)
+    };
+    let pending_jobs = async || {
+        let usage = store.usage(&alice.id).await.expect("usage");
+        usage.expect("alice").pending_jobs
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            store.insert_job(&launch()).await.expect("insert"),
+            Inserted::Created
+        );
+    }
+    // Leases that expire at once, so that the reaper may requeue the one started below.
+    let claims = store
+        .claim_jobs(Duration::from_millis(1), 3)
+        .await
+        .expect("claim");
+    assert_eq!(claims.len(), 3);
+    assert_eq!(pending_jobs().await, 3, "claimed jobs are still pending");
+    assert!(matches!(
+        store.insert_job(&launch()).await.expect("insert"),
+        Inserted::Refused(Refusal::PendingJobs(3))
+    ));
+    let released = store.release_unstarted(&claims[0].lease).lease_held();
+    assert!(released.await.expect("release"));
+    assert_eq!(pending_jobs().await, 3, "a release adds nothing");
+    assert!(matches!(
+        store.insert_job(&launch()).await.expect("insert"),
+        Inserted::Refused(Refusal::PendingJobs(3))
+    ));
+    // A start takes its job off; a launch fits again.
+    let started = uuid::Uuid::now_v7().to_string();
+    let start = store.start_execution(&claims[1].lease, &start_of(&claims[1], &started));
+    assert!(start.lease_held().await.expect("start"));
+    assert_eq!(pending_jobs().await, 2);
+    assert_eq!(
+        store.insert_job(&launch()).await.expect("insert"),
+        Inserted::Created
+    );
+    assert_eq!(pending_jobs().await, 3);
+    // An end written with its start takes its job off too.
+    let ended = uuid::Uuid::now_v7().to_string();
+    let end = store.start_and_finish_execution(
+        &claims[2].lease,
+        &start_of(&claims[2], &ended),
+        &completed(&ended, "{}"),
+    );
+    assert!(end.lease_held().await.expect("end"));
+    assert_eq!(pending_jobs().await, 2);
+    // The started job, requeued by the reaper, waits again.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(store.reap_expired(3).await.expect("reap"), 1);
+    assert_eq!(pending_jobs().await, 3);
 }

@@ -117,6 +117,7 @@ for_each_backend!(
     an_input_kept_for_a_launch_waits_for_it_then_counts_once,
     a_cancelled_job_never_runs_again,
     a_claimed_job_is_listed_pending_until_it_starts,
+    a_claimed_job_counts_against_the_quota_until_it_starts,
     users_are_disabled_revoked_and_deleted_with_their_data,
     a_user_s_backlog_does_not_hold_back_another_user_s_job,
     a_project_s_backlog_takes_one_share,
@@ -513,54 +514,6 @@ async fn on_postgres_a_batch_s_ends_are_written_in_one_statement() {
     .expect("written");
     transaction.commit().await.expect("commits");
     check_ends_at_once(&store, &at_once, &held).await;
-}
-
-/// A replica of the release before migration 0039 claims as it did (no mark, no count of its
-/// own) while this release's replicas run, as in a rolling upgrade: its claims are still
-/// taken off the pending counts, once, whoever claimed or released the job before.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
-async fn on_postgres_a_claim_of_the_release_before_is_still_counted() {
-    const CLAIM_BEFORE_0039: &str = "WITH picked AS (
-             SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' AND race IS NULL
-             ORDER BY fair_key, id LIMIT $2 FOR UPDATE SKIP LOCKED)
-         UPDATE jobs
-         SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
-             lease_expires_at = $1
-         FROM picked WHERE jobs.id = picked.picked_id";
-    let database = ScratchDatabase::create().await;
-    let store = PostgresStore::open(&database.url).await.expect("opens");
-    let alice = user(&store, "alice").await;
-    for _ in 0..3 {
-        store.insert_job(&new_job(&alice)).await.expect("insert");
-    }
-    let mut connection = PgConnection::connect(&database.url)
-        .await
-        .expect("connects");
-    let mut claim_before = async |jobs: i64| {
-        let claimed = sqlx::query(CLAIM_BEFORE_0039)
-            .bind(now_millis() + 600_000)
-            .bind(jobs)
-            .execute(&mut connection)
-            .await
-            .expect("claims");
-        assert_eq!(claimed.rows_affected(), jobs as u64);
-    };
-    let pending_jobs = async || {
-        let usage = store.usage(&alice.id).await.expect("usage");
-        usage.expect("alice").pending_jobs
-    };
-    claim_before(1).await;
-    assert_eq!(pending_jobs().await, 2);
-    let claim = claim_next(&store, LONG).await;
-    assert_eq!(pending_jobs().await, 1);
-    let released = store.release_unstarted(&claim.lease).lease_held();
-    assert!(released.await.expect("release"));
-    assert_eq!(pending_jobs().await, 2);
-    // The job this release claimed and let go, and one never claimed.
-    claim_before(2).await;
-    assert_eq!(pending_jobs().await, 0);
-    assert_eq!(pending(&store).await, 0);
 }
 
 /// Two replicas and eight users, all at once: launches of several users in one transaction,

@@ -343,9 +343,10 @@ pub(super) async fn a_user_s_pending_count_follows_each_job_s_status(backend: Ba
         Inserted::Existing { .. }
     ));
     assert_eq!(pending_of(&alice).await, 3);
+    // Claimed jobs are pending until they start (clients see them so).
     let claims = store.claim_jobs(LONG, 2).await.expect("claim");
-    assert_eq!(pending_of(&alice).await, 1);
-    // A claimed job given back is pending again.
+    assert_eq!(pending_of(&alice).await, 3);
+    // A claimed job given back was never taken off.
     assert!(
         store
             .release_unstarted(&claims[0].lease)
@@ -353,7 +354,7 @@ pub(super) async fn a_user_s_pending_count_follows_each_job_s_status(backend: Ba
             .await
             .expect("release")
     );
-    assert_eq!(pending_of(&alice).await, 2);
+    assert_eq!(pending_of(&alice).await, 3);
     // A pending job cancelled leaves the queue.
     let waiting = jobs
         .iter()
@@ -364,8 +365,14 @@ pub(super) async fn a_user_s_pending_count_follows_each_job_s_status(backend: Ba
         .await
         .expect("cancel")
         .expect("alice's job");
+    assert_eq!(pending_of(&alice).await, 2);
+    // The queue holds the one given back; the other is claimed, not started.
+    assert_eq!(pending(store).await, 1);
+    // Started, it leaves the count.
+    let execution_id = uuid::Uuid::now_v7().to_string();
+    let start = store.start_execution(&claims[1].lease, &start_of(&claims[1], &execution_id));
+    assert!(start.lease_held().await.expect("start"));
     assert_eq!(pending_of(&alice).await, 1);
-    assert_eq!(pending_of(&alice).await, pending(store).await);
 }
 
 pub(super) async fn the_audit_log_pages_newest_first(backend: Backend) {
