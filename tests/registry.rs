@@ -358,12 +358,18 @@ async fn every_refusal_stores_nothing_and_serves_nothing_new() {
     publish(&server, &token, &guest("v1")).await;
     let before = stored(&server).await;
 
-    let cases: [(&str, Vec<u8>, StatusCode, &str); 6] = [
+    let cases: [(&str, Vec<u8>, StatusCode, &str); 7] = [
         (
             "not a component",
             b"\0asm not really".to_vec(),
             StatusCode::UNPROCESSABLE_ENTITY,
-            "refused",
+            "not a component of the component model",
+        ),
+        (
+            "not WebAssembly",
+            b"#!/bin/sh\necho hello\n".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "not a WebAssembly file",
         ),
         (
             "describe panics",

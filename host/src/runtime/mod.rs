@@ -123,6 +123,10 @@ pub enum RuntimeError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The bytes are not WebAssembly, or WebAssembly but not a component: said plainly,
+    /// before a compiler's message about magic numbers.
+    #[error("{0}")]
+    NotAComponent(String),
     /// The bytes are not a component, or do not compile.
     #[error("not a valid WebAssembly component: {0:#}")]
     Compile(wasmtime::Error),
@@ -275,6 +279,7 @@ impl Runtime {
     /// Compiles a component (or loads its code from the compile cache) and links it against
     /// the host, ready to instantiate.
     pub fn compile(&self, wasm: &[u8]) -> Result<CompiledPlugin, LoadError> {
+        component_header(wasm)?;
         let wasm_sha256 = hex::encode(Sha256::digest(wasm));
         let (component, origin) = match &self.cache {
             None => (self.compile_now(wasm)?, CodeOrigin::Compiled),
@@ -323,6 +328,44 @@ impl Runtime {
     fn compile_now(&self, wasm: &[u8]) -> Result<Component, LoadError> {
         Component::new(&self.engine, wasm).map_err(LoadError::Compile)
     }
+}
+
+/// The bytes a WebAssembly component begins with: the magic `\0asm`, then version 13 of the
+/// component layer (a core module has version 1, layer 0).
+const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+/// Refuses, in words a plugin author reads at once, bytes that are not a component at all.
+fn component_header(wasm: &[u8]) -> Result<(), LoadError> {
+    if wasm.starts_with(&COMPONENT_HEADER) {
+        return Ok(());
+    }
+    let message = if wasm.is_empty() {
+        "the file is empty, not a WebAssembly component".to_owned()
+    } else if !wasm.starts_with(&COMPONENT_HEADER[..4]) {
+        let shown: String = String::from_utf8_lossy(&wasm[..wasm.len().min(16)])
+            .chars()
+            .map(|character| {
+                if character.is_control() {
+                    '.'
+                } else {
+                    character
+                }
+            })
+            .collect();
+        format!(
+            "not a WebAssembly file: it does not start with \\0asm (it starts with \"{shown}\"); \
+             publish the .wasm file `caseload plugin build` writes"
+        )
+    } else if wasm.get(4..8) == Some(&[0x01, 0x00, 0x00, 0x00][..]) {
+        "a core WebAssembly module, not a component: build for wasm32-wasip2 (`caseload \
+         plugin build` does), or wrap the module with `wasm-tools component new`"
+            .to_owned()
+    } else {
+        "a WebAssembly file of a version or layer this host does not read (not a component \
+         of the component model's version 13)"
+            .to_owned()
+    };
+    Err(LoadError::NotAComponent(message))
 }
 
 /// The versions of the `caseload:plugin` package a component imports or exports, e.g.
@@ -688,6 +731,27 @@ fn convert_violations(violations: Vec<wit::Violation>) -> Vec<Violation> {
         .into_iter()
         .map(|violation| Violation::new(violation.pointer, violation.message))
         .collect()
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn bytes_that_are_no_component_are_said_so_plainly() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"", "empty"),
+            (b"PK\x03\x04zip file", "not a WebAssembly file"),
+            (b"\0asm\x01\0\0\0", "core WebAssembly module"),
+            (b"\0asm not really", "version or layer"),
+        ];
+        for (bytes, says) in cases {
+            let message = component_header(bytes).expect_err("refused").to_string();
+            assert!(message.contains(says), "{bytes:?}: {message}");
+            assert!(!message.contains("0x"), "{message}");
+        }
+        assert!(component_header(&COMPONENT_HEADER).is_ok());
+    }
 }
 
 #[cfg(test)]
