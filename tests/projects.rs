@@ -243,6 +243,15 @@ async fn a_project_s_members_share_its_jobs_and_no_one_else_sees_them() {
         .await
         .unwrap();
     assert_eq!(all["projects"][0]["members"].as_array().unwrap().len(), 2);
+    // A name is checked as sent: 101 characters, the first a tab, are too many.
+    let tabbed = format!("\t{}", "n".repeat(100));
+    expect_problem(
+        server
+            .post_json(&admin, "/admin/projects", &json!({"name": tabbed}))
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
     let empty = server
         .post_json(&admin, "/admin/projects", &json!({"name": "empty"}))
         .await;

@@ -142,11 +142,15 @@ fn checked(
     now: i64,
 ) -> Result<(Vec<Scope>, Option<i64>), ApiError> {
     let mut errors = Vec::new();
+    // Checked as sent, as the API's document states it; only then are spaces trimmed.
     let name = request.name.trim();
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+    if name.is_empty()
+        || request.name.chars().count() > MAX_NAME_CHARS
+        || request.name.chars().any(char::is_control)
+    {
         errors.push(Violation::new(
             "/name",
-            format!("a key's name is 1 to {MAX_NAME_CHARS} characters"),
+            format!("a key's name is 1 to {MAX_NAME_CHARS} printable characters"),
         ));
     }
     if request.scopes.is_empty() {

@@ -117,8 +117,10 @@ pub fn new_user() -> Value {
         "type": "object",
         "required": ["username", "password"],
         "properties": {
-            "username": {"type": "string", "minLength": 1, "maxLength": 64},
-            "password": {"type": "string", "minLength": 1},
+            "username": {"type": "string", "minLength": 1, "maxLength": 64,
+                         "pattern": "^[A-Za-z0-9][A-Za-z0-9._@+-]*$",
+                         "description": "Capitals are folded: Alice is alice."},
+            "password": {"type": "string", "minLength": 8},
             "role": {"enum": ["admin", "member", "viewer", null], "description": "member if absent or null."},
         },
         "additionalProperties": false,
@@ -134,7 +136,7 @@ pub fn user_change() -> Value {
         "properties": {
             "role": {"enum": ["admin", "member", "viewer", null]},
             "disabled": {"type": ["boolean", "null"]},
-            "password": {"type": ["string", "null"], "minLength": 1},
+            "password": {"type": ["string", "null"], "minLength": 8},
             "revoke_tokens": {"type": ["boolean", "null"], "description": "true: every token issued until now stops working."},
             "quotas": {
                 "type": ["object", "null"],

@@ -149,10 +149,11 @@ async fn create(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let request: NewProject = parse(&body, "{name}", &[])?;
+    // Checked as sent, as the API's document states it; only then are spaces trimmed.
     let name = request.name.trim();
     if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
+        || request.name.chars().count() > MAX_NAME_CHARS
+        || request.name.chars().any(char::is_control)
     {
         return Err(invalid(
             "/name",
