@@ -407,6 +407,8 @@ async fn every_refusal_stores_nothing_and_serves_nothing_new() {
         let problem = expect_problem(response, status).await;
         let detail = problem["detail"].as_str().unwrap();
         assert!(detail.contains(says), "{what}: {detail}");
+        // No compiler's byte arrays in the message.
+        assert!(!detail.contains("0x"), "{what}: {detail}");
     }
     // The same bytes again: nothing new, and said so.
     let again = publish_raw(&server, &token, "", &guest("v1")).await;

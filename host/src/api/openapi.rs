@@ -39,6 +39,207 @@ const BODY_SCHEMAS: [(&str, &str); 6] = [
     ),
 ];
 
+/// What a created thing's id leads to, for stateful clients and fuzzers (OpenAPI links):
+/// the operation that made it (path, method, status), then each link's name, the operation it
+/// leads to, and its parameters, each from the answer's body.
+type Link = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    )],
+);
+
+/// Every operation a created id opens, so that stateful testing reaches each of them.
+const LINKS: &[Link] = &[
+    ("/problem/{problem_id}", "post", "202", JOB_LINKS),
+    ("/job/{job_id}/rerun", "post", "202", JOB_LINKS),
+    (
+        "/problem/{problem_id}/batch",
+        "post",
+        "202",
+        &[
+            (
+                "GetFirstJob",
+                "get_job",
+                &[("job_id", "$response.body#/jobs/0")],
+            ),
+            (
+                "CancelFirstJob",
+                "cancel_job",
+                &[("job_id", "$response.body#/jobs/0")],
+            ),
+        ],
+    ),
+    (
+        "/experiments",
+        "post",
+        "201",
+        &[
+            (
+                "GetExperiment",
+                "get_experiment",
+                &[("experiment_id", "$response.body#/experiment")],
+            ),
+            (
+                "CancelExperiment",
+                "cancel_experiment",
+                &[("experiment_id", "$response.body#/experiment")],
+            ),
+        ],
+    ),
+    (
+        "/api_keys",
+        "post",
+        "201",
+        &[(
+            "RevokeApiKey",
+            "revoke_api_key",
+            &[("key_id", "$response.body#/id")],
+        )],
+    ),
+    (
+        "/admin/users",
+        "post",
+        "201",
+        &[
+            (
+                "ChangeUser",
+                "change_user",
+                &[("username", "$response.body#/username")],
+            ),
+            (
+                "DeleteUser",
+                "delete_user",
+                &[("username", "$response.body#/username")],
+            ),
+        ],
+    ),
+    (
+        "/admin/projects",
+        "post",
+        "201",
+        &[
+            (
+                "SetProjectQuota",
+                "set_project_quota",
+                &[("project_id", "$response.body#/id")],
+            ),
+            (
+                "DeleteProject",
+                "delete_project",
+                &[("project_id", "$response.body#/id")],
+            ),
+            (
+                "SetProjectMember",
+                "set_project_member",
+                &[("project_id", "$response.body#/id")],
+            ),
+            (
+                "RemoveProjectMember",
+                "remove_project_member",
+                &[("project_id", "$response.body#/id")],
+            ),
+        ],
+    ),
+    (
+        "/plugins",
+        "post",
+        "201",
+        &[
+            (
+                "ListVersions",
+                "list_versions",
+                &[("problem_id", "$response.body#/name")],
+            ),
+            (
+                "SetCurrentVersion",
+                "set_current_version",
+                &[("problem_id", "$response.body#/name")],
+            ),
+            (
+                "RetireVersion",
+                "retire_version",
+                &[
+                    ("problem_id", "$response.body#/name"),
+                    ("version", "$response.body#/version"),
+                ],
+            ),
+        ],
+    ),
+];
+
+/// What a job's id leads to.
+const JOB_LINKS: &[(&str, &str, &[(&str, &str)])] = &[
+    ("GetJob", "get_job", &[("job_id", "$response.body#/job")]),
+    (
+        "GetJobOutput",
+        "get_job_output",
+        &[("job_id", "$response.body#/job")],
+    ),
+    (
+        "GetJobInput",
+        "get_job_input",
+        &[("job_id", "$response.body#/job")],
+    ),
+    (
+        "JobEvents",
+        "job_events",
+        &[("job_id", "$response.body#/job")],
+    ),
+    (
+        "GetIncumbents",
+        "get_incumbents",
+        &[("job_id", "$response.body#/job")],
+    ),
+    (
+        "FinishJob",
+        "finish_job",
+        &[("job_id", "$response.body#/job")],
+    ),
+    (
+        "RerunJob",
+        "rerun_job",
+        &[("job_id", "$response.body#/job")],
+    ),
+    (
+        "CancelJob",
+        "cancel_job",
+        &[("job_id", "$response.body#/job")],
+    ),
+];
+
+/// Sets [`LINKS`] on the responses they belong to.
+fn add_links(paths: &mut Map<String, Value>) {
+    for (path, method, status, links) in LINKS {
+        let Some(response) = paths
+            .get_mut(*path)
+            .and_then(|item| item.get_mut(*method))
+            .and_then(|operation| operation["responses"].get_mut(*status))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        let made: Map<String, Value> = links
+            .iter()
+            .map(|(name, operation, parameters)| {
+                let parameters: Map<String, Value> = parameters
+                    .iter()
+                    .map(|(parameter, from)| ((*parameter).to_owned(), json!(from)))
+                    .collect();
+                (
+                    (*name).to_owned(),
+                    json!({"operationId": operation, "parameters": parameters}),
+                )
+            })
+            .collect();
+        response.insert("links".into(), Value::Object(made));
+    }
+}
+
 /// The document for the use cases `registry` serves now.
 pub fn document(registry: &PluginRegistry) -> Value {
     let mut document: Value =
@@ -57,6 +258,8 @@ pub fn document(registry: &PluginRegistry) -> Value {
         schemas.insert(name.to_owned(), schema);
     }
     let mut paths = document["paths"].as_object().cloned().unwrap_or_default();
+    // Before the use cases' launches copy the generic one, links and all.
+    add_links(&mut paths);
     let mut names = Vec::new();
     let mut plugins = registry.list();
     plugins.sort_by(|a, b| a.info.name.cmp(&b.info.name));
@@ -589,6 +792,44 @@ fn snake(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_link_leads_to_an_operation_with_those_parameters() {
+        let document: Value =
+            serde_json::from_str(include_str!("../../../schemas/api/openapi.json"))
+                .expect("the document parses");
+        let mut paths = document["paths"].as_object().cloned().expect("paths");
+        add_links(&mut paths);
+        // Each operation by id, with the names of its path's parameters.
+        let mut operations: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for (path, item) in &paths {
+            let in_path: Vec<String> = path
+                .split('/')
+                .filter_map(|part| part.strip_prefix('{')?.strip_suffix('}'))
+                .map(str::to_owned)
+                .collect();
+            for operation in item.as_object().expect("a path item").values() {
+                if let Some(id) = operation["operationId"].as_str() {
+                    operations.insert(id.to_owned(), in_path.clone());
+                }
+            }
+        }
+        for (path, method, status, links) in LINKS {
+            let response = &paths[*path][*method]["responses"][*status];
+            assert!(response["links"].is_object(), "{method} {path} {status}");
+            for (name, operation, parameters) in *links {
+                let wanted = operations
+                    .get(*operation)
+                    .unwrap_or_else(|| panic!("{name}: no operation {operation}"));
+                for (parameter, _) in *parameters {
+                    assert!(
+                        wanted.iter().any(|known| known == parameter),
+                        "{name}: {operation} takes no path parameter {parameter}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn defs_become_components_and_references_follow_them() {
