@@ -51,7 +51,7 @@ fn check_says_what_a_file_serves_or_why_the_server_would_refuse_it() {
         "{report}"
     );
     assert!(
-        verdict(&not_wasm).contains("refused: not a valid WebAssembly component"),
+        verdict(&not_wasm).contains("refused: not a WebAssembly file"),
         "{report}"
     );
     assert!(
