@@ -950,7 +950,7 @@ async fn slow_publishes_do_not_hold_up_launches() {
         .map(|_| {
             let request = server
                 .client
-                .post(server.url("/plugins"))
+                .post(server.url("/plugins?example_time_limit=10s"))
                 .bearer_auth(&admin)
                 .header("content-type", "application/wasm")
                 .body(slow.clone())
@@ -977,5 +977,36 @@ async fn slow_publishes_do_not_hold_up_launches() {
     for publish in publishes {
         let status = publish.await.unwrap().unwrap().status();
         assert!(status.is_success(), "{status}");
+    }
+}
+
+#[tokio::test]
+async fn a_publish_runs_its_examples_briefly_unless_told_otherwise() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    // The example sleeps 6 s: at the default example time limit (1 s) the check times out.
+    let slow = versioned("slow_example");
+    let refused = server.publish_raw(&admin, "", &slow).await;
+    let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("example 1"),
+        "{problem}"
+    );
+    // Given the time, it passes.
+    let published = server
+        .publish_raw(&admin, "?example_time_limit=10s", &slow)
+        .await;
+    let status = published.status();
+    assert!(
+        status.is_success(),
+        "{status}: {}",
+        published.text().await.unwrap()
+    );
+    // A limit that is no duration, or above the server's largest, is refused.
+    for bad in ["soon", "0s", "2h"] {
+        let refused = server
+            .publish_raw(&admin, &format!("?example_time_limit={bad}"), &slow)
+            .await;
+        expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
     }
 }

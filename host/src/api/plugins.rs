@@ -23,6 +23,7 @@ use super::publish_gate::{parse_gate, run_gate};
 use super::wire::{GateView, format_rfc3339};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::config::parse_duration;
 use crate::plugins::check::{CheckOptions, Checker, Failure};
 use crate::plugins::sync::Fetched;
 use crate::plugins::{Plugin, PluginSource, Unresolved, VersionEntry, VersionRequest};
@@ -30,8 +31,9 @@ use crate::store::{CHUNK_BYTES, JobStore, Published, StoredVersion};
 use crate::violation::Violation;
 
 /// The time limit each example input runs under when a component is published, as
-/// `caseload plugin check`'s default.
-const EXAMPLE_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// `caseload plugin check`'s default: short, since an anytime solver uses all of it and an
+/// example only shows that the plugin runs. `?example_time_limit=` sets another.
+const EXAMPLE_TIME_LIMIT: Duration = Duration::from_secs(1);
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -67,6 +69,9 @@ struct PublishQuery {
     /// An experiment template (JSON) the new version must pass against the current one to
     /// become current ([`super::publish_gate`]).
     gate: Option<String>,
+    /// The time limit each example runs under (`2s`, `500ms`), at most the server's
+    /// largest job time limit.
+    example_time_limit: Option<String>,
 }
 
 /// One version of a use case, as the API shows it.
@@ -129,9 +134,25 @@ async fn publish(
         (Ok(()), Some(gate)) => parse_gate(gate).map(Some),
         (Ok(()), None) => Ok(None),
     };
-    let gate = match gate {
-        Ok(gate) => gate,
-        Err(error) => {
+    let example_time_limit = match query.example_time_limit.as_deref().map(parse_duration) {
+        None => Ok(EXAMPLE_TIME_LIMIT),
+        Some(Ok(limit)) if !limit.is_zero() && limit <= state.job_limits.max_time_limit => {
+            Ok(limit)
+        }
+        Some(_) => Err(invalid(
+            "example_time_limit must be a duration such as 2s or 500ms",
+            vec![Violation::new(
+                "/example_time_limit",
+                format!(
+                    "a duration above zero and at most the server's largest time limit, {:?}",
+                    state.job_limits.max_time_limit
+                ),
+            )],
+        )),
+    };
+    let (gate, example_time_limit) = match (gate, example_time_limit) {
+        (Ok(gate), Ok(limit)) => (gate, limit),
+        (Err(error), _) | (_, Err(error)) => {
             tokio::spawn(super::discard(request.into_body().into_data_stream()));
             return Err(error);
         }
@@ -175,7 +196,7 @@ async fn publish(
         state.registry.clone(),
         CheckOptions {
             input: None,
-            time_limit: EXAMPLE_TIME_LIMIT,
+            time_limit: example_time_limit,
             compile_cache_dir: None,
         },
         state.validate_limits,

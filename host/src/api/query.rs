@@ -32,7 +32,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/jobs", &Method::GET) => JOBS_PARAMETERS,
         ("/data_file", &Method::POST) => &["filename", "project"],
         ("/plugin_events", &Method::GET) => &["after"],
-        ("/plugins", &Method::POST) => &["current", "gate"],
+        ("/plugins", &Method::POST) => &["current", "gate", "example_time_limit"],
         ("/experiments", &Method::GET) => &["before", "limit", "project"],
         ("/experiments", &Method::POST) => &["project"],
         ("/admin/audit", &Method::GET) => &["before", "limit"],

@@ -97,8 +97,10 @@ pub struct CheckArgs {
     /// Run this JSON input instead of the examples in the input schema.
     #[arg(long)]
     pub input: Option<PathBuf>,
-    /// The time limit of each run, as a job's default.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// The time limit of each example's run (or `--input`'s). Short by default: an anytime
+    /// solver uses all of it, and a check only shows that the plugin runs; raise it to see
+    /// what a longer run answers.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub time_limit: Duration,
     /// The server's compile cache, where the code compiled for the check is kept so that the
     /// server loads the file without compiling it again (default:
