@@ -411,3 +411,60 @@ async fn a_plugin_whose_describe_loops_does_not_hold_back_the_others() {
     );
     assert_eq!(version_serving_jobs(&server, &token).await, "2.0.0");
 }
+
+#[tokio::test]
+async fn a_directory_file_that_shadows_the_registry_s_current_version_is_said_so() {
+    let server = TestServer::start_with(ServerOptions {
+        args: FAST_RELOAD,
+        ..Default::default()
+    });
+    let token = server.admin_token().await;
+    let dir = plugins_dir(&server);
+    std::fs::create_dir_all(&dir).unwrap();
+    publish(
+        &dir,
+        "versioned.wasm",
+        &guest_bytes("caseload_guest_versioned_v1"),
+    );
+    wait_for_problem(&server, &token, "versioned", |problem| {
+        problem.is_some_and(|problem| problem["version"] == "1.0.0")
+    })
+    .await;
+    // 2.0.0 is published and made current in the registry; here the file still serves.
+    let published = server
+        .publish_raw(&token, "", &guest_bytes("caseload_guest_versioned_v2"))
+        .await;
+    assert_eq!(published.status(), StatusCode::CREATED);
+    let published: Value = published.json().await.unwrap();
+    assert_eq!(published["current"], false, "{published}");
+    assert_eq!(published["registry_current"], true, "{published}");
+    assert_eq!(published["shadowed_by"], "versioned.wasm", "{published}");
+    let versions: Value = server
+        .get(&token, "/problem/versioned/versions")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let stored = versions["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|version| version["source"] == "store")
+        .unwrap_or_else(|| panic!("{versions}"));
+    assert_eq!(stored["shadowed_by"], "versioned.wasm", "{versions}");
+    // The file gone, the registry's version serves, and nothing shadows it.
+    std::fs::remove_file(dir.join("versioned.wasm")).unwrap();
+    wait_for_problem(&server, &token, "versioned", |problem| {
+        problem.is_some_and(|problem| problem["version"] == "2.0.0")
+    })
+    .await;
+    let versions: Value = server
+        .get(&token, "/problem/versioned/versions")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let stored = &versions["versions"][0];
+    assert_eq!(stored["current"], true, "{versions}");
+    assert!(stored.get("shadowed_by").is_none(), "{versions}");
+}

@@ -549,6 +549,17 @@ impl PluginRegistry {
         let is_current =
             |plugin: &Plugin| serving.is_some_and(|serving| serving.digest == plugin.digest);
         let sources = self.lock_sources();
+        let registry_current = sources
+            .catalog
+            .current
+            .iter()
+            .find(|(current, _)| *current == name)
+            .map(|(_, version)| version.clone());
+        // A file of this name in this replica's plugins directory serves here, whatever the
+        // registry says.
+        let directory_file = serving
+            .filter(|serving| matches!(serving.source, PluginSource::File(_)))
+            .and_then(|serving| serving.source.file_name());
         let mut entries = Vec::new();
         for stored in sources
             .catalog
@@ -558,10 +569,13 @@ impl PluginRegistry {
         {
             let digest = stored.digest();
             let loaded = sources.stored.get(&digest);
+            let named_current = registry_current.as_deref() == Some(stored.version.as_str());
             entries.push(VersionEntry {
                 name: name.clone(),
                 version: stored.version.clone(),
                 current: loaded.is_some_and(|plugin| is_current(plugin)),
+                registry_current: named_current,
+                shadowed_by: directory_file.clone().filter(|_| named_current),
                 digest,
                 world: stored.world.clone(),
                 source: PluginSource::Store.kind(),
@@ -591,6 +605,8 @@ impl PluginRegistry {
                 published_at: None,
                 published_by: None,
                 current: is_current(plugin),
+                registry_current: false,
+                shadowed_by: None,
                 retired: false,
                 loaded: true,
             });

@@ -495,7 +495,7 @@ fn plugin_version_schema(title: &str, extra: &[(&str, Value)]) -> Value {
     let mut schema = json!({
         "title": title,
         "type": "object",
-        "required": ["name", "version", "digest", "world", "source", "file", "size", "published_at", "published_by", "current", "retired", "loaded", "jobs"],
+        "required": ["name", "version", "digest", "world", "source", "file", "size", "published_at", "published_by", "current", "registry_current", "retired", "loaded", "jobs"],
         "properties": {
             "name": {"type": "string"},
             "version": {"type": "string"},
@@ -507,6 +507,8 @@ fn plugin_version_schema(title: &str, extra: &[(&str, Value)]) -> Value {
             "published_at": {"anyOf": [{"$ref": "#/components/schemas/Rfc3339"}, {"type": "null"}]},
             "published_by": {"type": ["string", "null"]},
             "current": {"type": "boolean", "description": "Whether an unpinned launch on this replica gets it."},
+            "registry_current": {"type": "boolean", "description": "For a stored version: whether the registry names it current, which every replica serves unless its plugins directory holds a file of this use case."},
+            "shadowed_by": {"type": "string", "description": "This replica's plugins directory file that serves unpinned launches here instead, though the registry names this version current."},
             "retired": {"type": "boolean"},
             "loaded": {"type": "boolean", "description": "Whether this replica has it compiled and ready."},
             "jobs": {"type": "integer", "minimum": 0, "description": "The jobs bound to it."},

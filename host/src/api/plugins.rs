@@ -89,6 +89,13 @@ pub struct VersionView {
     pub published_at: Option<String>,
     pub published_by: Option<String>,
     pub current: bool,
+    /// For a stored version: whether the registry names it current (every replica without
+    /// a file of this use case in its plugins directory serves it).
+    pub registry_current: bool,
+    /// This replica's plugins directory file that serves unpinned launches here instead,
+    /// though the registry names this version current.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_by: Option<String>,
     pub retired: bool,
     /// Whether this replica has it compiled and ready.
     pub loaded: bool,
@@ -615,6 +622,8 @@ impl VersionView {
             published_at: entry.published_at.map(format_rfc3339),
             published_by: entry.published_by,
             current: entry.current,
+            registry_current: entry.registry_current,
+            shadowed_by: entry.shadowed_by,
             retired: entry.retired,
             loaded: entry.loaded,
             jobs,

@@ -87,8 +87,17 @@ pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bo
     let file = file.display();
     match answer.status {
         200 | 201 => {
+            let shadow;
             let state = if body["current"] == true {
                 "current"
+            } else if let Some(file) = body["shadowed_by"].as_str() {
+                shadow = format!(
+                    "current in the registry, but this server serves its plugins directory's \
+                     {file} instead (remove the file to serve this version)"
+                );
+                &shadow
+            } else if body["registry_current"] == true {
+                "current in the registry"
             } else {
                 "not current"
             };

@@ -82,6 +82,12 @@ pub struct VersionEntry {
     pub published_by: Option<String>,
     /// Whether an unpinned launch on this replica gets it.
     pub current: bool,
+    /// For a stored version: whether the registry names it current, which every replica
+    /// serves unless its plugins directory holds a file of the use case's name.
+    pub registry_current: bool,
+    /// The plugins directory's file that serves unpinned launches here instead of this
+    /// version, though the registry names it current.
+    pub shadowed_by: Option<String>,
     pub retired: bool,
     /// Whether this replica has it compiled and ready (a stored version it could not
     /// compile is listed, not served).
