@@ -375,6 +375,7 @@ async fn carry_over_versions(connection: &mut PgConnection) -> Result<(), StoreE
 
 async fn apply_migrations(connection: &mut PgConnection) -> Result<(), StoreError> {
     carry_over_versions(&mut *connection).await?;
+    let mut applied_now = Vec::new();
     for &(version, script) in MIGRATIONS {
         let applied: Option<i64> =
             sqlx::query_scalar("SELECT version FROM caseload_migrations WHERE version = $1")
@@ -395,8 +396,10 @@ async fn apply_migrations(connection: &mut PgConnection) -> Result<(), StoreErro
             .execute(&mut *transaction)
             .await?;
         transaction.commit().await?;
-        tracing::info!(version, "applied database migration");
+        tracing::debug!(version, "applied database migration");
+        applied_now.push(version);
     }
+    schema::log_applied(&applied_now);
     Ok(())
 }
 

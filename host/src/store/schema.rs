@@ -27,6 +27,22 @@ pub fn missing_migrations(applied: &[i64]) -> Vec<i64> {
         .collect()
 }
 
+/// One line for the migrations a start applied (each is logged at debug level): a first
+/// start applies them all, and says so once.
+pub(super) fn log_applied(applied: &[i64]) {
+    match (applied.first(), applied.last()) {
+        (Some(first), Some(last)) if first == last => {
+            tracing::info!(version = first, "applied database migration {first}");
+        }
+        (Some(first), Some(last)) => tracing::info!(
+            count = applied.len(),
+            "applied {} database migrations ({first} to {last})",
+            applied.len()
+        ),
+        _ => {}
+    }
+}
+
 /// Refuses a database that has not applied every migration of this build.
 pub(super) fn require(applied: &[i64]) -> Result<(), StoreError> {
     let missing = missing_migrations(applied);

@@ -308,6 +308,7 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
         .execute(pool)
         .await?;
     }
+    let mut applied_now = Vec::new();
     for &(version, script) in MIGRATIONS {
         let mut transaction = pool.begin_with("BEGIN IMMEDIATE").await?;
         let applied: Option<i64> =
@@ -328,8 +329,10 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
             .execute(&mut *transaction)
             .await?;
         transaction.commit().await?;
-        tracing::info!(version, "applied database migration");
+        tracing::debug!(version, "applied database migration");
+        applied_now.push(version);
     }
+    schema::log_applied(&applied_now);
     Ok(())
 }
 
