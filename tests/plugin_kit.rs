@@ -147,6 +147,15 @@ async fn a_python_project_from_plugin_new_builds_passes_check_and_serves() {
     let parent = tempfile::tempdir().unwrap();
     let component = new_and_build(parent.path(), "kit-python", "python");
     assert_check_passes(parent.path(), &component, "kit-python");
+    // The same sources build the same bytes; a changed source builds anew.
+    let first = std::fs::read(&component).unwrap();
+    let project = parent.path().join("kit-python");
+    assert_eq!(std::fs::read(build(&project)).unwrap(), first);
+    let app = project.join("app.py");
+    let mut source = std::fs::read_to_string(&app).unwrap();
+    source.push_str("\n# a comment changes the sources\n");
+    std::fs::write(&app, source).unwrap();
+    assert_ne!(std::fs::read(build(&project)).unwrap(), first);
     assert_served(&component, "kit-python").await;
 }
 

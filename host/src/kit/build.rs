@@ -90,6 +90,12 @@ fn build_rust(dir: &Path, options: BuildOptions) -> anyhow::Result<PathBuf> {
 }
 
 /// `componentize-py -d wit -w plugin componentize app`, into `target/<dir name>.wasm`.
+///
+/// componentize-py snapshots a running interpreter, and two builds of the same sources give
+/// different bytes. So the build is skipped when nothing it reads changed since the last one
+/// (the project's files, and the tool's version, hashed into `target/<dir name>.wasm.inputs`):
+/// the same sources give the same component, which `watch` does not compile again and a
+/// publish finds published already.
 fn build_python(dir: &Path) -> anyhow::Result<PathBuf> {
     let dir = std::path::absolute(dir)?;
     if !dir.join("wit").is_dir() {
@@ -108,6 +114,17 @@ fn build_python(dir: &Path) -> anyhow::Result<PathBuf> {
         .map_err(|error| anyhow::anyhow!("cannot create {}: {error}", target.display()))?;
     let component = target.join(format!("{name}.wasm"));
     let tool = componentize_py();
+    let fingerprint_file = target.join(format!("{name}.wasm.inputs"));
+    let fingerprint = python_inputs(&dir, &tool)?;
+    let unchanged = std::fs::read_to_string(&fingerprint_file)
+        .is_ok_and(|previous| previous.trim() == fingerprint);
+    if unchanged && component.is_file() {
+        eprintln!("{}: unchanged since its last build", dir.display());
+        return Ok(component);
+    }
+    // Gone before the build, so that a failed one leaves no fingerprint of what it did not
+    // build.
+    let _ = std::fs::remove_file(&fingerprint_file);
     let status = Command::new(&tool)
         .current_dir(&dir)
         .args([
@@ -136,7 +153,57 @@ fn build_python(dir: &Path) -> anyhow::Result<PathBuf> {
     if !status.success() {
         anyhow::bail!("componentize-py failed (see above)");
     }
+    std::fs::write(&fingerprint_file, format!("{fingerprint}\n"))
+        .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", fingerprint_file.display()))?;
     Ok(component)
+}
+
+/// A digest of what a Python build reads: the tool's version, and every file of the project
+/// (its relative path and bytes) but `target/`, `__pycache__/` and hidden ones, in order.
+fn python_inputs(dir: &Path, tool: &str) -> anyhow::Result<String> {
+    use sha2::{Digest, Sha256};
+
+    let version = Command::new(tool)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map(|output| output.stdout)
+        .unwrap_or_default();
+    let mut hasher = Sha256::new();
+    hasher.update(&version);
+    let mut files = Vec::new();
+    collect_files(dir, dir, &mut files)?;
+    files.sort();
+    for relative in files {
+        let bytes = std::fs::read(dir.join(&relative))
+            .map_err(|error| anyhow::anyhow!("cannot read {}: {error}", relative.display()))?;
+        hasher.update(relative.to_string_lossy().as_bytes());
+        hasher.update([0]);
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// The files under `here` (following links, as the build does), relative to `root`.
+fn collect_files(root: &Path, here: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let entries = std::fs::read_dir(here)
+        .map_err(|error| anyhow::anyhow!("cannot list {}: {error}", here.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "__pycache__" || (here == root && name == "target") {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(root, &path, files)?;
+        } else if let Ok(relative) = path.strip_prefix(root) {
+            files.push(relative.to_owned());
+        }
+    }
+    Ok(())
 }
 
 /// The componentize-py to run: `CASELOAD_COMPONENTIZE_PY`, else the one on the path.
