@@ -1,0 +1,396 @@
+//! Hybrid genetic search (Vidal et al. 2012; Vidal 2022, HGS-CVRP), the run's driver: a
+//! first plan by savings, an initial population of educated random plans, then generations
+//! of parent selection, crossover, education by local search (with a repair pass for
+//! infeasible children) and survivor selection, penalties adapting as it goes, and a restart
+//! that keeps the best plan when the search has stalled. Deterministic by seed: every random
+//! choice comes from one generator and no decision reads the clock (only the stop does).
+
+use std::time::{Duration, Instant};
+
+use crate::construction::savings;
+use crate::crossover::{ordered, selective_route_exchange};
+use crate::local_search::LocalSearch;
+use crate::model::Model;
+use crate::penalty::{Penalties, PenaltyManager, PenaltySettings};
+use crate::plan::Plan;
+use crate::population::{Population, PopulationSettings};
+use crate::problem::{NeighbourSettings, Problem};
+use crate::rng::Rng;
+use crate::solution::Individual;
+use crate::split::split;
+use crate::stop::Stop;
+
+/// Which recombination a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crossover {
+    /// OX on giant tours, then split.
+    Ordered,
+    /// SREX on routes.
+    RouteExchange,
+}
+
+/// Every setting of the search.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub neighbours: NeighbourSettings,
+    pub population: PopulationSettings,
+    /// How many educated random plans the population starts with.
+    pub initial_population: usize,
+    pub penalty: PenaltySettings,
+    /// Percent of infeasible children educated again with boosted penalties.
+    pub repair_percent: u32,
+    pub repair_boost: f64,
+    /// Generations without a new best plan before the population restarts.
+    pub restart_after: u64,
+    pub swap_star: bool,
+    pub crossover: Crossover,
+}
+
+impl Settings {
+    /// The settings for a model: HGS-CVRP's, with SREX and wider neighbourhoods when time
+    /// windows bind, and a smaller initial population on large instances.
+    pub fn for_model(model: &Model) -> Settings {
+        let n = model.num_clients;
+        let timed = model.timed;
+        Settings {
+            neighbours: NeighbourSettings {
+                count: if timed { 40 } else { 20 },
+                wait_weight: 0.2,
+                warp_weight: 1.0,
+            },
+            population: PopulationSettings {
+                min_size: 25,
+                generation: 40,
+                elite: 4,
+                close: 5,
+            },
+            initial_population: if n <= 500 {
+                100
+            } else {
+                (100 * 500 / n).max(10)
+            },
+            penalty: PenaltySettings {
+                target_feasible: 0.2,
+                between_updates: 100,
+                increase: 1.2,
+                decrease: 0.85,
+            },
+            repair_percent: 50,
+            repair_boost: 10.0,
+            restart_after: 20_000,
+            swap_star: true,
+            crossover: if timed {
+                Crossover::RouteExchange
+            } else {
+                Crossover::Ordered
+            },
+        }
+    }
+}
+
+/// What a run found.
+pub struct Outcome {
+    /// The best feasible plan.
+    pub best: Option<Individual>,
+    /// The population at the end (for a partial answer when nothing feasible was found).
+    pub population: Vec<Individual>,
+    /// Generations run.
+    pub iterations: u64,
+    /// From the solver's start to the best plan.
+    pub time_to_best: Duration,
+    pub restarts: u32,
+}
+
+/// What the driver tells its caller as it runs.
+pub trait Observer {
+    /// A new best feasible plan.
+    fn improved(&mut self, best: &Individual, objective: i64, elapsed: Duration);
+    /// Called every few generations, for progress reports.
+    fn tick(&mut self, _iterations: u64, _elapsed: Duration) {}
+    /// A line for the run's log.
+    fn log(&mut self, _line: &str) {}
+}
+
+/// The search's state for one run.
+struct Search<'p, 'o> {
+    p: &'p Problem,
+    settings: Settings,
+    rng: Rng,
+    ls: LocalSearch<'p>,
+    penalties: PenaltyManager,
+    population: Population,
+    best: Option<Individual>,
+    improved: bool,
+    slots: usize,
+    started: Instant,
+    time_to_best: Duration,
+    observer: &'o mut dyn Observer,
+}
+
+/// Solves `model` until `stop` or `max_iterations` generations.
+pub fn solve(
+    p: &Problem,
+    model: &Model,
+    settings: Settings,
+    seed: u64,
+    max_iterations: Option<u64>,
+    stop: &Stop,
+    observer: &mut dyn Observer,
+) -> Outcome {
+    let started = Instant::now();
+    observer.log(&format!(
+        "granular neighbourhoods of {} clients ready after {:.3} s",
+        p.movable.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    let initial = initial_penalties(p);
+    let mut search = Search {
+        p,
+        rng: Rng::new(seed),
+        ls: LocalSearch::new(p, settings.swap_star),
+        penalties: PenaltyManager::new(initial, settings.penalty),
+        population: Population::new(settings.population, p.movable.clone()),
+        settings,
+        best: None,
+        improved: false,
+        slots: 0,
+        started,
+        time_to_best: Duration::ZERO,
+        observer,
+    };
+    let mut iterations = 0u64;
+    let mut restarts = 0u32;
+    if p.movable.is_empty() {
+        let routes = Plan::normalise(p, Vec::new(), p.slots(0), initial);
+        search.record(&Individual::new(p, routes));
+    } else {
+        search.start(model, stop);
+        let mut without_improvement = 0u64;
+        while !stop.check_now() && max_iterations.is_none_or(|limit| iterations < limit) {
+            iterations += 1;
+            search.improved = false;
+            search.generation(stop);
+            if search.improved {
+                without_improvement = 0;
+            } else {
+                without_improvement += 1;
+            }
+            if without_improvement >= search.settings.restart_after {
+                restarts += 1;
+                without_improvement = 0;
+                search.population.clear();
+                search.observer.log(&format!(
+                    "restart {restarts} after {iterations} generations"
+                ));
+                search.initial_population(stop);
+            }
+            if iterations.is_multiple_of(50) {
+                let elapsed = search.started.elapsed();
+                search.observer.tick(iterations, elapsed);
+            }
+        }
+    }
+    let population: Vec<Individual> = if search.best.is_none() {
+        search.population.individuals().cloned().collect()
+    } else {
+        Vec::new()
+    };
+    Outcome {
+        best: search.best,
+        population,
+        iterations,
+        time_to_best: search.time_to_best,
+        restarts,
+    }
+}
+
+/// HGS-CVRP's starting prices: a unit of excess load at the longest trip per largest demand,
+/// a unit of time warp at one unit of distance.
+fn initial_penalties(p: &Problem) -> Penalties {
+    let longest = (1..=p.num_clients as u32)
+        .map(|client| p.travel.dist(0, client).max(p.travel.dist(client, 0)))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let largest = p.demand.iter().copied().max().unwrap_or(1).max(1) as f64;
+    Penalties {
+        load: (longest / largest).clamp(0.1, 1000.0),
+        time: 1.0,
+    }
+}
+
+impl Search<'_, '_> {
+    /// Keeps `individual` if it is the best feasible plan so far.
+    fn record(&mut self, individual: &Individual) {
+        if !individual.cost.feasible() {
+            return;
+        }
+        let objective = individual.cost.objective();
+        if self
+            .best
+            .as_ref()
+            .is_some_and(|best| best.cost.objective() <= objective)
+        {
+            return;
+        }
+        self.best = Some(individual.clone());
+        self.improved = true;
+        self.time_to_best = self.started.elapsed();
+        self.observer
+            .improved(individual, objective, self.time_to_best);
+    }
+
+    /// How many slots plans get: the fleet when limited; otherwise room for the most routes
+    /// a plan has used so far and a few more.
+    fn slots_for(&self, routes_used: usize) -> usize {
+        let p = self.p;
+        match p.fleet {
+            Some(_) => p.slots(0),
+            None => {
+                let by_load = if p.capacity > 0 {
+                    (p.total_demand() as f64 * 1.3 / p.capacity as f64).ceil() as usize + 3
+                } else {
+                    p.num_clients
+                };
+                p.slots(by_load.max(routes_used + routes_used / 10 + 2))
+            }
+        }
+    }
+
+    /// The construction, the warm start and the initial population.
+    fn start(&mut self, model: &Model, stop: &Stop) {
+        let p = self.p;
+        let penalties = self.penalties.penalties;
+        let routes = savings(p);
+        self.slots = self.slots_for(routes.len());
+        let routes = Plan::normalise(p, routes, self.slots, penalties);
+        let constructed = Individual::new(p, routes.clone());
+        self.observer.log(&format!(
+            "savings: {} routes, distance {}, {} after {:.3} s",
+            constructed.cost.routes_used,
+            constructed.cost.distance,
+            if constructed.cost.feasible() {
+                "feasible"
+            } else {
+                "infeasible"
+            },
+            self.started.elapsed().as_secs_f64()
+        ));
+        self.record(&constructed);
+        self.educate(routes, None, stop);
+        if let Some(initial) = &model.initial_routes {
+            if model.ignored_initial_entries > 0 {
+                self.observer.log(&format!(
+                    "warm start: {} unknown or repeated client entries ignored",
+                    model.ignored_initial_entries
+                ));
+            }
+            let slots = self.slots.max(initial.len().min(p.slots(initial.len())));
+            self.slots = self.slots.max(slots);
+            let routes = Plan::normalise(p, initial.clone(), self.slots, penalties);
+            let warm = Individual::new(p, routes.clone());
+            self.observer.log(&format!(
+                "warm start: {} routes, distance {}, {}",
+                warm.cost.routes_used,
+                warm.cost.distance,
+                if warm.cost.feasible() {
+                    "feasible"
+                } else {
+                    "infeasible"
+                }
+            ));
+            self.record(&warm);
+            self.educate(routes, None, stop);
+        }
+        self.initial_population(stop);
+    }
+
+    /// Educated random plans until the population has its initial size.
+    fn initial_population(&mut self, stop: &Stop) {
+        let target = self.settings.initial_population;
+        let mut made = 0;
+        while made < target && !stop.check_now() {
+            made += 1;
+            let mut tour = self.p.movable.clone();
+            self.rng.shuffle(&mut tour);
+            let penalties = self.penalties.penalties;
+            let routes = split(self.p, &tour, &penalties, self.slots);
+            let routes = Plan::normalise(self.p, routes, self.slots, penalties);
+            self.educate(routes, None, stop);
+        }
+    }
+
+    /// One generation: two parents, a child, its education.
+    fn generation(&mut self, stop: &Stop) {
+        if self.population.is_empty() {
+            self.initial_population(stop);
+            return;
+        }
+        let first = self.population.tournament(&mut self.rng).clone();
+        let second = self.population.tournament(&mut self.rng).clone();
+        let penalties = self.penalties.penalties;
+        let (routes, dirty) = match self.settings.crossover {
+            Crossover::Ordered => (
+                ordered(
+                    self.p,
+                    &first,
+                    &second,
+                    &mut self.rng,
+                    &penalties,
+                    self.slots,
+                ),
+                None,
+            ),
+            Crossover::RouteExchange => {
+                let (routes, dirty) = selective_route_exchange(
+                    self.p,
+                    &first,
+                    &second,
+                    &mut self.rng,
+                    &penalties,
+                    self.slots,
+                );
+                (routes, Some(dirty))
+            }
+        };
+        self.educate(routes, dirty, stop);
+    }
+
+    /// Local search on a plan, then into the population; an infeasible result is, at the
+    /// repair rate, searched again with boosted penalties and added too if that made it
+    /// feasible.
+    fn educate(&mut self, routes: Vec<Vec<u32>>, dirty: Option<Vec<bool>>, stop: &Stop) {
+        let penalties = self.penalties.penalties;
+        self.ls.load(&routes);
+        self.ls
+            .run(penalties, dirty.as_deref(), &mut self.rng, stop);
+        let individual = Individual::new(self.p, self.ls.routes());
+        let feasible = individual.cost.feasible();
+        if self.penalties.register(
+            individual.cost.excess_load == 0,
+            individual.cost.time_excess == 0,
+        ) {
+            self.population.reprice(&self.penalties.penalties);
+        }
+        self.grow_slots(&individual);
+        self.record(&individual);
+        self.population.add(individual, &self.penalties.penalties);
+        if !feasible && !stop.stopped() && self.rng.percent(self.settings.repair_percent) {
+            let boosted = penalties.boosted(self.settings.repair_boost);
+            self.ls.run(boosted, None, &mut self.rng, stop);
+            let repaired = Individual::new(self.p, self.ls.routes());
+            if repaired.cost.feasible() {
+                self.grow_slots(&repaired);
+                self.record(&repaired);
+                self.population.add(repaired, &self.penalties.penalties);
+            }
+        }
+    }
+
+    /// With an unlimited fleet, more slots once a plan uses nearly all.
+    fn grow_slots(&mut self, individual: &Individual) {
+        if self.p.fleet.is_none() && individual.cost.routes_used + 1 >= self.slots {
+            self.slots = self.slots_for(individual.cost.routes_used).max(self.slots);
+        }
+    }
+}
