@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use caseload_sdk::{RunContext, UseCase};
 use caseload_vrp::Vrp;
-use caseload_vrp::genetic::{self, Observer, Settings};
+use caseload_vrp::genetic::{self, Crossover, Observer, Settings};
 use caseload_vrp::input::{Rounding, VrpInput};
 use caseload_vrp::problem::Problem;
 use caseload_vrp::solution::Individual;
@@ -41,6 +41,49 @@ impl Observer for Printer {
             println!("           {line}");
         }
     }
+}
+
+/// The settings with overrides from the environment, for tuning runs: `VRP_NEIGHBOURS`,
+/// `VRP_MIN_POPULATION`, `VRP_GENERATION`, `VRP_INITIAL`, `VRP_TARGET_FEASIBLE` (percent),
+/// `VRP_REPAIR` (percent), `VRP_MOVED`, `VRP_SWAP_STAR` (0 or 1), `VRP_SREX` (0 or 1),
+/// `VRP_RUINED` (0 or 1).
+fn tuned(mut settings: Settings) -> Settings {
+    let read = |name: &str| -> Option<usize> { std::env::var(name).ok()?.parse().ok() };
+    if let Some(value) = read("VRP_NEIGHBOURS") {
+        settings.neighbours.count = value;
+    }
+    if let Some(value) = read("VRP_MIN_POPULATION") {
+        settings.population.min_size = value;
+    }
+    if let Some(value) = read("VRP_GENERATION") {
+        settings.population.generation = value;
+    }
+    if let Some(value) = read("VRP_INITIAL") {
+        settings.initial_population = value;
+    }
+    if let Some(value) = read("VRP_TARGET_FEASIBLE") {
+        settings.penalty.target_feasible = value as f64 / 100.0;
+    }
+    if let Some(value) = read("VRP_REPAIR") {
+        settings.repair_percent = value as u32;
+    }
+    if let Some(value) = read("VRP_MOVED") {
+        settings.max_moved_routes = value;
+    }
+    if let Some(value) = read("VRP_SWAP_STAR") {
+        settings.swap_star = value == 1;
+    }
+    if let Some(value) = read("VRP_SREX") {
+        settings.crossover = if value == 1 {
+            Crossover::RouteExchange
+        } else {
+            Crossover::Ordered
+        };
+    }
+    if let Some(value) = read("VRP_RUINED") {
+        settings.ruined_starts = value == 1;
+    }
+    settings
 }
 
 fn main() {
@@ -104,7 +147,7 @@ fn main() {
     let started = Instant::now();
     let context = RunContext::new(Duration::from_secs_f64(seconds), seed, iterations);
     let model = caseload_vrp::model::build(&input).expect("a valid instance");
-    let settings = Settings::for_model(&model);
+    let settings = tuned(Settings::for_model(&model));
     let problem = Problem::new(&model, settings.neighbours);
     let stop = Stop::new(context.deadline(), &|| false);
     let mut printer = Printer {

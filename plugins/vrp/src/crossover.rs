@@ -99,6 +99,7 @@ pub fn selective_route_exchange(
     rng: &mut Rng,
     penalties: &Penalties,
     slots: usize,
+    max_moved: usize,
 ) -> (Vec<Vec<u32>>, Vec<bool>) {
     let routes_a = ordered_routes(p, first);
     let routes_b = ordered_routes(p, second);
@@ -109,7 +110,7 @@ pub fn selective_route_exchange(
         return (routes, dirty);
     }
     let start_a = rng.index(count_a);
-    let moved = 1 + rng.index(count_a.min(count_b));
+    let moved = 1 + rng.index(count_a.min(count_b).min(max_moved.max(1)));
     let mut start_b = if start_a < count_b { start_a } else { 0 };
 
     let n = p.num_clients;

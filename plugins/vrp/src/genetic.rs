@@ -44,14 +44,23 @@ pub struct Settings {
     pub restart_after: u64,
     pub swap_star: bool,
     pub crossover: Crossover,
+    /// The most routes SREX moves from one parent to the other.
+    pub max_moved_routes: usize,
+    /// Whether the initial population is made of ruined and recreated copies of the first
+    /// plan rather than random plans.
+    pub ruined_starts: bool,
 }
 
 impl Settings {
     /// The settings for a model: HGS-CVRP's, with SREX and wider neighbourhoods when time
-    /// windows bind, and a smaller initial population on large instances.
+    /// windows bind. Above [`LARGE`] clients, where educating random plans and OX children
+    /// would take most of a short run, the population starts from ruined and recreated
+    /// copies of the first plan, and children come from SREX moving at most a few routes,
+    /// so that each child's local search stays near the routes that changed.
     pub fn for_model(model: &Model) -> Settings {
         let n = model.num_clients;
         let timed = model.timed;
+        let large = n > LARGE;
         Settings {
             neighbours: NeighbourSettings {
                 count: if timed { 40 } else { 20 },
@@ -64,10 +73,12 @@ impl Settings {
                 elite: 4,
                 close: 5,
             },
-            initial_population: if n <= 500 {
+            initial_population: if n <= 300 {
                 100
+            } else if large {
+                25
             } else {
-                (100 * 500 / n).max(10)
+                100 * 300 / n
             },
             penalty: PenaltySettings {
                 target_feasible: 0.2,
@@ -79,14 +90,20 @@ impl Settings {
             repair_boost: 10.0,
             restart_after: 20_000,
             swap_star: true,
-            crossover: if timed {
+            crossover: if timed || large {
                 Crossover::RouteExchange
             } else {
                 Crossover::Ordered
             },
+            max_moved_routes: if large { 5 } else { usize::MAX },
+            ruined_starts: large,
         }
     }
 }
+
+/// Above this many clients the search runs in its large-instance mode (see
+/// [`Settings::for_model`]).
+pub const LARGE: usize = 400;
 
 /// What a run found.
 pub struct Outcome {
@@ -305,19 +322,96 @@ impl Search<'_, '_> {
         self.initial_population(stop);
     }
 
-    /// Educated random plans until the population has its initial size.
+    /// Educated random plans until the population has its initial size; on large
+    /// instances, where educating a random plan takes long, ruined and recreated copies of
+    /// the best plan instead.
     fn initial_population(&mut self, stop: &Stop) {
         let target = self.settings.initial_population;
         let mut made = 0;
         while made < target && !stop.check_now() {
             made += 1;
+            let penalties = self.penalties.penalties;
+            if self.settings.ruined_starts
+                && let Some(base) = self
+                    .population
+                    .best_feasible()
+                    .cloned()
+                    .or_else(|| self.best.clone())
+            {
+                let (routes, dirty) = self.ruined(&base);
+                self.educate(routes, Some(dirty), stop);
+                continue;
+            }
             let mut tour = self.p.movable.clone();
             self.rng.shuffle(&mut tour);
-            let penalties = self.penalties.penalties;
             let routes = split(self.p, &tour, &penalties, self.slots);
             let routes = Plan::normalise(self.p, routes, self.slots, penalties);
             self.educate(routes, None, stop);
         }
+        self.observer.log(&format!(
+            "initial population of {made} after {:.3} s",
+            self.started.elapsed().as_secs_f64()
+        ));
+    }
+
+    /// `base` with the routes around a random client emptied and their clients (with a
+    /// few random others) reinserted at their cheapest places; and which slots changed.
+    fn ruined(&mut self, base: &Individual) -> (Vec<Vec<u32>>, Vec<bool>) {
+        let p = self.p;
+        let mut routes = base.routes.clone();
+        routes.resize(self.slots.max(routes.len()), Vec::new());
+        let mut slot_of = vec![usize::MAX; p.num_clients + 1];
+        for (slot, route) in routes.iter().enumerate() {
+            for &client in route {
+                slot_of[client as usize] = slot;
+            }
+        }
+        let centre = p.movable[self.rng.index(p.movable.len())];
+        let wanted = 1 + self.rng.index(self.settings.max_moved_routes.clamp(1, 8));
+        let mut emptied: Vec<usize> = vec![slot_of[centre as usize]];
+        for &neighbour in p.neighbours(centre) {
+            if emptied.len() >= wanted {
+                break;
+            }
+            let slot = slot_of[neighbour as usize];
+            if !emptied.contains(&slot) {
+                emptied.push(slot);
+            }
+        }
+        let mut removed: Vec<u32> = Vec::new();
+        let mut dirty = vec![false; routes.len()];
+        for &slot in &emptied {
+            removed.append(&mut routes[slot]);
+            dirty[slot] = true;
+        }
+        for (slot, route) in routes.iter_mut().enumerate() {
+            route.retain(|&client| {
+                let keep = !self.rng.percent(3);
+                if !keep {
+                    removed.push(client);
+                    dirty[slot] = true;
+                }
+                keep
+            });
+        }
+        self.rng.shuffle(&mut removed);
+        let penalties = self.penalties.penalties;
+        let routes = if p.has_fixed {
+            Plan::normalise(p, routes, self.slots, penalties)
+        } else {
+            let mut plan = Plan::new(p, routes, penalties);
+            plan.insert_all(&removed);
+            plan.into_routes()
+        };
+        let dirty = routes
+            .iter()
+            .enumerate()
+            .map(|(slot, route)| {
+                dirty.get(slot).copied().unwrap_or(true)
+                    || base.routes.get(slot).is_none_or(|old| old != route)
+            })
+            .collect();
+        (routes, dirty)
     }
 
     /// One generation: two parents, a child, its education.
@@ -349,6 +443,7 @@ impl Search<'_, '_> {
                     &mut self.rng,
                     &penalties,
                     self.slots,
+                    self.settings.max_moved_routes,
                 );
                 (routes, Some(dirty))
             }

@@ -117,8 +117,12 @@ fn answer_margin(time_limit: Duration) -> Duration {
 
 /// Solves a checked model within the context's limits.
 pub fn solve(model: &Model, context: &RunContext) -> VrpOutput {
+    solve_with(model, Settings::for_model(model), context)
+}
+
+/// Solves a checked model with the given settings within the context's limits.
+pub fn solve_with(model: &Model, settings: Settings, context: &RunContext) -> VrpOutput {
     let started = Instant::now();
-    let settings = Settings::for_model(model);
     context.log(
         LogLevel::Info,
         &format!(

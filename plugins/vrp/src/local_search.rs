@@ -99,6 +99,13 @@ pub struct LocalSearch<'p> {
     scratch_b: Vec<u32>,
     pub(crate) best_insert: Vec<crate::swap_star::ThreeBest>,
     pub(crate) removal_gain: Vec<i64>,
+    /// SWAP*'s cache of each client's three best insertions into each route, by route
+    /// then client, when it fits ([`crate::swap_star::MAX_CACHE_ENTRIES`]).
+    pub(crate) insert_cache: Vec<crate::swap_star::ThreeBest>,
+    /// A counter that grows with every route change, never reset, and each route's value
+    /// at its last change: a cached insertion computed since is still valid.
+    pub(crate) clock: i64,
+    pub(crate) route_clock: Vec<i64>,
     /// Moves applied since the search was made.
     pub applied: u64,
 }
@@ -144,6 +151,9 @@ impl<'p> LocalSearch<'p> {
             scratch_b: Vec::new(),
             best_insert: Vec::new(),
             removal_gain: Vec::new(),
+            insert_cache: Vec::new(),
+            clock: 0,
+            route_clock: Vec::new(),
             applied: 0,
         }
     }
@@ -163,7 +173,7 @@ impl<'p> LocalSearch<'p> {
         node as usize > self.n
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn d(&self, from: u32, to: u32) -> i64 {
         self.p
             .travel
@@ -261,6 +271,14 @@ impl<'p> LocalSearch<'p> {
             self.route_order = (0..num_routes as u32).collect();
             self.best_insert = vec![crate::swap_star::ThreeBest::default(); nodes];
             self.removal_gain = vec![0; nodes];
+            self.route_clock = vec![0; num_routes];
+            let entries = num_routes * (self.n + 1);
+            self.insert_cache =
+                if self.swap_star_enabled && entries <= crate::swap_star::MAX_CACHE_ENTRIES {
+                    vec![crate::swap_star::ThreeBest::default(); entries]
+                } else {
+                    Vec::new()
+                };
         }
         self.empty_routes.clear();
         for (route, clients) in routes.iter().enumerate() {
@@ -368,6 +386,8 @@ impl<'p> LocalSearch<'p> {
         self.route_dist[route] = self.cum_dist[e];
         self.sector[route] = sector;
         self.route_modified[route] = self.moves;
+        self.clock += 1;
+        self.route_clock[route] = self.clock;
         let used = self.used(route, size);
         self.refresh_cost(route, used);
         if used {

@@ -8,12 +8,17 @@
 
 use crate::local_search::LocalSearch;
 
+/// The most entries (routes times clients) SWAP*'s insertion cache holds, 48 bytes each;
+/// above, insertions are computed afresh for every route pair.
+pub const MAX_CACHE_ENTRIES: usize = 1 << 20;
+
 /// The three cheapest places to insert a client into a route: after which node, and the
-/// added distance.
+/// added distance; and when they were computed (the search's clock).
 #[derive(Debug, Clone, Copy)]
 pub struct ThreeBest {
     cost: [i64; 3],
     after: [u32; 3],
+    computed: i64,
 }
 
 impl Default for ThreeBest {
@@ -21,6 +26,7 @@ impl Default for ThreeBest {
         ThreeBest {
             cost: [i64::MAX; 3],
             after: [u32::MAX; 3],
+            computed: -1,
         }
     }
 }
@@ -69,7 +75,18 @@ impl LocalSearch<'_> {
             let ui = u as usize;
             let (before, after) = (self.prev[ui], self.next[ui]);
             self.removal_gain[ui] = self.d(before, after) - self.d(before, u) - self.d(u, after);
-            let mut best = ThreeBest::default();
+            let cached = (!self.insert_cache.is_empty()).then(|| into * (self.n + 1) + ui);
+            if let Some(entry) = cached
+                && self.insert_cache[entry].computed >= self.route_clock[into]
+            {
+                self.best_insert[ui] = self.insert_cache[entry];
+                u = after;
+                continue;
+            }
+            let mut best = ThreeBest {
+                computed: self.clock,
+                ..ThreeBest::default()
+            };
             let mut w = start_into;
             while w != end_into {
                 let following = self.next[w as usize];
@@ -80,6 +97,9 @@ impl LocalSearch<'_> {
                 w = following;
             }
             self.best_insert[ui] = best;
+            if let Some(entry) = cached {
+                self.insert_cache[entry] = best;
+            }
             u = after;
         }
     }

@@ -54,9 +54,14 @@ fn input(value: Value) -> VrpInput {
     serde_json::from_value(value).expect("an input")
 }
 
+/// A run as `Vrp::run` makes it, with a small initial population so that debug builds stay
+/// quick.
 fn run(input: VrpInput, seed: u64, iterations: u64) -> VrpOutput {
     let context = RunContext::new(Duration::from_secs(60), seed, Some(iterations));
-    Vrp::run(input, &context).expect("it runs")
+    let model = model::build(&input).expect("a valid input");
+    let mut settings = Settings::for_model(&model);
+    settings.initial_population = 12;
+    crate::solve_with(&model, settings, &context)
 }
 
 // ---------------------------------------------------------------- an independent evaluator
@@ -754,9 +759,12 @@ fn runs_are_feasible_and_check_out() {
 fn reruns_on_an_iteration_budget_are_identical() {
     let mut rng = Rng::new(4);
     for windows in [false, true] {
-        let instance = random_instance(&mut rng, 30, windows);
-        let first = serde_json::to_string(&run(instance.clone(), 9, 30)).expect("JSON");
-        let second = serde_json::to_string(&run(instance, 9, 30)).expect("JSON");
+        let instance = random_instance(&mut rng, 12, windows);
+        let context = || RunContext::new(Duration::from_secs(60), 9, Some(30));
+        let first = serde_json::to_string(&Vrp::run(instance.clone(), &context()).expect("runs"))
+            .expect("JSON");
+        let second =
+            serde_json::to_string(&Vrp::run(instance, &context()).expect("runs")).expect("JSON");
         assert_eq!(first, second);
         assert!(!first.contains("time_to_best_s"));
     }
@@ -954,4 +962,44 @@ fn a_stop_is_answered_promptly() {
         late < Duration::from_millis(200),
         "answered {late:?} after the stop"
     );
+}
+
+/// The large-instance mode (ruined starts, SREX moving few routes) keeps plans valid.
+#[test]
+fn large_instances_search_near_changed_routes() {
+    struct Quiet;
+    impl Observer for Quiet {
+        fn improved(&mut self, _: &Individual, _: i64, _: Duration) {}
+    }
+    let mut rng = Rng::new(14);
+    let mut instance = random_instance(&mut rng, genetic::LARGE + 20, false);
+    instance.fixed = Some(
+        serde_json::from_value(json!([{"vehicle": 2, "prefix": [5], "clients": [7]}]))
+            .expect("fixed"),
+    );
+    let model = model::build(&instance).expect("valid");
+    let mut settings = Settings::for_model(&model);
+    assert!(settings.ruined_starts);
+    settings.initial_population = 3;
+    let problem = Problem::new(&model, settings.neighbours);
+    let outcome = genetic::solve(
+        &problem,
+        &model,
+        settings,
+        1,
+        Some(4),
+        &Stop::never(),
+        &mut Quiet,
+    );
+    let best = outcome.best.expect("a feasible plan");
+    assert_eq!(outcome.iterations, 4);
+    let mut seen = vec![false; model.num_clients + 1];
+    for (slot, route) in best.routes.iter().enumerate() {
+        for &client in route {
+            assert!(!seen[client as usize]);
+            seen[client as usize] = true;
+            assert!(problem.allowed(client, slot));
+        }
+    }
+    assert_eq!(seen.iter().filter(|&&s| s).count(), model.num_clients - 1);
 }

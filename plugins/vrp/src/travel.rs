@@ -46,6 +46,15 @@ pub fn rounded(distance: f64, rounding: Rounding) -> i64 {
     }
 }
 
+/// The rounded Euclidean distance between two points.
+#[inline(never)]
+fn euclid(x: &[f64], y: &[f64], rounding: Rounding, from: u32, to: u32) -> i64 {
+    let (from, to) = (from as usize, to as usize);
+    let dx = x[from] - x[to];
+    let dy = y[from] - y[to];
+    rounded((dx * dx + dy * dy).sqrt(), rounding)
+}
+
 impl Table {
     /// A table from a row-major matrix, 32-bit if every entry fits.
     pub fn dense(size: usize, entries: Vec<i64>) -> Table {
@@ -60,19 +69,14 @@ impl Table {
     }
 
     /// The measure from location `from` to location `to`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, from: u32, to: u32) -> i64 {
         match self {
             Table::Dense32 { size, entries } => {
                 i64::from(entries[from as usize * size + to as usize])
             }
             Table::Dense64 { size, entries } => entries[from as usize * size + to as usize],
-            Table::Euclid { x, y, rounding } => {
-                let (from, to) = (from as usize, to as usize);
-                let dx = x[from] - x[to];
-                let dy = y[from] - y[to];
-                rounded((dx * dx + dy * dy).sqrt(), *rounding)
-            }
+            Table::Euclid { x, y, rounding } => euclid(x, y, *rounding, from, to),
         }
     }
 
@@ -112,12 +116,12 @@ pub struct Travel {
 }
 
 impl Travel {
-    #[inline]
+    #[inline(always)]
     pub fn dist(&self, from: u32, to: u32) -> i64 {
         self.distance.get(from, to)
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn time(&self, from: u32, to: u32) -> i64 {
         match &self.duration {
             Some(duration) => duration.get(from, to),
