@@ -75,6 +75,8 @@ impl Settings {
             },
             initial_population: if n <= 300 {
                 100
+            } else if n > 2000 {
+                8
             } else if large {
                 25
             } else {
@@ -100,6 +102,9 @@ impl Settings {
         }
     }
 }
+
+/// How many clients a ruined start removes besides the routes it empties.
+const RUINED_STRAYS: usize = 10;
 
 /// Above this many clients the search runs in its large-instance mode (see
 /// [`Settings::for_model`]).
@@ -384,15 +389,15 @@ impl Search<'_, '_> {
             removed.append(&mut routes[slot]);
             dirty[slot] = true;
         }
-        for (slot, route) in routes.iter_mut().enumerate() {
-            route.retain(|&client| {
-                let keep = !self.rng.percent(3);
-                if !keep {
-                    removed.push(client);
-                    dirty[slot] = true;
-                }
-                keep
-            });
+        // A few clients elsewhere too, wherever they are.
+        for _ in 0..RUINED_STRAYS {
+            let client = p.movable[self.rng.index(p.movable.len())];
+            let slot = slot_of[client as usize];
+            if let Some(at) = routes[slot].iter().position(|&c| c == client) {
+                routes[slot].remove(at);
+                removed.push(client);
+                dirty[slot] = true;
+            }
         }
         self.rng.shuffle(&mut removed);
         let penalties = self.penalties.penalties;

@@ -180,6 +180,13 @@ impl<'p> LocalSearch<'p> {
             .dist(self.location[from as usize], self.location[to as usize])
     }
 
+    /// The distance from `node` to its successor, known from the cumulative distances.
+    #[inline(always)]
+    fn to_next(&self, node: u32) -> i64 {
+        let n = node as usize;
+        self.cum_dist[self.next[n] as usize] - self.cum_dist[n]
+    }
+
     /// `first` then `second`, with the travel between them.
     #[inline]
     fn join(&self, first: Segment, second: Segment) -> Segment {
@@ -693,8 +700,8 @@ impl<'p> LocalSearch<'p> {
         }
         let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
         let p = self.p;
-        let delta_u = self.d(pu, x) - self.d(pu, u) - self.d(u, x);
-        let delta_v = self.d(v, u) + self.d(u, y) - self.d(v, y);
+        let delta_u = self.d(pu, x) - self.to_next(pu) - self.to_next(u);
+        let delta_v = self.d(v, u) + self.d(u, y) - self.to_next(v);
         let delta;
         if ru == rv {
             let distance = delta_u + delta_v;
@@ -775,8 +782,13 @@ impl<'p> LocalSearch<'p> {
         let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
         let p = self.p;
         let (first, second) = if reversed { (x, u) } else { (u, x) };
-        let delta_u = self.d(pu, xx) - self.d(pu, u) - self.d(u, x) - self.d(x, xx);
-        let delta_v = self.d(v, first) + self.d(first, second) + self.d(second, y) - self.d(v, y);
+        let delta_u = self.d(pu, xx) - self.to_next(pu) - self.to_next(u) - self.to_next(x);
+        let inner = if reversed {
+            self.d(x, u)
+        } else {
+            self.to_next(u)
+        };
+        let delta_v = self.d(v, first) + inner + self.d(second, y) - self.to_next(v);
         let pair = || {
             let segment = self.own(first);
             self.join(segment, self.own(second))
@@ -859,8 +871,8 @@ impl<'p> LocalSearch<'p> {
         }
         let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
         let p = self.p;
-        let delta_u = self.d(pu, v) + self.d(v, x) - self.d(pu, u) - self.d(u, x);
-        let delta_v = self.d(pv, u) + self.d(u, y) - self.d(pv, v) - self.d(v, y);
+        let delta_u = self.d(pu, v) + self.d(v, x) - self.to_next(pu) - self.to_next(u);
+        let delta_v = self.d(pv, u) + self.d(u, y) - self.to_next(pv) - self.to_next(v);
         let delta;
         if ru == rv {
             let distance = delta_u + delta_v;
@@ -946,8 +958,8 @@ impl<'p> LocalSearch<'p> {
         }
         let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
         let p = self.p;
-        let delta_u = self.d(pu, v) + self.d(v, xx) - self.d(pu, u) - self.d(x, xx);
-        let delta_v = self.d(pv, u) + self.d(x, y) - self.d(pv, v) - self.d(v, y);
+        let delta_u = self.d(pu, v) + self.d(v, xx) - self.to_next(pu) - self.to_next(x);
+        let delta_v = self.d(pv, u) + self.d(x, y) - self.to_next(pv) - self.to_next(v);
         let pair = || {
             let segment = self.own(u);
             self.join(segment, self.own(x))
@@ -1041,8 +1053,8 @@ impl<'p> LocalSearch<'p> {
         }
         let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
         let p = self.p;
-        let delta_u = self.d(pu, v) + self.d(y, xx) - self.d(pu, u) - self.d(x, xx);
-        let delta_v = self.d(pv, u) + self.d(x, yy) - self.d(pv, v) - self.d(y, yy);
+        let delta_u = self.d(pu, v) + self.d(y, xx) - self.to_next(pu) - self.to_next(x);
+        let delta_v = self.d(pv, u) + self.d(x, yy) - self.to_next(pv) - self.to_next(y);
         let pair_u = || {
             let segment = self.own(u);
             self.join(segment, self.own(x))
@@ -1134,7 +1146,7 @@ impl<'p> LocalSearch<'p> {
         let y = self.next[vi];
         let route = self.route_of[ui] as usize;
         let (xi, yi) = (x as usize, y as usize);
-        let distance = self.d(u, v) + self.d(x, y) - self.d(u, x) - self.d(v, y)
+        let distance = self.d(u, v) + self.d(x, y) - self.to_next(u) - self.to_next(v)
             + (self.cum_back[vi] - self.cum_back[xi])
             - (self.cum_dist[vi] - self.cum_dist[xi]);
         let delta = if !TIME {

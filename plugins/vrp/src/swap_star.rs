@@ -74,7 +74,8 @@ impl LocalSearch<'_> {
         while !self.is_depot(u) {
             let ui = u as usize;
             let (before, after) = (self.prev[ui], self.next[ui]);
-            self.removal_gain[ui] = self.d(before, after) - self.d(before, u) - self.d(u, after);
+            self.removal_gain[ui] = self.d(before, after)
+                - (self.cum_dist[after as usize] - self.cum_dist[before as usize]);
             let cached = (!self.insert_cache.is_empty()).then(|| into * (self.n + 1) + ui);
             if let Some(entry) = cached
                 && self.insert_cache[entry].computed >= self.route_clock[into]
@@ -90,10 +91,8 @@ impl LocalSearch<'_> {
             let mut w = start_into;
             while w != end_into {
                 let following = self.next[w as usize];
-                best.add(
-                    self.d(w, u) + self.d(u, following) - self.d(w, following),
-                    w,
-                );
+                let edge = self.cum_dist[following as usize] - self.cum_dist[w as usize];
+                best.add(self.d(w, u) + self.d(u, following) - edge, w);
                 w = following;
             }
             self.best_insert[ui] = best;

@@ -957,11 +957,10 @@ fn a_stop_is_answered_promptly() {
     let outcome = genetic::solve(&problem, &model, settings, 1, None, &stop, &mut Quiet);
     let late = started.elapsed() - asked_at;
     assert!(outcome.best.is_some());
-    // Debug builds are an order of magnitude slower than the plugin's.
-    assert!(
-        late < Duration::from_millis(200),
-        "answered {late:?} after the stop"
-    );
+    // Debug builds are an order of magnitude slower than the plugin's, and a loaded machine
+    // slows them more.
+    let allowed = Duration::from_millis(if cfg!(debug_assertions) { 1000 } else { 50 });
+    assert!(late < allowed, "answered {late:?} after the stop");
 }
 
 /// The large-instance mode (ruined starts, SREX moving few routes) keeps plans valid.
