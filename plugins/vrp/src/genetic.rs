@@ -127,7 +127,7 @@ pub struct Outcome {
 pub trait Observer {
     /// A new best feasible plan.
     fn improved(&mut self, best: &Individual, objective: i64, elapsed: Duration);
-    /// Called every few generations, for progress reports.
+    /// Called every generation, for progress reports (throttled by the observer).
     fn tick(&mut self, _iterations: u64, _elapsed: Duration) {}
     /// A line for the run's log.
     fn log(&mut self, _line: &str) {}
@@ -160,11 +160,6 @@ pub fn solve(
     observer: &mut dyn Observer,
 ) -> Outcome {
     let started = Instant::now();
-    observer.log(&format!(
-        "granular neighbourhoods of {} clients ready after {:.3} s",
-        p.movable.len(),
-        started.elapsed().as_secs_f64()
-    ));
     let initial = initial_penalties(p);
     let mut search = Search {
         p,
@@ -206,10 +201,8 @@ pub fn solve(
                 ));
                 search.initial_population(stop);
             }
-            if iterations.is_multiple_of(50) {
-                let elapsed = search.started.elapsed();
-                search.observer.tick(iterations, elapsed);
-            }
+            let elapsed = search.started.elapsed();
+            search.observer.tick(iterations, elapsed);
         }
     }
     let population: Vec<Individual> = if search.best.is_none() {

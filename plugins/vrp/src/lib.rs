@@ -158,6 +158,7 @@ pub fn solve_with(model: &Model, settings: Settings, context: &RunContext) -> Vr
         model,
         problem: &problem,
         last_logged: None,
+        last_progress: None,
         best: None,
     };
     let outcome = genetic::solve(
@@ -189,7 +190,17 @@ pub fn solve_with(model: &Model, settings: Settings, context: &RunContext) -> Vr
                     chosen = Some(candidate);
                 }
             }
-            chosen.unwrap_or_else(|| output::output(model, &problem, &[], Vec::new(), report))
+            chosen.unwrap_or_else(|| {
+                // Stopped before any plan was educated: every client unserved.
+                let unserved = (1..=model.num_clients)
+                    .map(|client| output::Unserved {
+                        client: model.ids[client].clone(),
+                        violation: "vehicles",
+                        message: "the run stopped before any plan served it".to_owned(),
+                    })
+                    .collect();
+                output::output(model, &problem, &[], unserved, report)
+            })
         }
     };
     context.log(
@@ -229,8 +240,12 @@ struct Reporter<'a> {
     model: &'a Model,
     problem: &'a Problem,
     last_logged: Option<Instant>,
+    last_progress: Option<Instant>,
     best: Option<i64>,
 }
+
+/// Progress is reported at most this often (the host stores it at most every 500 ms).
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 
 /// New bests are logged at most this often.
 const BEST_LOG_INTERVAL: Duration = Duration::from_secs(1);
@@ -260,6 +275,14 @@ impl Observer for Reporter<'_> {
     }
 
     fn tick(&mut self, iterations: u64, elapsed: Duration) {
+        let now = Instant::now();
+        if self
+            .last_progress
+            .is_some_and(|at| now - at < PROGRESS_INTERVAL)
+        {
+            return;
+        }
+        self.last_progress = Some(now);
         let fraction = match self.context.max_iterations() {
             Some(limit) if limit > 0 => iterations as f64 / limit as f64,
             _ => elapsed.as_secs_f64() / self.context.time_limit().as_secs_f64().max(1e-9),

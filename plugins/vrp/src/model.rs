@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use caseload_sdk::Violation;
 
-use crate::input::{ClientId, Rounding, VrpInput};
+use crate::input::{ClientId, VrpInput};
 use crate::travel::{MAX_DENSE_ENTRIES, Table, Travel, rounding_scale};
 
 /// At most this many violations are listed for one input.
@@ -144,10 +144,13 @@ pub fn needed_bytes(input: &VrpInput) -> u64 {
     } else {
         0
     };
+    // SWAP*'s insertion cache: at most 2^20 entries of 48 bytes.
+    let insertion_cache = squared.min(1 << 20).saturating_mul(48);
     (input.clients.len() as u64)
         .saturating_mul(BYTES_PER_CLIENT as u64)
         .saturating_add(squared.saturating_mul(8).saturating_mul(matrices))
         .saturating_add(dense_cache)
+        .saturating_add(insertion_cache)
 }
 
 /// The model of an input, or everything wrong with it.
@@ -722,9 +725,4 @@ impl VrpInput {
             format!("{}", units as f64 / scale as f64)
         }
     }
-}
-
-/// The rounding the model's coordinates use (for messages and the output's units).
-pub fn rounding_of(input: &VrpInput) -> Rounding {
-    input.rounding.unwrap_or_default()
 }
