@@ -11,7 +11,9 @@ per instance, and their means.
     scripts/vrp-vs-pyvrp.py --set solomon --dir /work/bench-instances/solomon \
         --bks plugins/vrp/bench/solomon-bks.csv --seeds 1 2 3 --seconds 10
 
-X instances are VRPLIB files with their `.sol` beside them (the BKS is its `Cost` line),
+X instances are VRPLIB files with their `.sol` beside them (the BKS is its `Cost` line; an
+instance without one, such as those scripts/vrp-instance.py writes, is measured against the
+best cost either solver found for it),
 distances rounded to the nearest integer (`round`). Solomon instances are Solomon text files
 (`NAME.txt`), costed by the DIMACS rules (distances truncated to one decimal); PyVRP reads a
 VRPLIB copy of each made on the fly and rounds with `round_func="dimacs"` (integers of tenths),
@@ -101,8 +103,10 @@ def main():
                 bks[row["instance"]] = float(row["bks"])
     else:
         for name in names:
-            with open(os.path.join(args.dir, name + ".sol")) as handle:
-                bks[name] = float(next(l for l in handle if l.startswith("Cost")).split()[1])
+            solution = os.path.join(args.dir, name + ".sol")
+            if os.path.exists(solution):
+                with open(solution) as handle:
+                    bks[name] = float(next(l for l in handle if l.startswith("Cost")).split()[1])
     rounding = "round" if args.set == "x" else "dimacs"
     raw = open(args.raw, "a", newline="") if args.raw else None
     writer = csv.writer(raw) if raw else None
@@ -128,9 +132,11 @@ def main():
             if writer:
                 writer.writerow([name, "ours", seed, args.seconds, cost, iterations])
                 raw.flush()
-        ours_gap = gap(statistics.median(ours), bks[name])
+        reference = bks.get(name, min(ours + theirs))
+        bks[name] = reference
+        ours_gap = gap(statistics.median(ours), reference)
         ours_gaps.append(ours_gap)
-        pyvrp_gap = gap(statistics.median(theirs), bks[name]) if theirs else float("nan")
+        pyvrp_gap = gap(statistics.median(theirs), reference) if theirs else float("nan")
         pyvrp_gaps.append(pyvrp_gap)
         seeds = "  ".join(f"{o:g}/{t:g}" for o, t in zip(ours, theirs or [float("nan")] * len(ours)))
         print(f"{name:<16}{bks[name]:>10g}{ours_gap:>9.2f}{pyvrp_gap:>9.2f}   {seeds}", flush=True)
