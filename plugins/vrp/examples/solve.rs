@@ -80,6 +80,9 @@ fn tuned(mut settings: Settings) -> Settings {
             Crossover::Ordered
         };
     }
+    if let Some(value) = read("VRP_LOAD_PRICE") {
+        settings.initial_load_price_factor = value as f64;
+    }
     if let Some(value) = read("VRP_RUINED") {
         settings.ruined_starts = value == 1;
     }

@@ -49,6 +49,8 @@ pub struct Settings {
     /// Whether the initial population is made of ruined and recreated copies of the first
     /// plan rather than random plans.
     pub ruined_starts: bool,
+    /// The starting price of excess load, times HGS-CVRP's.
+    pub initial_load_price_factor: f64,
 }
 
 impl Settings {
@@ -84,11 +86,11 @@ impl Settings {
             },
             penalty: PenaltySettings {
                 target_feasible: 0.2,
-                between_updates: 100,
+                between_updates: if large { 20 } else { 100 },
                 increase: 1.2,
                 decrease: 0.85,
             },
-            repair_percent: 50,
+            repair_percent: if large { 100 } else { 50 },
             repair_boost: 10.0,
             restart_after: 20_000,
             swap_star: true,
@@ -99,6 +101,7 @@ impl Settings {
             },
             max_moved_routes: if large { 5 } else { usize::MAX },
             ruined_starts: large,
+            initial_load_price_factor: if large { 10.0 } else { 1.0 },
         }
     }
 }
@@ -160,7 +163,10 @@ pub fn solve(
     observer: &mut dyn Observer,
 ) -> Outcome {
     let started = Instant::now();
-    let initial = initial_penalties(p);
+    let mut initial = initial_penalties(p);
+    // Few educations in a short run on a large instance leave little room to adapt from a
+    // price that makes overloading pay: start high, and let it fall.
+    initial.load *= settings.initial_load_price_factor;
     let mut search = Search {
         p,
         rng: Rng::new(seed),
@@ -347,8 +353,9 @@ impl Search<'_, '_> {
             self.educate(routes, None, stop);
         }
         self.observer.log(&format!(
-            "initial population of {made} after {:.3} s",
-            self.started.elapsed().as_secs_f64()
+            "initial population of {made} after {:.3} s, {} moves applied",
+            self.started.elapsed().as_secs_f64(),
+            self.ls.applied
         ));
     }
 
