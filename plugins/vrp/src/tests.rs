@@ -1002,3 +1002,28 @@ fn large_instances_search_near_changed_routes() {
     }
     assert_eq!(seen.iter().filter(|&&s| s).count(), model.num_clients - 1);
 }
+
+/// The schemas parse, and their examples are valid inputs whose answers have every field
+/// the output schema requires and its view reads.
+#[test]
+fn schema_examples_solve() {
+    let describe = Vrp::describe();
+    let input_schema: Value = serde_json::from_str(describe.input_schema).expect("input schema");
+    let output_schema: Value = serde_json::from_str(describe.output_schema).expect("output schema");
+    let required: Vec<&str> = output_schema["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for example in input_schema["examples"].as_array().expect("examples") {
+        let instance = input(example.clone());
+        let output = run(instance.clone(), 1, 3);
+        check_plan(&instance, &output);
+        let answer = serde_json::to_value(&output).expect("JSON");
+        for field in &required {
+            assert!(answer.get(field).is_some(), "{field} missing");
+        }
+        assert!(answer.pointer("/solver/iterations").is_some());
+    }
+}
