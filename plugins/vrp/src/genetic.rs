@@ -75,14 +75,12 @@ impl Settings {
                 elite: 4,
                 close: 5,
             },
-            initial_population: if n <= 300 {
-                100
-            } else if n > 2000 {
+            initial_population: if n > 2000 {
                 8
             } else if large {
                 25
             } else {
-                100 * 300 / n
+                100
             },
             penalty: PenaltySettings {
                 target_feasible: 0.2,
@@ -111,7 +109,7 @@ const RUINED_STRAYS: usize = 10;
 
 /// Above this many clients the search runs in its large-instance mode (see
 /// [`Settings::for_model`]).
-pub const LARGE: usize = 400;
+pub const LARGE: usize = 200;
 
 /// What a run found.
 pub struct Outcome {
