@@ -1,0 +1,1323 @@
+//! The local search that educates every plan (HGS-CVRP's `LocalSearch`, Vidal 2022): for
+//! each client `u` in random order and each granular neighbour `v`, the first improving move
+//! among relocating one or two clients after `v` (the pair also reversed), swapping one or two
+//! with one or two, 2-opt within a route and 2-opt* between routes; then SWAP* between routes
+//! whose polar sectors overlap (`swap_star.rs`). It repeats until no move improves, testing a
+//! pair again only if one of its routes changed since.
+//!
+//! Plans are doubly linked lists over node numbers: clients keep theirs (`1..=n`), route `r`
+//! starts at node `n + 1 + r` and ends at `n + 1 + R + r`. A route start stands at the end of
+//! its vehicle's fixed prefix, whose load, distance and time segment it carries, so every
+//! move keeps prefixes in place; a client fixed to a vehicle moves only within its route.
+//!
+//! Each move's cost is the change in penalised cost, computed in O(1) from each node's
+//! cumulative load and distance and its forward and backward time segments (`segment.rs`);
+//! moves within one route walk the part between the two nodes. Costs are in integers, so a
+//! move applies only when it strictly improves.
+
+use std::collections::BTreeSet;
+
+use crate::penalty::Penalties;
+use crate::problem::{FREE, Problem};
+use crate::rng::Rng;
+use crate::segment::Segment;
+use crate::stop::Stop;
+
+/// Nodes processed between two stop polls.
+const NODES_PER_POLL: usize = 16;
+
+/// A polar sector (CircleSector of HGS-CVRP) in 1/65536 turns.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sector {
+    pub(crate) start: i32,
+    pub(crate) end: i32,
+}
+
+impl Sector {
+    fn positive_mod(value: i32) -> i32 {
+        value.rem_euclid(65536)
+    }
+
+    fn contains(&self, angle: i32) -> bool {
+        Self::positive_mod(angle - self.start) <= Self::positive_mod(self.end - self.start)
+    }
+
+    fn extend(&mut self, angle: i32) {
+        if !self.contains(angle) {
+            if Self::positive_mod(angle - self.end) <= Self::positive_mod(self.start - angle) {
+                self.end = angle;
+            } else {
+                self.start = angle;
+            }
+        }
+    }
+
+    pub(crate) fn overlap(&self, other: &Sector) -> bool {
+        Self::positive_mod(other.start - self.start) <= Self::positive_mod(self.end - self.start)
+            || Self::positive_mod(self.start - other.start)
+                <= Self::positive_mod(other.end - other.start)
+    }
+}
+
+/// The local search's state; one per run, reused for every plan.
+pub struct LocalSearch<'p> {
+    pub(crate) p: &'p Problem,
+    pub(crate) n: usize,
+    pub(crate) num_routes: usize,
+    pub(crate) next: Vec<u32>,
+    pub(crate) prev: Vec<u32>,
+    pub(crate) route_of: Vec<u32>,
+    pub(crate) position: Vec<u32>,
+    pub(crate) location: Vec<u32>,
+    pub(crate) cum_load: Vec<i64>,
+    pub(crate) cum_dist: Vec<i64>,
+    /// Distance of the path from the route start to a node travelled backwards.
+    pub(crate) cum_back: Vec<i64>,
+    pub(crate) forward: Vec<Segment>,
+    pub(crate) backward: Vec<Segment>,
+    /// Clients fixed to a vehicle from a node to its route's end.
+    pub(crate) fixed_after: Vec<u32>,
+    last_tested: Vec<i64>,
+    pub(crate) route_load: Vec<i64>,
+    pub(crate) route_dist: Vec<i64>,
+    /// Penalised cost: distance, fixed cost if used, penalties.
+    pub(crate) route_cost: Vec<i64>,
+    /// The penalty part of `route_cost`.
+    pub(crate) route_penalty: Vec<i64>,
+    pub(crate) route_size: Vec<u32>,
+    pub(crate) route_modified: Vec<i64>,
+    pub(crate) route_swap_tested: Vec<i64>,
+    pub(crate) sector: Vec<Sector>,
+    empty_routes: BTreeSet<u32>,
+    order: Vec<u32>,
+    pub(crate) route_order: Vec<u32>,
+    pub(crate) moves: i64,
+    improved: bool,
+    pub(crate) penalties: Penalties,
+    pub(crate) swap_star_enabled: bool,
+    scratch_a: Vec<u32>,
+    scratch_b: Vec<u32>,
+    pub(crate) best_insert: Vec<crate::swap_star::ThreeBest>,
+    pub(crate) removal_gain: Vec<i64>,
+    /// SWAP*'s cache of each client's three best insertions into each route, by route
+    /// then client, when it fits ([`crate::swap_star::MAX_CACHE_ENTRIES`]).
+    pub(crate) insert_cache: Vec<crate::swap_star::ThreeBest>,
+    /// A counter that grows with every route change, never reset, and each route's value
+    /// at its last change: a cached insertion computed since is still valid.
+    pub(crate) clock: i64,
+    pub(crate) route_clock: Vec<i64>,
+    /// Moves applied since the search was made.
+    pub applied: u64,
+}
+
+impl<'p> LocalSearch<'p> {
+    pub fn new(p: &'p Problem, swap_star: bool) -> LocalSearch<'p> {
+        let n = p.num_clients;
+        LocalSearch {
+            p,
+            n,
+            num_routes: 0,
+            next: Vec::new(),
+            prev: Vec::new(),
+            route_of: Vec::new(),
+            position: Vec::new(),
+            location: Vec::new(),
+            cum_load: Vec::new(),
+            cum_dist: Vec::new(),
+            cum_back: Vec::new(),
+            forward: Vec::new(),
+            backward: Vec::new(),
+            fixed_after: Vec::new(),
+            last_tested: vec![-1; n + 1],
+            route_load: Vec::new(),
+            route_dist: Vec::new(),
+            route_cost: Vec::new(),
+            route_penalty: Vec::new(),
+            route_size: Vec::new(),
+            route_modified: Vec::new(),
+            route_swap_tested: Vec::new(),
+            sector: Vec::new(),
+            empty_routes: BTreeSet::new(),
+            order: p.movable.clone(),
+            route_order: Vec::new(),
+            moves: 0,
+            improved: false,
+            penalties: Penalties {
+                load: 1.0,
+                time: 1.0,
+            },
+            swap_star_enabled: swap_star && !p.timed && p.angle.is_some(),
+            scratch_a: Vec::new(),
+            scratch_b: Vec::new(),
+            best_insert: Vec::new(),
+            removal_gain: Vec::new(),
+            insert_cache: Vec::new(),
+            clock: 0,
+            route_clock: Vec::new(),
+            applied: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn start_node(&self, route: usize) -> u32 {
+        (self.n + 1 + route) as u32
+    }
+
+    #[inline]
+    pub(crate) fn end_node(&self, route: usize) -> u32 {
+        (self.n + 1 + self.num_routes + route) as u32
+    }
+
+    #[inline]
+    pub(crate) fn is_depot(&self, node: u32) -> bool {
+        node as usize > self.n
+    }
+
+    #[inline(always)]
+    pub(crate) fn d(&self, from: u32, to: u32) -> i64 {
+        self.p
+            .travel
+            .dist(self.location[from as usize], self.location[to as usize])
+    }
+
+    /// The distance from `node` to its successor, known from the cumulative distances.
+    #[inline(always)]
+    fn to_next(&self, node: u32) -> i64 {
+        let n = node as usize;
+        self.cum_dist[self.next[n] as usize] - self.cum_dist[n]
+    }
+
+    /// `first` then `second`, with the travel between them.
+    #[inline]
+    fn join(&self, first: Segment, second: Segment) -> Segment {
+        first.then(self.p.travel.time(first.last, second.first), second)
+    }
+
+    /// A client node's own visit.
+    #[inline]
+    fn own(&self, node: u32) -> Segment {
+        self.p.visit(node)
+    }
+
+    /// `segment` followed by the nodes from `from` to `to` along the route.
+    fn walk(&self, mut segment: Segment, from: u32, to: u32) -> Segment {
+        let mut node = from;
+        loop {
+            segment = self.join(segment, self.own(node));
+            if node == to {
+                return segment;
+            }
+            node = self.next[node as usize];
+        }
+    }
+
+    /// `segment` followed by the nodes from `from` back to `to` along the route, reversed.
+    fn walk_back(&self, mut segment: Segment, from: u32, to: u32) -> Segment {
+        let mut node = from;
+        loop {
+            segment = self.join(segment, self.own(node));
+            if node == to {
+                return segment;
+            }
+            node = self.prev[node as usize];
+        }
+    }
+
+    #[inline]
+    fn used(&self, route: usize, size: u32) -> bool {
+        size > 0 || self.p.has_prefix(route)
+    }
+
+    /// Penalised cost of a route with these numbers.
+    #[inline]
+    pub(crate) fn cost_of<const TIME: bool>(
+        &self,
+        distance: i64,
+        load: i64,
+        segment: &Segment,
+        used: bool,
+    ) -> i64 {
+        let fixed = if used { self.p.fixed_cost } else { 0 };
+        let time_excess = if TIME {
+            segment.time_warp + (segment.duration - self.p.max_duration).max(0)
+        } else {
+            0
+        };
+        distance
+            + fixed
+            + self
+                .penalties
+                .cost((load - self.p.capacity).max(0), time_excess)
+    }
+
+    /// Loads a plan: `routes[r]` is slot `r`'s movable clients in order.
+    pub fn load(&mut self, routes: &[Vec<u32>]) {
+        let num_routes = routes.len();
+        let nodes = self.n + 1 + 2 * num_routes;
+        if num_routes != self.num_routes || self.next.len() != nodes {
+            self.num_routes = num_routes;
+            self.next = vec![0; nodes];
+            self.prev = vec![0; nodes];
+            self.route_of = vec![0; nodes];
+            self.position = vec![0; nodes];
+            self.location = (0..nodes as u32).collect();
+            self.cum_load = vec![0; nodes];
+            self.cum_dist = vec![0; nodes];
+            self.cum_back = vec![0; nodes];
+            self.forward = vec![Segment::default(); nodes];
+            self.backward = vec![Segment::default(); nodes];
+            self.fixed_after = vec![0; nodes];
+            self.route_load = vec![0; num_routes];
+            self.route_dist = vec![0; num_routes];
+            self.route_cost = vec![0; num_routes];
+            self.route_penalty = vec![0; num_routes];
+            self.route_size = vec![0; num_routes];
+            self.route_modified = vec![0; num_routes];
+            self.route_swap_tested = vec![-1; num_routes];
+            self.sector = vec![Sector::default(); num_routes];
+            self.route_order = (0..num_routes as u32).collect();
+            self.best_insert = vec![crate::swap_star::ThreeBest::default(); nodes];
+            self.removal_gain = vec![0; nodes];
+            self.route_clock = vec![0; num_routes];
+            let entries = num_routes * (self.n + 1);
+            self.insert_cache =
+                if self.swap_star_enabled && entries <= crate::swap_star::MAX_CACHE_ENTRIES {
+                    vec![crate::swap_star::ThreeBest::default(); entries]
+                } else {
+                    Vec::new()
+                };
+        }
+        self.empty_routes.clear();
+        for (route, clients) in routes.iter().enumerate() {
+            let start = self.start_node(route);
+            let end = self.end_node(route);
+            self.location[start as usize] = self.p.start(route).location;
+            self.location[end as usize] = 0;
+            let mut previous = start;
+            for &client in clients {
+                self.next[previous as usize] = client;
+                self.prev[client as usize] = previous;
+                previous = client;
+            }
+            self.next[previous as usize] = end;
+            self.prev[end as usize] = previous;
+            self.prev[start as usize] = start;
+            self.next[end as usize] = end;
+            self.update_route(route);
+        }
+    }
+
+    /// The plan: each slot's movable clients in order.
+    pub fn routes(&self) -> Vec<Vec<u32>> {
+        (0..self.num_routes)
+            .map(|route| {
+                let mut clients = Vec::with_capacity(self.route_size[route] as usize);
+                let mut node = self.next[self.start_node(route) as usize];
+                while !self.is_depot(node) {
+                    clients.push(node);
+                    node = self.next[node as usize];
+                }
+                clients
+            })
+            .collect()
+    }
+
+    /// Recomputes a route's cumulative data after it changed.
+    pub(crate) fn update_route(&mut self, route: usize) {
+        let p = self.p;
+        let start = self.start_node(route);
+        let end = self.end_node(route);
+        let begin = p.start(route);
+        let s = start as usize;
+        self.route_of[s] = route as u32;
+        self.position[s] = 0;
+        self.cum_load[s] = begin.load;
+        self.cum_dist[s] = begin.distance;
+        self.cum_back[s] = 0;
+        self.forward[s] = begin.segment;
+        let mut sector = Sector::default();
+        let mut first_angle = true;
+        let mut node = start;
+        let mut position = 0;
+        while node != end {
+            let following = self.next[node as usize];
+            let f = following as usize;
+            let k = node as usize;
+            position += 1;
+            self.position[f] = position;
+            self.route_of[f] = route as u32;
+            let is_end = following == end;
+            self.cum_load[f] = self.cum_load[k] + if is_end { 0 } else { p.demand[f] };
+            self.cum_dist[f] = self.cum_dist[k] + self.d(node, following);
+            self.cum_back[f] = self.cum_back[k] + self.d(following, node);
+            if p.timed {
+                let visit = if is_end {
+                    p.depot_end
+                } else {
+                    self.own(following)
+                };
+                self.forward[f] = self.join(self.forward[k], visit);
+            }
+            if self.swap_star_enabled
+                && !is_end
+                && let Some(angle) = &p.angle
+            {
+                if first_angle {
+                    sector = Sector {
+                        start: angle[f],
+                        end: angle[f],
+                    };
+                    first_angle = false;
+                } else {
+                    sector.extend(angle[f]);
+                }
+            }
+            node = following;
+        }
+        let size = position - 1;
+        let e = end as usize;
+        self.backward[e] = p.depot_end;
+        self.fixed_after[e] = 0;
+        let mut node = self.prev[e];
+        while node != start {
+            let k = node as usize;
+            let following = self.next[k] as usize;
+            if p.timed {
+                self.backward[k] = self.join(self.own(node), self.backward[following]);
+            }
+            self.fixed_after[k] = self.fixed_after[following] + u32::from(p.vehicle_of[k] != FREE);
+            node = self.prev[k];
+        }
+        self.route_size[route] = size;
+        self.route_load[route] = self.cum_load[e];
+        self.route_dist[route] = self.cum_dist[e];
+        self.sector[route] = sector;
+        self.route_modified[route] = self.moves;
+        self.clock += 1;
+        self.route_clock[route] = self.clock;
+        let used = self.used(route, size);
+        self.refresh_cost(route, used);
+        if used {
+            self.empty_routes.remove(&(route as u32));
+        } else {
+            self.empty_routes.insert(route as u32);
+        }
+    }
+
+    fn refresh_cost(&mut self, route: usize, used: bool) {
+        let e = self.end_node(route) as usize;
+        let cost = if self.p.timed {
+            self.cost_of::<true>(
+                self.route_dist[route],
+                self.route_load[route],
+                &self.forward[e],
+                used,
+            )
+        } else {
+            self.cost_of::<false>(
+                self.route_dist[route],
+                self.route_load[route],
+                &self.forward[e],
+                used,
+            )
+        };
+        self.route_cost[route] = cost;
+        let fixed = if used { self.p.fixed_cost } else { 0 };
+        self.route_penalty[route] = cost - self.route_dist[route] - fixed;
+    }
+
+    /// The penalised cost of the loaded plan.
+    pub fn penalised_cost(&self) -> i64 {
+        self.route_cost.iter().sum()
+    }
+
+    /// Improves the loaded plan until no move improves it or `stop` says so; returns false
+    /// if stopped. With `dirty`, the first pass tests only pairs with a node in a dirty route
+    /// (the routes a crossover or perturbation changed).
+    pub fn run(
+        &mut self,
+        penalties: Penalties,
+        dirty: Option<&[bool]>,
+        rng: &mut Rng,
+        stop: &Stop,
+    ) -> bool {
+        self.penalties = penalties;
+        for route in 0..self.num_routes {
+            let used = self.used(route, self.route_size[route]);
+            self.refresh_cost(route, used);
+        }
+        rng.shuffle(&mut self.order);
+        rng.shuffle(&mut self.route_order);
+        let mut loop_id: u32;
+        match dirty {
+            Some(dirty) => {
+                self.moves = 1;
+                for (route, &changed) in dirty.iter().enumerate().take(self.num_routes) {
+                    self.route_modified[route] = i64::from(changed);
+                    self.route_swap_tested[route] = 0;
+                }
+                for &client in &self.order {
+                    self.last_tested[client as usize] = 0;
+                }
+                loop_id = 1;
+            }
+            None => {
+                self.moves = 0;
+                for route in 0..self.num_routes {
+                    self.route_modified[route] = 0;
+                    self.route_swap_tested[route] = -1;
+                }
+                for &client in &self.order {
+                    self.last_tested[client as usize] = -1;
+                }
+                loop_id = 0;
+            }
+        }
+        if self.p.timed {
+            self.search::<true>(&mut loop_id, stop)
+        } else {
+            self.search::<false>(&mut loop_id, stop)
+        }
+    }
+
+    fn search<const TIME: bool>(&mut self, loop_id: &mut u32, stop: &Stop) -> bool {
+        let p = self.p;
+        let mut done = false;
+        while !done {
+            if *loop_id > 1 {
+                done = true;
+            }
+            self.improved = false;
+            for index in 0..self.order.len() {
+                if index % NODES_PER_POLL == 0 && stop.poll() {
+                    return false;
+                }
+                let u = self.order[index];
+                let last_test = self.last_tested[u as usize];
+                self.last_tested[u as usize] = self.moves;
+                for &v in p.neighbours(u) {
+                    let (ru, rv) = (
+                        self.route_of[u as usize] as usize,
+                        self.route_of[v as usize] as usize,
+                    );
+                    if *loop_id != 0
+                        && self.route_modified[ru].max(self.route_modified[rv]) <= last_test
+                    {
+                        continue;
+                    }
+                    if self.relocate::<TIME>(u, v)
+                        || self.relocate_pair::<TIME>(u, v, false)
+                        || self.relocate_pair::<TIME>(u, v, true)
+                        || (u <= v && self.swap::<TIME>(u, v))
+                        || self.swap_two_one::<TIME>(u, v)
+                        || (u <= v && self.swap_two_two::<TIME>(u, v))
+                        || (ru == rv && self.two_opt::<TIME>(u, v))
+                        || (ru != rv && !TIME && self.two_opt_star_reversed(u, v))
+                        || (ru != rv && self.two_opt_star::<TIME>(u, v))
+                    {
+                        continue;
+                    }
+                    // The same moves with `v` replaced by its route's start: inserting
+                    // right after the depot (or the fixed prefix).
+                    let before = self.prev[v as usize];
+                    if self.is_depot(before) {
+                        let rv = self.route_of[before as usize] as usize;
+                        let ru = self.route_of[u as usize] as usize;
+                        let _ = self.relocate::<TIME>(u, before)
+                            || self.relocate_pair::<TIME>(u, before, false)
+                            || self.relocate_pair::<TIME>(u, before, true)
+                            || (ru != rv && !TIME && self.two_opt_star_reversed(u, before))
+                            || (ru != rv && self.two_opt_star::<TIME>(u, before));
+                    }
+                }
+                // Moves into an empty route, not in the first loop so as not to open routes
+                // too eagerly.
+                if *loop_id > 0
+                    && let Some(&empty) = self.empty_routes.first()
+                {
+                    let start = self.start_node(empty as usize);
+                    let _ = self.relocate::<TIME>(u, start)
+                        || self.relocate_pair::<TIME>(u, start, false)
+                        || self.relocate_pair::<TIME>(u, start, true)
+                        || self.two_opt_star::<TIME>(u, start);
+                }
+            }
+            if self.swap_star_enabled && !TIME {
+                for first in 0..self.num_routes {
+                    let ru = self.route_order[first] as usize;
+                    let last_test = self.route_swap_tested[ru];
+                    self.route_swap_tested[ru] = self.moves;
+                    for second in 0..self.num_routes {
+                        let rv = self.route_order[second] as usize;
+                        if ru < rv
+                            && self.route_size[ru] > 0
+                            && self.route_size[rv] > 0
+                            && (*loop_id == 0
+                                || self.route_modified[ru].max(self.route_modified[rv]) > last_test)
+                            && self.sector[ru].overlap(&self.sector[rv])
+                        {
+                            if stop.poll() {
+                                return false;
+                            }
+                            self.swap_star(ru, rv);
+                        }
+                    }
+                }
+            }
+            if self.improved {
+                done = false;
+            }
+            *loop_id += 1;
+        }
+        true
+    }
+
+    /// Records an applied move and refreshes the routes it changed.
+    pub(crate) fn applied_to(&mut self, first: usize, second: usize, delta: i64) {
+        #[cfg(test)]
+        let before = self.penalised_cost();
+        self.moves += 1;
+        self.applied += 1;
+        self.improved = true;
+        self.update_route(first);
+        if second != first {
+            self.update_route(second);
+        }
+        #[cfg(test)]
+        self.check_delta(before, delta);
+        let _ = delta;
+    }
+
+    /// In tests: the move's computed delta is the change of the plan's penalised cost,
+    /// recomputed from scratch.
+    #[cfg(test)]
+    fn check_delta(&self, before: i64, delta: i64) {
+        let plan = crate::solution::Individual::new(self.p, self.routes());
+        let after = plan.penalised(&self.penalties);
+        assert_eq!(self.penalised_cost(), after, "route bookkeeping drifted");
+        assert_eq!(
+            after - before,
+            delta,
+            "a move's delta is not its cost change"
+        );
+    }
+
+    /// Takes `node` out of its place and puts it right after `after`.
+    pub(crate) fn insert_after(&mut self, node: u32, after: u32) {
+        let (n, a) = (node as usize, after as usize);
+        let (before, following) = (self.prev[n], self.next[n]);
+        self.next[before as usize] = following;
+        self.prev[following as usize] = before;
+        let next_of_after = self.next[a];
+        self.next[a] = node;
+        self.prev[n] = after;
+        self.next[n] = next_of_after;
+        self.prev[next_of_after as usize] = node;
+    }
+
+    /// Exchanges the places of two client nodes.
+    fn swap_nodes(&mut self, a: u32, b: u32) {
+        let (ai, bi) = (a as usize, b as usize);
+        let (pa, na, pb, nb) = (self.prev[ai], self.next[ai], self.prev[bi], self.next[bi]);
+        if na == b {
+            self.link(pa, b);
+            self.link(b, a);
+            self.link(a, nb);
+        } else if nb == a {
+            self.link(pb, a);
+            self.link(a, b);
+            self.link(b, na);
+        } else {
+            self.link(pa, b);
+            self.link(b, na);
+            self.link(pb, a);
+            self.link(a, nb);
+        }
+    }
+
+    #[inline]
+    fn link(&mut self, from: u32, to: u32) {
+        self.next[from as usize] = to;
+        self.prev[to as usize] = from;
+    }
+
+    /// Relinks route `route` to visit `clients` (movable clients, in order).
+    fn relink(&mut self, route: usize, clients: &[u32]) {
+        let start = self.start_node(route);
+        let end = self.end_node(route);
+        let mut previous = start;
+        for &client in clients {
+            self.link(previous, client);
+            previous = client;
+        }
+        self.link(previous, end);
+    }
+
+    /// Collects the clients from `from` to `to` inclusive following `next` (or `prev` when
+    /// `backwards`) into `into`; nothing if `from` is a depot.
+    fn collect(&self, from: u32, to: u32, backwards: bool, into: &mut Vec<u32>) {
+        if self.is_depot(from) {
+            return;
+        }
+        let mut node = from;
+        loop {
+            into.push(node);
+            if node == to {
+                return;
+            }
+            node = if backwards {
+                self.prev[node as usize]
+            } else {
+                self.next[node as usize]
+            };
+        }
+    }
+
+    /// The filter every inter-route move passes first: the change in distance and fixed cost
+    /// cannot beat the routes' current penalties, which are the most it could remove.
+    #[inline]
+    fn hopeless(&self, ru: usize, rv: usize, distance_and_fixed: i64) -> bool {
+        distance_and_fixed >= self.route_penalty[ru] + self.route_penalty[rv]
+    }
+
+    #[inline]
+    fn fixed_delta(&self, route: usize, size_before: u32, size_after: u32) -> i64 {
+        let before = self.used(route, size_before);
+        let after = self.used(route, size_after);
+        match (before, after) {
+            (true, false) => -self.p.fixed_cost,
+            (false, true) => self.p.fixed_cost,
+            _ => 0,
+        }
+    }
+
+    /// Relocates `u` to right after `v`.
+    fn relocate<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let (pu, x, y) = (self.prev[ui], self.next[ui], self.next[vi]);
+        if v == u || y == u {
+            return false;
+        }
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let p = self.p;
+        let delta_u = self.d(pu, x) - self.to_next(pu) - self.to_next(u);
+        let delta_v = self.d(v, u) + self.d(u, y) - self.to_next(v);
+        let delta;
+        if ru == rv {
+            let distance = delta_u + delta_v;
+            if !TIME {
+                delta = distance;
+            } else {
+                if distance >= self.route_penalty[ru] {
+                    return false;
+                }
+                let segment = if self.position[ui] < self.position[vi] {
+                    let middle = self.walk(self.forward[pu as usize], x, v);
+                    let with_u = self.join(middle, self.own(u));
+                    self.join(with_u, self.backward[y as usize])
+                } else {
+                    let with_u = self.join(self.forward[vi], self.own(u));
+                    let middle = self.walk(with_u, y, pu);
+                    self.join(middle, self.backward[x as usize])
+                };
+                let used = self.used(ru, self.route_size[ru]);
+                delta = self.cost_of::<TIME>(
+                    self.route_dist[ru] + distance,
+                    self.route_load[ru],
+                    &segment,
+                    used,
+                ) - self.route_cost[ru];
+            }
+        } else {
+            if p.has_fixed && !p.allowed(u, rv) {
+                return false;
+            }
+            let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+            let fixed =
+                self.fixed_delta(ru, size_u, size_u - 1) + self.fixed_delta(rv, size_v, size_v + 1);
+            if self.hopeless(ru, rv, delta_u + delta_v + fixed) {
+                return false;
+            }
+            let (segment_u, segment_v) = if TIME {
+                let segment_u = self.join(self.forward[pu as usize], self.backward[x as usize]);
+                let with_u = self.join(self.forward[vi], self.own(u));
+                (segment_u, self.join(with_u, self.backward[y as usize]))
+            } else {
+                (Segment::default(), Segment::default())
+            };
+            let demand = p.demand[ui];
+            delta = self.cost_of::<TIME>(
+                self.route_dist[ru] + delta_u,
+                self.route_load[ru] - demand,
+                &segment_u,
+                self.used(ru, size_u - 1),
+            ) + self.cost_of::<TIME>(
+                self.route_dist[rv] + delta_v,
+                self.route_load[rv] + demand,
+                &segment_v,
+                true,
+            ) - self.route_cost[ru]
+                - self.route_cost[rv];
+        }
+        if delta >= 0 {
+            return false;
+        }
+        self.insert_after(u, v);
+        self.applied_to(ru, rv, delta);
+        true
+    }
+
+    /// Relocates `u` and its successor `x` to right after `v`, as `u, x` or (`reversed`)
+    /// `x, u`.
+    fn relocate_pair<const TIME: bool>(&mut self, u: u32, v: u32, reversed: bool) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let x = self.next[ui];
+        if self.is_depot(x) {
+            return false;
+        }
+        let (pu, xx, y) = (self.prev[ui], self.next[x as usize], self.next[vi]);
+        if v == u || v == x || y == u {
+            return false;
+        }
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let p = self.p;
+        let (first, second) = if reversed { (x, u) } else { (u, x) };
+        let delta_u = self.d(pu, xx) - self.to_next(pu) - self.to_next(u) - self.to_next(x);
+        let inner = if reversed {
+            self.d(x, u)
+        } else {
+            self.to_next(u)
+        };
+        let delta_v = self.d(v, first) + inner + self.d(second, y) - self.to_next(v);
+        let pair = || {
+            let segment = self.own(first);
+            self.join(segment, self.own(second))
+        };
+        let delta;
+        if ru == rv {
+            let distance = delta_u + delta_v;
+            if !TIME {
+                delta = distance;
+            } else {
+                if distance >= self.route_penalty[ru] {
+                    return false;
+                }
+                let segment = if self.position[ui] < self.position[vi] {
+                    let middle = self.walk(self.forward[pu as usize], xx, v);
+                    let with_pair = self.join(middle, pair());
+                    self.join(with_pair, self.backward[y as usize])
+                } else {
+                    let with_pair = self.join(self.forward[vi], pair());
+                    let middle = self.walk(with_pair, y, pu);
+                    self.join(middle, self.backward[xx as usize])
+                };
+                let used = self.used(ru, self.route_size[ru]);
+                delta = self.cost_of::<TIME>(
+                    self.route_dist[ru] + distance,
+                    self.route_load[ru],
+                    &segment,
+                    used,
+                ) - self.route_cost[ru];
+            }
+        } else {
+            if p.has_fixed && !(p.allowed(u, rv) && p.allowed(x, rv)) {
+                return false;
+            }
+            let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+            let fixed =
+                self.fixed_delta(ru, size_u, size_u - 2) + self.fixed_delta(rv, size_v, size_v + 2);
+            if self.hopeless(ru, rv, delta_u + delta_v + fixed) {
+                return false;
+            }
+            let (segment_u, segment_v) = if TIME {
+                let segment_u = self.join(self.forward[pu as usize], self.backward[xx as usize]);
+                let with_pair = self.join(self.forward[vi], pair());
+                (segment_u, self.join(with_pair, self.backward[y as usize]))
+            } else {
+                (Segment::default(), Segment::default())
+            };
+            let demand = p.demand[ui] + p.demand[x as usize];
+            delta = self.cost_of::<TIME>(
+                self.route_dist[ru] + delta_u,
+                self.route_load[ru] - demand,
+                &segment_u,
+                self.used(ru, size_u - 2),
+            ) + self.cost_of::<TIME>(
+                self.route_dist[rv] + delta_v,
+                self.route_load[rv] + demand,
+                &segment_v,
+                true,
+            ) - self.route_cost[ru]
+                - self.route_cost[rv];
+        }
+        if delta >= 0 {
+            return false;
+        }
+        self.insert_after(first, v);
+        self.insert_after(second, first);
+        self.applied_to(ru, rv, delta);
+        true
+    }
+
+    /// Swaps clients `u` and `v`.
+    fn swap<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        if u == v || self.is_depot(v) {
+            return false;
+        }
+        let (pu, x, pv, y) = (self.prev[ui], self.next[ui], self.prev[vi], self.next[vi]);
+        if u == pv || u == y {
+            return false;
+        }
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let p = self.p;
+        let delta_u = self.d(pu, v) + self.d(v, x) - self.to_next(pu) - self.to_next(u);
+        let delta_v = self.d(pv, u) + self.d(u, y) - self.to_next(pv) - self.to_next(v);
+        let delta;
+        if ru == rv {
+            let distance = delta_u + delta_v;
+            if !TIME {
+                delta = distance;
+            } else {
+                if distance >= self.route_penalty[ru] {
+                    return false;
+                }
+                let segment = if self.position[ui] < self.position[vi] {
+                    let with_v = self.join(self.forward[pu as usize], self.own(v));
+                    let middle = self.walk(with_v, x, pv);
+                    let with_u = self.join(middle, self.own(u));
+                    self.join(with_u, self.backward[y as usize])
+                } else {
+                    let with_u = self.join(self.forward[pv as usize], self.own(u));
+                    let middle = self.walk(with_u, y, pu);
+                    let with_v = self.join(middle, self.own(v));
+                    self.join(with_v, self.backward[x as usize])
+                };
+                let used = self.used(ru, self.route_size[ru]);
+                delta = self.cost_of::<TIME>(
+                    self.route_dist[ru] + distance,
+                    self.route_load[ru],
+                    &segment,
+                    used,
+                ) - self.route_cost[ru];
+            }
+        } else {
+            if p.has_fixed && !(p.allowed(u, rv) && p.allowed(v, ru)) {
+                return false;
+            }
+            if self.hopeless(ru, rv, delta_u + delta_v) {
+                return false;
+            }
+            let (segment_u, segment_v) = if TIME {
+                let with_v = self.join(self.forward[pu as usize], self.own(v));
+                let with_u = self.join(self.forward[pv as usize], self.own(u));
+                (
+                    self.join(with_v, self.backward[x as usize]),
+                    self.join(with_u, self.backward[y as usize]),
+                )
+            } else {
+                (Segment::default(), Segment::default())
+            };
+            let shift = p.demand[vi] - p.demand[ui];
+            delta = self.cost_of::<TIME>(
+                self.route_dist[ru] + delta_u,
+                self.route_load[ru] + shift,
+                &segment_u,
+                true,
+            ) + self.cost_of::<TIME>(
+                self.route_dist[rv] + delta_v,
+                self.route_load[rv] - shift,
+                &segment_v,
+                true,
+            ) - self.route_cost[ru]
+                - self.route_cost[rv];
+        }
+        if delta >= 0 {
+            return false;
+        }
+        self.swap_nodes(u, v);
+        self.applied_to(ru, rv, delta);
+        true
+    }
+
+    /// Swaps `u` and its successor `x` with `v`.
+    fn swap_two_one<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let x = self.next[ui];
+        if self.is_depot(x) || self.is_depot(v) || v == u || v == x {
+            return false;
+        }
+        let (pu, xx, pv, y) = (
+            self.prev[ui],
+            self.next[x as usize],
+            self.prev[vi],
+            self.next[vi],
+        );
+        if u == pv || x == pv || u == y {
+            return false;
+        }
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let p = self.p;
+        let delta_u = self.d(pu, v) + self.d(v, xx) - self.to_next(pu) - self.to_next(x);
+        let delta_v = self.d(pv, u) + self.d(x, y) - self.to_next(pv) - self.to_next(v);
+        let pair = || {
+            let segment = self.own(u);
+            self.join(segment, self.own(x))
+        };
+        let delta;
+        if ru == rv {
+            let distance = delta_u + delta_v;
+            if !TIME {
+                delta = distance;
+            } else {
+                if distance >= self.route_penalty[ru] {
+                    return false;
+                }
+                let segment = if self.position[ui] < self.position[vi] {
+                    let with_v = self.join(self.forward[pu as usize], self.own(v));
+                    let middle = self.walk(with_v, xx, pv);
+                    let with_pair = self.join(middle, pair());
+                    self.join(with_pair, self.backward[y as usize])
+                } else {
+                    let with_pair = self.join(self.forward[pv as usize], pair());
+                    let middle = self.walk(with_pair, y, pu);
+                    let with_v = self.join(middle, self.own(v));
+                    self.join(with_v, self.backward[xx as usize])
+                };
+                let used = self.used(ru, self.route_size[ru]);
+                delta = self.cost_of::<TIME>(
+                    self.route_dist[ru] + distance,
+                    self.route_load[ru],
+                    &segment,
+                    used,
+                ) - self.route_cost[ru];
+            }
+        } else {
+            if p.has_fixed && !(p.allowed(u, rv) && p.allowed(x, rv) && p.allowed(v, ru)) {
+                return false;
+            }
+            if self.hopeless(ru, rv, delta_u + delta_v) {
+                return false;
+            }
+            let (segment_u, segment_v) = if TIME {
+                let with_v = self.join(self.forward[pu as usize], self.own(v));
+                let with_pair = self.join(self.forward[pv as usize], pair());
+                (
+                    self.join(with_v, self.backward[xx as usize]),
+                    self.join(with_pair, self.backward[y as usize]),
+                )
+            } else {
+                (Segment::default(), Segment::default())
+            };
+            let shift = p.demand[vi] - p.demand[ui] - p.demand[x as usize];
+            delta = self.cost_of::<TIME>(
+                self.route_dist[ru] + delta_u,
+                self.route_load[ru] + shift,
+                &segment_u,
+                true,
+            ) + self.cost_of::<TIME>(
+                self.route_dist[rv] + delta_v,
+                self.route_load[rv] - shift,
+                &segment_v,
+                true,
+            ) - self.route_cost[ru]
+                - self.route_cost[rv];
+        }
+        if delta >= 0 {
+            return false;
+        }
+        self.swap_nodes(u, v);
+        self.insert_after(x, u);
+        self.applied_to(ru, rv, delta);
+        true
+    }
+
+    /// Swaps `u` and its successor `x` with `v` and its successor `y`.
+    fn swap_two_two<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        if self.is_depot(v) || u == v {
+            return false;
+        }
+        let (x, y) = (self.next[ui], self.next[vi]);
+        if self.is_depot(x) || self.is_depot(y) {
+            return false;
+        }
+        let (pu, xx, pv, yy) = (
+            self.prev[ui],
+            self.next[x as usize],
+            self.prev[vi],
+            self.next[y as usize],
+        );
+        if y == pu || u == y || x == v || v == xx {
+            return false;
+        }
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let p = self.p;
+        let delta_u = self.d(pu, v) + self.d(y, xx) - self.to_next(pu) - self.to_next(x);
+        let delta_v = self.d(pv, u) + self.d(x, yy) - self.to_next(pv) - self.to_next(y);
+        let pair_u = || {
+            let segment = self.own(u);
+            self.join(segment, self.own(x))
+        };
+        let pair_v = || {
+            let segment = self.own(v);
+            self.join(segment, self.own(y))
+        };
+        let delta;
+        if ru == rv {
+            let distance = delta_u + delta_v;
+            if !TIME {
+                delta = distance;
+            } else {
+                if distance >= self.route_penalty[ru] {
+                    return false;
+                }
+                let segment = if self.position[ui] < self.position[vi] {
+                    let with_v = self.join(self.forward[pu as usize], pair_v());
+                    let middle = self.walk(with_v, xx, pv);
+                    let with_u = self.join(middle, pair_u());
+                    self.join(with_u, self.backward[yy as usize])
+                } else {
+                    let with_u = self.join(self.forward[pv as usize], pair_u());
+                    let middle = self.walk(with_u, yy, pu);
+                    let with_v = self.join(middle, pair_v());
+                    self.join(with_v, self.backward[xx as usize])
+                };
+                let used = self.used(ru, self.route_size[ru]);
+                delta = self.cost_of::<TIME>(
+                    self.route_dist[ru] + distance,
+                    self.route_load[ru],
+                    &segment,
+                    used,
+                ) - self.route_cost[ru];
+            }
+        } else {
+            if p.has_fixed
+                && !(p.allowed(u, rv) && p.allowed(x, rv) && p.allowed(v, ru) && p.allowed(y, ru))
+            {
+                return false;
+            }
+            if self.hopeless(ru, rv, delta_u + delta_v) {
+                return false;
+            }
+            let (segment_u, segment_v) = if TIME {
+                let with_v = self.join(self.forward[pu as usize], pair_v());
+                let with_u = self.join(self.forward[pv as usize], pair_u());
+                (
+                    self.join(with_v, self.backward[xx as usize]),
+                    self.join(with_u, self.backward[yy as usize]),
+                )
+            } else {
+                (Segment::default(), Segment::default())
+            };
+            let shift = p.demand[vi] + p.demand[y as usize] - p.demand[ui] - p.demand[x as usize];
+            delta = self.cost_of::<TIME>(
+                self.route_dist[ru] + delta_u,
+                self.route_load[ru] + shift,
+                &segment_u,
+                true,
+            ) + self.cost_of::<TIME>(
+                self.route_dist[rv] + delta_v,
+                self.route_load[rv] - shift,
+                &segment_v,
+                true,
+            ) - self.route_cost[ru]
+                - self.route_cost[rv];
+        }
+        if delta >= 0 {
+            return false;
+        }
+        self.swap_nodes(u, v);
+        self.swap_nodes(x, y);
+        self.applied_to(ru, rv, delta);
+        true
+    }
+
+    /// 2-opt within a route: `u` before `v`, reverses the path from `u`'s successor to `v`.
+    fn two_opt<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        if self.position[ui] >= self.position[vi] {
+            return false;
+        }
+        let x = self.next[ui];
+        if x == v {
+            return false;
+        }
+        let y = self.next[vi];
+        let route = self.route_of[ui] as usize;
+        let (xi, yi) = (x as usize, y as usize);
+        let distance = self.d(u, v) + self.d(x, y) - self.to_next(u) - self.to_next(v)
+            + (self.cum_back[vi] - self.cum_back[xi])
+            - (self.cum_dist[vi] - self.cum_dist[xi]);
+        let delta = if !TIME {
+            distance
+        } else {
+            if distance >= self.route_penalty[route] {
+                return false;
+            }
+            let reversed = self.walk_back(self.forward[ui], v, x);
+            let segment = self.join(reversed, self.backward[yi]);
+            let used = self.used(route, self.route_size[route]);
+            self.cost_of::<TIME>(
+                self.route_dist[route] + distance,
+                self.route_load[route],
+                &segment,
+                used,
+            ) - self.route_cost[route]
+        };
+        if delta >= 0 {
+            return false;
+        }
+        // Reverse x..v in place: collect, then relink the whole route.
+        let mut clients = std::mem::take(&mut self.scratch_a);
+        clients.clear();
+        let start = self.start_node(route);
+        self.collect(self.next[start as usize], u, false, &mut clients);
+        self.collect(v, x, true, &mut clients);
+        if !self.is_depot(y) {
+            let last = self.prev[self.end_node(route) as usize];
+            self.collect(y, last, false, &mut clients);
+        }
+        self.relink(route, &clients);
+        self.scratch_a = clients;
+        self.applied_to(route, route, delta);
+        true
+    }
+
+    /// 2-opt* between routes: `u`'s route keeps its start to `u` and takes `v`'s tail after
+    /// `v`; `v`'s route keeps its start to `v` and takes `u`'s tail.
+    fn two_opt_star<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        if ru == rv {
+            return false;
+        }
+        let (x, y) = (self.next[ui], self.next[vi]);
+        let (xi, yi) = (x as usize, y as usize);
+        let p = self.p;
+        if p.has_fixed && (self.fixed_after[xi] > 0 || self.fixed_after[yi] > 0) {
+            return false;
+        }
+        let new_dist_u = self.cum_dist[ui] + self.d(u, y) + self.route_dist[rv] - self.cum_dist[yi];
+        let new_dist_v = self.cum_dist[vi] + self.d(v, x) + self.route_dist[ru] - self.cum_dist[xi];
+        let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+        let new_size_u = self.position[ui] + size_v - self.position[vi];
+        let new_size_v = self.position[vi] + size_u - self.position[ui];
+        let fixed =
+            self.fixed_delta(ru, size_u, new_size_u) + self.fixed_delta(rv, size_v, new_size_v);
+        let distance = new_dist_u + new_dist_v - self.route_dist[ru] - self.route_dist[rv];
+        if self.hopeless(ru, rv, distance + fixed) {
+            return false;
+        }
+        let (segment_u, segment_v) = if TIME {
+            (
+                self.join(self.forward[ui], self.backward[yi]),
+                self.join(self.forward[vi], self.backward[xi]),
+            )
+        } else {
+            (Segment::default(), Segment::default())
+        };
+        let load_u = self.cum_load[ui] + self.route_load[rv] - self.cum_load[vi];
+        let load_v = self.cum_load[vi] + self.route_load[ru] - self.cum_load[ui];
+        let delta = self.cost_of::<TIME>(new_dist_u, load_u, &segment_u, self.used(ru, new_size_u))
+            + self.cost_of::<TIME>(new_dist_v, load_v, &segment_v, self.used(rv, new_size_v))
+            - self.route_cost[ru]
+            - self.route_cost[rv];
+        if delta >= 0 {
+            return false;
+        }
+        let mut clients_u = std::mem::take(&mut self.scratch_a);
+        let mut clients_v = std::mem::take(&mut self.scratch_b);
+        clients_u.clear();
+        clients_v.clear();
+        let (start_u, start_v) = (self.start_node(ru), self.start_node(rv));
+        let (last_u, last_v) = (
+            self.prev[self.end_node(ru) as usize],
+            self.prev[self.end_node(rv) as usize],
+        );
+        if u != start_u {
+            self.collect(self.next[start_u as usize], u, false, &mut clients_u);
+        }
+        self.collect(y, last_v, false, &mut clients_u);
+        if v != start_v {
+            self.collect(self.next[start_v as usize], v, false, &mut clients_v);
+        }
+        self.collect(x, last_u, false, &mut clients_v);
+        self.relink(ru, &clients_u);
+        self.relink(rv, &clients_v);
+        self.scratch_a = clients_u;
+        self.scratch_b = clients_v;
+        self.applied_to(ru, rv, delta);
+        true
+    }
+
+    /// 2-opt* with reversal (untimed only): `u`'s route becomes its start to `u`, then `v`
+    /// back to `v`'s route start; `v`'s route becomes `u`'s route's end back to `u`'s
+    /// successor, then the rest of `v`'s route.
+    fn two_opt_star_reversed(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let p = self.p;
+        if ru == rv || p.has_prefix(ru) || p.has_prefix(rv) {
+            return false;
+        }
+        let (x, y) = (self.next[ui], self.next[vi]);
+        let (xi, yi) = (x as usize, y as usize);
+        if p.has_fixed {
+            let (start_u, start_v) = (self.start_node(ru) as usize, self.start_node(rv) as usize);
+            let fixed_u = self.fixed_after[self.next[start_u] as usize];
+            let fixed_v = self.fixed_after[self.next[start_v] as usize];
+            if fixed_u > 0 || fixed_v > 0 {
+                return false;
+            }
+        }
+        let (end_u, end_v) = (self.end_node(ru) as usize, self.end_node(rv) as usize);
+        let new_dist_u = self.cum_dist[ui] + self.d(u, v) + self.cum_back[vi];
+        let new_dist_v = (self.cum_back[end_u] - self.cum_back[xi])
+            + self.d(x, y)
+            + (self.route_dist[rv] - self.cum_dist[yi]);
+        let _ = end_v;
+        let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+        let new_size_u = self.position[ui] + self.position[vi];
+        let new_size_v = (size_u - self.position[ui]) + (size_v - self.position[vi]);
+        let fixed =
+            self.fixed_delta(ru, size_u, new_size_u) + self.fixed_delta(rv, size_v, new_size_v);
+        let distance = new_dist_u + new_dist_v - self.route_dist[ru] - self.route_dist[rv];
+        if self.hopeless(ru, rv, distance + fixed) {
+            return false;
+        }
+        let load_u = self.cum_load[ui] + self.cum_load[vi];
+        let load_v =
+            self.route_load[ru] - self.cum_load[ui] + self.route_load[rv] - self.cum_load[vi];
+        let none = Segment::default();
+        let delta = self.cost_of::<false>(new_dist_u, load_u, &none, self.used(ru, new_size_u))
+            + self.cost_of::<false>(new_dist_v, load_v, &none, self.used(rv, new_size_v))
+            - self.route_cost[ru]
+            - self.route_cost[rv];
+        if delta >= 0 {
+            return false;
+        }
+        let mut clients_u = std::mem::take(&mut self.scratch_a);
+        let mut clients_v = std::mem::take(&mut self.scratch_b);
+        clients_u.clear();
+        clients_v.clear();
+        let (start_u, start_v) = (self.start_node(ru), self.start_node(rv));
+        let (last_u, last_v) = (self.prev[end_u], self.prev[self.end_node(rv) as usize]);
+        self.collect(self.next[start_u as usize], u, false, &mut clients_u);
+        if v != start_v {
+            self.collect(v, self.next[start_v as usize], true, &mut clients_u);
+        }
+        if !self.is_depot(x) {
+            self.collect(last_u, x, true, &mut clients_v);
+        }
+        if !self.is_depot(y) {
+            self.collect(y, last_v, false, &mut clients_v);
+        }
+        self.relink(ru, &clients_u);
+        self.relink(rv, &clients_v);
+        self.scratch_a = clients_u;
+        self.scratch_b = clients_v;
+        self.applied_to(ru, rv, delta);
+        true
+    }
+}
