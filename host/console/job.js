@@ -139,7 +139,8 @@ export function jobPage(id) {
       const declared = problem.output_schema?.['x-caseload-view'];
       if (!declared || left) return;
       const readInput = async () => {
-        const input = await get(`${path}/input`, { raw: true, signal: leaving.signal });
+        // Decoded: a dataset in any format comes as its use case's JSON input.
+        const input = await get(`${path}/input?decoded=true`, { raw: true, signal: leaving.signal });
         return { text: await input.text(), mediaType: input.headers.get('content-type') ?? '' };
       };
       const drawing = await drawView(declared, result, readInput);

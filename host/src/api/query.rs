@@ -29,6 +29,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
     match (path, method) {
         ("/job/{job_id}", &Method::GET) => &["wait", "status"],
         ("/job/{job_id}/output", &Method::GET) => &["wait"],
+        ("/job/{job_id}/input", &Method::GET) => &["decoded"],
         ("/jobs", &Method::GET) => JOBS_PARAMETERS,
         ("/data_file", &Method::POST) => &["filename", "project"],
         ("/plugin_events", &Method::GET) => &["after"],
