@@ -13,6 +13,7 @@ use std::process::Command;
 const BUILT_IN: &[(&str, &str)] = &[
     ("caseload-maxcut", "caseload_maxcut"),
     ("caseload-qubo", "caseload_qubo"),
+    ("caseload-vrp", "caseload_vrp"),
 ];
 const TEST_GUESTS: &[&str] = &["caseload-guest-runaway"];
 /// The hot-reload guest's builds: (cargo features, suffix of the copied artifact).

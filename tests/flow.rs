@@ -273,7 +273,7 @@ async fn other_users_jobs_and_unknown_ids_are_not_found() {
         .iter()
         .map(|problem| problem["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["maxcut", "qubo"], "{problems}");
+    assert_eq!(names, ["maxcut", "qubo", "vrp"], "{problems}");
     for problem in problems.as_array().unwrap() {
         for field in ["version", "description", "digest", "loaded_at"] {
             assert!(problem[field].is_string(), "{field}: {problem}");
@@ -422,8 +422,8 @@ async fn openapi_metrics_and_unknown_routes() {
         sample("caseload_claims_total").is_some_and(|claims| claims >= 1.0),
         "{metrics}"
     );
-    // The built-in use cases: max-cut and QUBO.
-    assert_eq!(sample("caseload_plugins_loaded"), Some(2.0), "{metrics}");
+    // The built-in use cases: max-cut, QUBO and routing.
+    assert_eq!(sample("caseload_plugins_loaded"), Some(3.0), "{metrics}");
     // Histograms: the launch's answer by its route's pattern, the job's wait and its run.
     assert_eq!(
         sample(

@@ -42,6 +42,7 @@ mod service;
 mod support;
 mod telemetry;
 mod validation;
+mod vrp;
 mod waiting;
 mod warm_start;
 mod webhooks;

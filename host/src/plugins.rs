@@ -43,6 +43,8 @@ use crate::store::{Catalog, StoredVersion};
 pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm"));
 /// The QUBO / Ising component, built from `plugins/qubo` by `build.rs`.
 pub const QUBO_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_qubo.wasm"));
+/// The vehicle routing component (CVRP, VRPTW), built from `plugins/vrp` by `build.rs`.
+pub const VRP_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_vrp.wasm"));
 
 /// How many plugin files load at once, at start and on reload, so that a file whose
 /// `describe` runs to its deadline holds back one loader, not the files beside it. Each load
@@ -199,7 +201,7 @@ impl PluginRegistry {
 
     /// Loads the plugins embedded in the binary.
     pub fn load_built_ins(&self) -> Result<(), PluginError> {
-        for wasm in [MAXCUT_WASM, QUBO_WASM] {
+        for wasm in [MAXCUT_WASM, QUBO_WASM, VRP_WASM] {
             let plugin = Arc::new(self.load(wasm, PluginSource::BuiltIn)?);
             let mut sources = self.lock_sources();
             sources

@@ -7,6 +7,7 @@
 //! "x-caseload-view": {"kind": "bars", "values": {"input": "/numbers"}, "groups": "/sides"}
 //! "x-caseload-view": {"kind": "table", "rows": {"input": "/items"}, "marked": "/chosen"}
 //! "x-caseload-view": {"kind": "tour", "points": {"input": "/cities"}, "order": "/tour"}
+//! "x-caseload-view": {"kind": "routes", "instance": {"input": ""}, "routes": "/routes", "value": "/cost"}
 //! ```
 //!
 //! Each place is a JSON pointer into the output, or `{"input": pointer}` into the job's input.
@@ -20,7 +21,11 @@
 //! - `table`: an array of objects or arrays as a table (`rows`), the rows at the indices in
 //!   `marked` highlighted;
 //! - `tour`: points `[x, y]` (`points`) joined in `order` (a closed tour of indices) or along
-//!   `routes` (an array of such paths).
+//!   `routes` (an array of such paths);
+//! - `routes`: vehicle routes from a depot (`routes`: `[{clients: [ids], load, distance,
+//!   duration, arrivals, waits}]`) over an instance in the routing use case's input form
+//!   (`instance`: a depot and clients with ids, `x`/`y` and time windows): drawn on the plane
+//!   when the instance has coordinates, and as a timeline per vehicle when it has times.
 //!
 //! Every kind takes `value`: the number its caption states (the objective, usually).
 
@@ -36,6 +41,7 @@ pub const KINDS: &[(&str, &[&str], &[&str])] = &[
     ("bars", &["values"], &["labels", "groups", "value"]),
     ("table", &["rows"], &["marked", "value"]),
     ("tour", &["points"], &["order", "routes", "value"]),
+    ("routes", &["instance", "routes"], &["value"]),
 ];
 
 /// Where a view's data is.
