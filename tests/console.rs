@@ -109,3 +109,44 @@ async fn the_console_works_in_a_real_browser() {
     assert!(output.status.success(), "{report}");
     assert!(report.contains("console: every step passed"), "{report}");
 }
+
+#[tokio::test]
+#[ignore = "needs chromium and chromedriver (Debian), selenium (PyPI) and axe-core (npm): \
+            set CASELOAD_PYTHON, CASELOAD_CHROMEDRIVER and CASELOAD_AXE; CI runs it"]
+async fn the_routing_pictures_work_in_a_real_browser() {
+    let python = std::env::var("CASELOAD_PYTHON").expect("set CASELOAD_PYTHON to run this test");
+    let chromedriver =
+        std::env::var("CASELOAD_CHROMEDRIVER").expect("set CASELOAD_CHROMEDRIVER to run this test");
+    let axe = std::env::var("CASELOAD_AXE").expect("set CASELOAD_AXE to run this test");
+    let server = TestServer::start();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/console/routes.py");
+    let c101 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../plugins/vrp/tests/data/C101.txt"
+    );
+    let mut command = Command::new(&python);
+    command
+        .arg(script)
+        .env("CASELOAD_URL", &server.base_url)
+        .env("CASELOAD_USERNAME", "admin")
+        .env("CASELOAD_PASSWORD", ADMIN_PASSWORD)
+        .env("CASELOAD_C101", c101)
+        .env("CASELOAD_CHROMEDRIVER", chromedriver)
+        .env("CASELOAD_AXE", axe)
+        .env("TZ", "Asia/Tokyo")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let output = tokio::task::spawn_blocking(move || {
+        command
+            .output()
+            .unwrap_or_else(|error| panic!("cannot start {python}: {error}"))
+    })
+    .await
+    .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{report}");
+    assert!(report.contains("routes: every step passed"), "{report}");
+}

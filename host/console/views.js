@@ -5,6 +5,7 @@
 
 import { h } from './dom.js';
 import { maxCutPicture, parseGraph, quboPicture } from './picture.js';
+import { routesPicture } from './routes.js';
 
 const GROUP_COLORS = ['#1f6feb', '#d9480f', '#2f9e44', '#7048e8', '#e8590c', '#0c8599'];
 // Tables longer than this show their first rows only.
@@ -53,6 +54,7 @@ export async function drawView(view, output, input) {
     case 'bars': return bars(place('values'), place('labels'), place('groups'), place('value'));
     case 'table': return table(place('rows'), place('marked'), place('value'));
     case 'tour': return tour(place('points'), place('order'), place('routes'), place('value'));
+    case 'routes': return routesPicture(place('instance'), output, place('value'));
     default: return null;
   }
 }

@@ -65,6 +65,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../console/views.js"),
     ),
     (
+        "routes.js",
+        JAVASCRIPT,
+        include_bytes!("../../console/routes.js"),
+    ),
+    (
         "experiments.js",
         JAVASCRIPT,
         include_bytes!("../../console/experiments.js"),
