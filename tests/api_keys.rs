@@ -409,7 +409,10 @@ async fn a_key_makes_no_key_that_outlives_or_outreaches_it() {
     );
     // Bob's key still works.
     assert_eq!(
-        server.get(bobs["key"].as_str().unwrap(), "/jobs").await.status(),
+        server
+            .get(bobs["key"].as_str().unwrap(), "/jobs")
+            .await
+            .status(),
         StatusCode::OK
     );
 }
@@ -424,7 +427,9 @@ async fn a_webhook_secret_s_rotation_is_audited() {
         .json()
         .await
         .unwrap();
-    let rotated = server.post_json(&admin, "/webhook_secret", &json!({})).await;
+    let rotated = server
+        .post_json(&admin, "/webhook_secret", &json!({}))
+        .await;
     assert_eq!(rotated.status(), StatusCode::OK);
     let rotated: Value = rotated.json().await.unwrap();
     assert_ne!(first["secret"], rotated["secret"]);
@@ -433,7 +438,9 @@ async fn a_webhook_secret_s_rotation_is_audited() {
     assert_eq!(events[0]["target"], "user admin");
     // The secret itself is in no entry.
     assert!(
-        !events[0].to_string().contains(rotated["secret"].as_str().unwrap()),
+        !events[0]
+            .to_string()
+            .contains(rotated["secret"].as_str().unwrap()),
         "{}",
         events[0]
     );

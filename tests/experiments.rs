@@ -573,7 +573,10 @@ async fn a_gated_publish_whose_client_hangs_up_is_stored_and_audited() {
         .timeout(Duration::from_secs(3))
         .send()
         .await;
-    assert!(hung_up.is_err(), "the gate answered within 3 s: {hung_up:?}");
+    assert!(
+        hung_up.is_err(),
+        "the gate answered within 3 s: {hung_up:?}"
+    );
     // Stored, and audited with it.
     let started = Instant::now();
     loop {

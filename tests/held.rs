@@ -219,7 +219,10 @@ async fn streams_and_long_polls_end_when_their_key_is_revoked_or_expires() {
     let key = created["key"].as_str().unwrap();
     let (stream, poll) = hold_both(&server, key, &job).await;
     let revoked = server
-        .delete(&admin, &format!("/api_keys/{}", created["id"].as_str().unwrap()))
+        .delete(
+            &admin,
+            &format!("/api_keys/{}", created["id"].as_str().unwrap()),
+        )
         .await;
     assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
     // The bound of every key check (2 s of cache, a check each second), far below the

@@ -919,12 +919,16 @@ async fn versions_outside_semantic_versioning_are_refused() {
         let problem = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
         let detail = problem["detail"].as_str().unwrap();
         assert!(
-            detail.contains("semantic version") && !detail.contains('\n') && !detail.contains('\u{1b}'),
+            detail.contains("semantic version")
+                && !detail.contains('\n')
+                && !detail.contains('\u{1b}'),
             "{version:?}: {problem}"
         );
     }
     // A version of the grammar, pre-release and all, is taken.
-    let taken = server.publish_raw(&admin, "", &versioned_as(b"9.0.0-rc1")).await;
+    let taken = server
+        .publish_raw(&admin, "", &versioned_as(b"9.0.0-rc1"))
+        .await;
     assert_eq!(taken.status(), StatusCode::CREATED);
 }
 

@@ -83,7 +83,9 @@ async fn create(
             .update_user(name, &UserChange::Role(role))
             .await?;
     }
-    record_by(&state, &admin,
+    record_by(
+        &state,
+        &admin,
         "user.created",
         name,
         json!({"role": role.as_str()}),
@@ -215,7 +217,9 @@ async fn change(
             Err(error) => return Err(error.into()),
         }
     }
-    record_by(&state, &admin,
+    record_by(
+        &state,
+        &admin,
         "user.changed",
         &username,
         Value::Object(detail),
@@ -240,12 +244,7 @@ async fn remove(
         Err(StoreError::Conflict(why)) => return Err(ApiError::Conflict(why)),
         Err(error) => return Err(error.into()),
     }
-    record_by(&state, &admin,
-        "user.deleted",
-        &username,
-        json!({}),
-    )
-    .await?;
+    record_by(&state, &admin, "user.deleted", &username, json!({})).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

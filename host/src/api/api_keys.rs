@@ -259,7 +259,14 @@ async fn revoke(
     let owner = (!user.admin || bound.is_some()).then_some(user.id.as_str());
     if state.store.revoke_api_key(id, owner).await? {
         state.api_keys.forget(id);
-        record_by(&state, &user, "api_key.revoked", &format!("cl_{id}"), json!({})).await?;
+        record_by(
+            &state,
+            &user,
+            "api_key.revoked",
+            &format!("cl_{id}"),
+            json!({}),
+        )
+        .await?;
         tracing::info!(key = %format!("cl_{id}"), user = %user.username, "API key revoked");
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -44,7 +44,14 @@ pub async fn record_by(
     target: &str,
     detail: Value,
 ) -> Result<(), ApiError> {
-    record(state, &user.username, action, target, with_key(user, detail)).await
+    record(
+        state,
+        &user.username,
+        action,
+        target,
+        with_key(user, detail),
+    )
+    .await
 }
 
 /// The entry `user` doing `action` now makes, for a change that writes it in its own

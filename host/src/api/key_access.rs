@@ -74,11 +74,7 @@ impl KeyCache {
 
     /// Whether the key is still accepted (not revoked, not expired), read as
     /// [`check`](Self::check) reads it: a request held open with it asks again now and then.
-    pub async fn still_valid(
-        &self,
-        store: &Arc<dyn JobStore>,
-        id: &str,
-    ) -> Result<bool, ApiError> {
+    pub async fn still_valid(&self, store: &Arc<dyn JobStore>, id: &str) -> Result<bool, ApiError> {
         let record = match self.fresh(id) {
             Some(record) => record,
             None => {

@@ -467,7 +467,13 @@ async fn set_current(
         )));
     }
     let target = format!("{} {}", plugin.info.name, plugin.info.version);
-    let actor = registry_actor(&state, &user, "plugin.promoted", &target, serde_json::json!({}));
+    let actor = registry_actor(
+        &state,
+        &user,
+        "plugin.promoted",
+        &target,
+        serde_json::json!({}),
+    );
     let previous = state
         .store
         .set_current_version(&plugin.info.name, &plugin.info.version, &actor)
@@ -525,7 +531,13 @@ async fn retire(
         )));
     }
     let target = format!("{name} {}", entry.version);
-    let actor = registry_actor(&state, &user, "plugin.retired", &target, serde_json::json!({}));
+    let actor = registry_actor(
+        &state,
+        &user,
+        "plugin.retired",
+        &target,
+        serde_json::json!({}),
+    );
     if !state
         .store
         .retire_version(&name, &entry.version, &actor)

@@ -168,7 +168,9 @@ async fn create(
         }
         Err(error) => return Err(error.into()),
     };
-    record_by(&state, &admin,
+    record_by(
+        &state,
+        &admin,
         "project.created",
         &project.id,
         json!({"name": name}),
@@ -205,7 +207,9 @@ async fn set_quota(
     let project = find(&state, &project_id).await?;
     let detail_json =
         json!({"project": project.name, "max_pending_jobs": request.max_pending_jobs});
-    record_by(&state, &admin,
+    record_by(
+        &state,
+        &admin,
         "project.quota_set",
         &project_id,
         detail_json,
@@ -253,7 +257,9 @@ async fn set_member(
         return Err(no_project(&project_id));
     }
     let detail_json = json!({"project": project.name, "username": username, "role": role.as_str()});
-    record_by(&state, &admin,
+    record_by(
+        &state,
+        &admin,
         "project.member_set",
         &project_id,
         detail_json,
@@ -284,7 +290,9 @@ async fn remove_member(
         )));
     }
     let detail_json = json!({"project": project.name, "username": username});
-    record_by(&state, &admin,
+    record_by(
+        &state,
+        &admin,
         "project.member_removed",
         &project_id,
         detail_json,
@@ -305,7 +313,9 @@ async fn remove(
         Err(StoreError::Conflict(why)) => return Err(ApiError::Conflict(why)),
         Err(error) => return Err(error.into()),
     }
-    record_by(&state, &admin,
+    record_by(
+        &state,
+        &admin,
         "project.deleted",
         &project_id,
         json!({"name": project.name}),
