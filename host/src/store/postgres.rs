@@ -235,7 +235,7 @@ fn claim(condition: &str) -> String {
              SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
                  counted_claim = lease_token + 1, lease_expires_at = $1
              FROM picked WHERE jobs.id = picked.picked_id
-             RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of),
+             RETURNING id, owner_id, COALESCE(project_id, owner_id) AS project_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of),
          counted AS (
              SELECT COUNT(add_user_counts(owner_id, -jobs, 0, 0)) AS calls
              FROM (SELECT owner_id, COUNT(*) AS jobs FROM claimed GROUP BY owner_id) AS owners)
@@ -423,20 +423,6 @@ async fn notify_changes(
     Ok(())
 }
 
-/// Reads a notification of [`CHANGES_CHANNEL`].
-fn parse_changes(payload: &str) -> Vec<JobChange> {
-    payload
-        .lines()
-        .filter_map(|line| {
-            let (owner_id, job_id) = line.split_once(' ')?;
-            Some(JobChange {
-                owner_id: owner_id.to_owned(),
-                job_id: job_id.to_owned(),
-            })
-        })
-        .collect()
-}
-
 /// Writes each batch in one transaction on one pooled connection, and has its notices sent
 /// once it committed.
 pub(super) struct PostgresWriter {
@@ -619,6 +605,7 @@ impl Backend for PostgresStore {
                 Ok(JobChange {
                     owner_id: row.text("owner_id")?,
                     job_id: row.text("id")?,
+                    project_id: row.text("project_id")?,
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -724,7 +711,9 @@ async fn listen(
                 Some(job_id) => events.finish_requested(job_id),
                 None => events.cancel_requested(notification.payload()),
             },
-            CHANGES_CHANNEL => events.jobs_changed(&parse_changes(notification.payload())),
+            CHANGES_CHANNEL => {
+                events.jobs_changed(&postgres_notices::parse_payload(notification.payload()))
+            }
             PLUGINS_CHANNEL => events.plugins_changed(),
             REPLICAS_CHANNEL => reported.notify_one(),
             _ => events.jobs_pending(),
