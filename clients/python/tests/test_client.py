@@ -281,3 +281,29 @@ def test_the_async_client_launches_waits_and_reads_with_a_key(client):
                 raise AssertionError("an unknown job is a NotFound")
 
     asyncio.run(scenario())
+
+
+def test_a_quota_s_429_is_raised_at_once(make_user):
+    from caseload import AsyncClient, QuotaExceeded
+
+    name, password = make_user(quotas={"pending_jobs": 0, "dataset_bytes": None,
+                                       "output_bytes": None})
+    with Client(os.environ["CASELOAD_URL"], name, password) as limited:
+        started = time.monotonic()
+        with pytest.raises(QuotaExceeded) as raised:
+            limited.submit("maxcut", TRIANGLE)
+        # No retry: a quota does not free itself while the client backs off.
+        assert time.monotonic() - started < 1.0
+    assert raised.value.status == 429 and "quota" in raised.value.type
+
+    async def launch_async():
+        async with AsyncClient(os.environ["CASELOAD_URL"]) as session:
+            await session.login(name, password)
+            started = time.monotonic()
+            with pytest.raises(QuotaExceeded):
+                await session.submit("maxcut", TRIANGLE)
+            assert time.monotonic() - started < 1.0
+
+    import asyncio
+
+    asyncio.run(launch_async())

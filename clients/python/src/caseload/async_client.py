@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .client import MAX_WAIT, RETRY_STATUSES, _backoff, _error, _problem_path, _retry_after, _segment
+from .client import MAX_WAIT, _backoff, _error, _problem_path, _retry_after, _retryable, _segment
 from .types import Event, Incumbent, JobStatus, JobSummary
 
 
@@ -175,7 +175,7 @@ class AsyncClient:
                     raise
                 await asyncio.sleep(_backoff(attempt))
                 continue
-            if response.status_code in RETRY_STATUSES and retry and attempt <= self._retries:
+            if retry and attempt <= self._retries and _retryable(response):
                 await asyncio.sleep(_retry_after(response) or _backoff(attempt))
                 continue
             if response.status_code >= 400:

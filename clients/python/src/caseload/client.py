@@ -30,7 +30,8 @@ T = TypeVar("T")
 #: The longest a single long-poll is held by the server.
 MAX_WAIT = 60.0
 
-#: Statuses worth another try: the server is busy, restarting, or behind a proxy that is.
+#: Statuses worth another try: the server is busy, restarting, or behind a proxy that is. A
+#: 429 at a quota is not among them (`_retryable`): a quota does not free itself.
 RETRY_STATUSES = (429, 502, 503, 504)
 
 
@@ -485,7 +486,7 @@ class Client:
                 relogged = True
                 self.login(*self._credentials)
                 continue
-            if response.status_code in RETRY_STATUSES and retry and attempt <= self._retries:
+            if retry and attempt <= self._retries and _retryable(response):
                 time.sleep(_retry_after(response) or _backoff(attempt))
                 continue
             if response.status_code >= 400:
@@ -515,13 +516,24 @@ def _instant(value: int | datetime) -> int | str:
     return value
 
 
-def _error(response: httpx.Response) -> ApiError:
+def _retryable(response: httpx.Response) -> bool:
+    """Whether an answer is worth another try: a 429 for too many attempts is, a 429 at a
+    quota is not (pending jobs, held requests: waiting a few seconds frees nothing)."""
+    if response.status_code not in RETRY_STATUSES:
+        return False
+    return response.status_code != 429 or "quota" not in str(_problem(response).get("type", ""))
+
+
+def _problem(response: httpx.Response) -> dict[str, Any]:
     try:
         problem = response.json()
     except ValueError:
         problem = {"title": response.reason_phrase, "detail": response.text}
-    problem = problem if isinstance(problem, dict) else {}
-    return error_for(response.status_code, problem, _retry_after(response))
+    return problem if isinstance(problem, dict) else {}
+
+
+def _error(response: httpx.Response) -> ApiError:
+    return error_for(response.status_code, _problem(response), _retry_after(response))
 
 
 def _retry_after(response: httpx.Response) -> float | None:
