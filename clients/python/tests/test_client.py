@@ -307,3 +307,22 @@ def test_a_quota_s_429_is_raised_at_once(make_user):
     import asyncio
 
     asyncio.run(launch_async())
+
+
+def test_every_error_carries_the_request_id_the_server_answered_under(client):
+    import asyncio
+
+    from caseload import AsyncClient, NotFound
+
+    with pytest.raises(NotFound) as raised:
+        client.job("no-such-job")
+    request_id = raised.value.request_id
+    assert request_id and request_id in str(raised.value)
+
+    async def read_async():
+        async with AsyncClient(os.environ["CASELOAD_URL"], token=client._token) as session:
+            with pytest.raises(NotFound) as raised:
+                await session.job("no-such-job")
+        assert raised.value.request_id and raised.value.request_id != request_id
+
+    asyncio.run(read_async())

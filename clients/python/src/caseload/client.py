@@ -533,7 +533,8 @@ def _problem(response: httpx.Response) -> dict[str, Any]:
 
 
 def _error(response: httpx.Response) -> ApiError:
-    return error_for(response.status_code, _problem(response), _retry_after(response))
+    return error_for(response.status_code, _problem(response), _retry_after(response),
+                     response.headers.get("x-request-id"))
 
 
 def _retry_after(response: httpx.Response) -> float | None:
