@@ -326,3 +326,19 @@ def test_every_error_carries_the_request_id_the_server_answered_under(client):
         assert raised.value.request_id and raised.value.request_id != request_id
 
     asyncio.run(read_async())
+
+
+def test_a_project_s_jobs_and_data_files_are_launched_uploaded_and_listed_there(client, admin_http):
+    project = admin_http.post("/admin/projects", json={"name": f"p{uuid.uuid4().hex[:8]}"}).json()["id"]
+    admin_http.put(f"/admin/projects/{project}/members/admin", json={"role": "member"})
+    stored = client.upload(io.BytesIO(b"3 2\n1 2 1\n2 3 1\n"), media_type="text/plain",
+                           filename="path.txt", project=project)
+    on_file = client.submit("maxcut", data_file=stored["data_file_identifier"], project=project)
+    inline = client.submit("maxcut", TRIANGLE, project=project)
+    batch = client.submit_batch("maxcut", [TRIANGLE], project=project)
+    assert {job.id for job in client.jobs(project=project)} == {on_file, inline, *batch}
+    assert {client.job(job).project for job in (on_file, inline, *batch)} == {project}
+    experiment = client.experiment("maxcut", [TRIANGLE], seeds=[1], project=project)
+    assert [entry["id"] for entry in client.experiments(project=project)] == [experiment]
+    bound = client.create_api_key("bound", ["read"], project=project)
+    assert bound["project"] == project

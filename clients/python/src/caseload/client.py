@@ -99,12 +99,14 @@ class Client:
         options: dict[str, Any] | None = None,
         labels: dict[str, str] | None = None,
         version: str | None = None,
+        project: str | None = None,
         idempotency_key: str | None = None,
     ) -> str:
         """Launches a job of use case `problem` on `input`, or on the uploaded `data_file` (with
         the use case's dataset `parameters`); returns its id once the server committed it.
         `version` (`"1.2.0"` or `"sha256:<hex>"`) pins the component; by default the job runs
-        the use case's current version."""
+        the use case's current version. `project` launches in a shared project the caller is
+        a member of (a key bound to a project launches there without it)."""
         if (input is None) == (data_file is None):
             raise ValueError("give either input or data_file")
         body = dict(input) if input is not None else {"data_file_identifier": data_file,
@@ -114,6 +116,7 @@ class Client:
         if labels:
             body["labels"] = labels
         response = self._send("POST", _problem_path(problem, version), json=body, retry=True,
+                              params=_project(project),
                               headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
         return response.json()["job"]
 
@@ -123,13 +126,15 @@ class Client:
         bodies: Iterable[dict[str, Any]],
         *,
         version: str | None = None,
+        project: str | None = None,
         idempotency_key: str | None = None,
     ) -> list[str]:
         """Launches up to 100 jobs in one transaction, all or none; each body is a launch body
-        (an input, with `options` and `labels` if wanted), all on `version` if given. Returns
-        their ids in order."""
+        (an input, with `options` and `labels` if wanted), all on `version` if given, in
+        `project` if given. Returns their ids in order."""
         response = self._send("POST", f"{_problem_path(problem, version)}/batch",
                               json={"jobs": list(bodies)},
+                              params=_project(project),
                               retry=True,
                               headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
         return response.json()["jobs"]
@@ -159,16 +164,18 @@ class Client:
         *,
         media_type: str = "application/octet-stream",
         filename: str | None = None,
+        project: str | None = None,
         progress: bool = False,
         chunk_size: int = 1 << 20,
     ) -> dict[str, Any]:
         """Uploads a dataset, streamed from a path or an open binary file; with `progress`, a
-        bar on standard error. Returns the data file's metadata (`data_file_identifier`...)."""
+        bar on standard error; in `project` if given (its members launch on it). Returns the
+        data file's metadata (`data_file_identifier`...)."""
         if isinstance(file, (str, os.PathLike)):
             path = Path(file)
             with path.open("rb") as opened:
                 return self.upload(opened, media_type=media_type, filename=filename or path.name,
-                                   progress=progress, chunk_size=chunk_size)
+                                   project=project, progress=progress, chunk_size=chunk_size)
         total = _size_of(file)
 
         def chunks() -> Iterator[bytes]:
@@ -181,8 +188,8 @@ class Client:
             if progress:
                 sys.stderr.write("\n")
 
-        params = {"filename": filename} if filename else None
-        response = self._send("POST", "/data_file", content=chunks(), params=params,
+        params = {**({"filename": filename} if filename else {}), **(_project(project) or {})}
+        response = self._send("POST", "/data_file", content=chunks(), params=params or None,
                               headers={"Content-Type": media_type}, retry=False)
         return response.json()
 
@@ -239,11 +246,13 @@ class Client:
         since: int | datetime | None = None,
         until: int | datetime | None = None,
         ids: Iterable[str] | None = None,
+        project: str | None = None,
         page_size: int = 100,
     ) -> Iterator[JobSummary]:
-        """The caller's jobs that pass every filter given, newest first, page after page.
-        `since` and `until` bound the creation time: datetimes (a naive one is local time,
-        as Python takes it) or milliseconds since the Unix epoch."""
+        """The caller's jobs (with `project`, every job of that project, whoever launched it)
+        that pass every filter given, newest first, page after page. `since` and `until`
+        bound the creation time: datetimes (a naive one is local time, as Python takes it) or
+        milliseconds since the Unix epoch."""
         params: dict[str, Any] = {"limit": page_size}
         if status:
             params["status"] = status if isinstance(status, str) else ",".join(status)
@@ -257,6 +266,8 @@ class Client:
             params["until"] = _instant(until)
         if ids:
             params["ids"] = ",".join(ids)
+        if project:
+            params["project"] = project
         while True:
             page = self._send("GET", "/jobs", params=params, retry=True).json()
             for entry in page["jobs"]:
@@ -397,10 +408,12 @@ class Client:
         versions: list[str] | None = None,
         seeds: list[int] | None = None,
         options: dict[str, Any] | None = None,
+        project: str | None = None,
     ) -> str:
         """Launches an experiment: each of `versions` (the first the baseline; the current
         version if none) on each input (a job id, a data file id, or an inline input) with
-        each seed, as ordinary jobs. Returns its id; `experiment_status` reads it."""
+        each seed, as ordinary jobs, in `project` if given. Returns its id;
+        `experiment_status` reads it."""
         body: dict[str, Any] = {"problem": problem, "inputs": inputs}
         if versions is not None:
             body["versions"] = versions
@@ -408,7 +421,8 @@ class Client:
             body["seeds"] = seeds
         if options:
             body["options"] = options
-        return self._send("POST", "/experiments", json=body, retry=False).json()["experiment"]
+        return self._send("POST", "/experiments", json=body, params=_project(project),
+                          retry=False).json()["experiment"]
 
     def experiment_status(self, experiment_id: str) -> dict[str, Any]:
         """`GET /experiments/<id>`: `progress`, the `summary` per version against the baseline
@@ -427,12 +441,13 @@ class Client:
                 raise TimeoutError(f"experiment {experiment_id} is not done")
             time.sleep(poll)
 
-    def experiments(self) -> list[dict[str, Any]]:
-        """The caller's experiments, newest first."""
+    def experiments(self, *, project: str | None = None) -> list[dict[str, Any]]:
+        """The caller's experiments (with `project`, that project's), newest first."""
         listed: list[dict[str, Any]] = []
         before = None
         while True:
-            params = {"limit": 200, **({"before": before} if before else {})}
+            params = {"limit": 200, **({"before": before} if before else {}),
+                      **(_project(project) or {})}
             page = self._send("GET", "/experiments", params=params, retry=True).json()
             listed.extend(page["experiments"])
             before = page["next_before"]
@@ -447,12 +462,17 @@ class Client:
     # API keys
 
     def create_api_key(self, name: str, scopes: Iterable[str], *,
-                       expires_at: datetime | None = None) -> dict[str, Any]:
-        """Makes an API key of the caller's: `{key, id, prefix, name, owner, scopes,
-        created_at, expires_at, last_used_at}`. `key` is shown this once."""
+                       expires_at: datetime | None = None,
+                       project: str | None = None) -> dict[str, Any]:
+        """Makes an API key of the caller's: `{key, id, prefix, name, owner, scopes, project,
+        created_at, expires_at, last_used_at}`. `key` is shown this once. With `project`, the
+        key is bound to that project: it launches, uploads and lists there, and reads
+        nothing outside it."""
         body: dict[str, Any] = {"name": name, "scopes": list(scopes)}
         if expires_at is not None:
             body["expires_at"] = expires_at.astimezone(timezone.utc).isoformat()
+        if project is not None:
+            body["project"] = project
         return self._send("POST", "/api_keys", json=body, retry=False).json()
 
     def api_keys(self) -> list[dict[str, Any]]:
@@ -498,6 +518,10 @@ def _segment(text: str) -> str:
     """`text` as one segment of a path: '/', '?', '#', '%' and spaces escaped; '@' and ':' kept
     readable (`versioned@sha256:...`), as the API reads them either way."""
     return urllib.parse.quote(text, safe="@:")
+
+
+def _project(project: str | None) -> dict[str, str] | None:
+    return {"project": project} if project else None
 
 
 def _problem_path(problem: str, version: str | None) -> str:
