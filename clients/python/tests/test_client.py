@@ -360,3 +360,43 @@ def test_an_expired_token_is_replaced_by_a_new_login(connect, make_user, admin_h
         session.api_keys()
         assert time.monotonic() < deadline, "the client never logged in again"
         time.sleep(0.1)
+
+
+def test_a_teammate_s_jobs_are_waited_for_on_their_project_s_feed(connect, make_user,
+                                                                   make_project):
+    teammate, teammates_password = make_user()
+    me, my_password = make_user()
+    project = make_project({teammate: "member", me: "viewer"})
+    theirs = connect(teammate, teammates_password)
+    mine = connect(me, my_password)
+    quick = theirs.submit("maxcut", TRIANGLE, project=project)
+    slower = theirs.submit("maxcut", complete_graph(30), options={"time_limit_s": 1},
+                           project=project)
+    ended = mine.wait_all([quick, slower], timeout=60)
+    assert set(ended) == {quick, slower}
+    assert {job.status for job in ended.values()} == {"COMPLETED"}
+
+    # A key bound to the project, the pattern of a CI step, waits on the same feed.
+    key = mine.create_api_key("ci", ["read"], project=project)["key"]
+    bound = connect(api_key=key)
+    later = [theirs.submit("maxcut", complete_graph(30), options={"time_limit_s": 1, "seed": seed},
+                           project=project) for seed in range(2)]
+    assert {job.id for job in bound.as_completed(later, timeout=60)} == set(later)
+    # Ended already: found by the key's listing of its project, without a stream.
+    assert set(bound.wait_all(later + [quick], timeout=60)) == {*later, quick}
+
+
+def test_waiting_for_many_jobs_gives_up_at_its_timeout(client):
+    from caseload import WaitTimedOut
+
+    quick = client.submit("maxcut", TRIANGLE)
+    client.wait(quick, timeout=60)
+    long = client.submit("maxcut", complete_graph(60), options={"time_limit_s": 30})
+    started = time.monotonic()
+    with pytest.raises(WaitTimedOut) as raised:
+        client.wait_all([quick, long], timeout=1.5)
+    waited = time.monotonic() - started
+    assert 1.5 <= waited < 4, waited
+    assert raised.value.waiting == [long] and list(raised.value.ended) == [quick]
+    assert isinstance(raised.value, TimeoutError)
+    client.cancel(long)

@@ -27,8 +27,8 @@ from typing import Any, BinaryIO, Generic, TypeVar
 
 import httpx
 
-from .errors import ApiError, error_for
-from .types import Event, Incumbent, JobStatus, JobSummary, PluginVersion
+from .errors import ApiError, WaitTimedOut, error_for
+from .types import ENDED, Event, Incumbent, JobStatus, JobSummary, PluginVersion
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ RETRY_STATUSES = (429, 502, 503, 504)
 #: The most ids one `GET /jobs?ids=` names.
 IDS_PER_PAGE = 100
 
-#: How far before its first read `as_completed` has its stream replay events, so that a
+#: How far before its first read `as_completed` has its streams replay events, so that a
 #: job that ends between the read and the stream's start is not missed.
 REPLAY_MARGIN_MS = 5000
 
@@ -333,16 +333,21 @@ def jobs_page(params: dict[str, Any], before: str | None) -> Call[tuple[list[Job
 
 def events_request(
     job_id: str | None,
+    project: str | None,
     last_event_id: str | None,
     authorization: dict[str, str],
 ) -> dict[str, Any]:
-    """The arguments of `httpx`'s `stream` for an event stream: a job's or the caller's,
-    resumed after `last_event_id` if given."""
+    """The arguments of `httpx`'s `stream` for an event stream: a job's, a project's or
+    the caller's, resumed after `last_event_id` if given."""
     path = f"/job/{_segment(job_id)}/events" if job_id else "/jobs/events"
     headers = {**authorization, "x-request-id": new_request_id()}
     if last_event_id:
         headers["Last-Event-ID"] = last_event_id
-    return {"method": "GET", "url": path, "headers": headers, "timeout": STREAM_TIMEOUT}
+    args: dict[str, Any] = {"method": "GET", "url": path, "headers": headers,
+                            "timeout": STREAM_TIMEOUT}
+    if project and not job_id:
+        args["params"] = {"project": project}
+    return args
 
 
 #: The timeouts of an event stream: the server sends a keep-alive every 15 s, so a stream
@@ -541,7 +546,94 @@ def backoff(attempt: int) -> float:
     return min(0.25 * 2 ** (attempt - 1), 8.0)
 
 
-# Waiting
+# Waiting for many jobs
+
+
+class Completion:
+    """What `as_completed` knows of the jobs it waits for: which ended, and which feed
+    (`GET /jobs/events`, the caller's or with `?project=` a project's) carries each of the
+    rest. A job of the caller's own (or, for a key bound to a project, of its project) is
+    found by `GET /jobs?ids=` and carried by the caller's feed; another's job in a shared
+    project is found by `GET /job/<id>`, then by `GET /jobs?project=&ids=`, and carried by
+    its project's feed."""
+
+    def __init__(self, job_ids: Iterable[str]) -> None:
+        self.waiting: dict[str, str | None] = {job_id: None for job_id in job_ids}
+        self._unlocated = set(self.waiting)
+        self._ended: dict[str, JobSummary] = {}
+        #: Events from a little before the first read are replayed.
+        self.since = str(int(time.time() * 1000) - REPLAY_MARGIN_MS)
+
+    @property
+    def done(self) -> bool:
+        return not self.waiting
+
+    @property
+    def ended(self) -> dict[str, JobSummary]:
+        """The jobs found ended so far, by id."""
+        return dict(self._ended)
+
+    def listings(self, project: str | None = None) -> list[Call[tuple[list[JobSummary], str | None]]]:
+        """The `GET /jobs?ids=` pages that list the jobs not located yet (with `project`:
+        those located in it)."""
+        if project is None:
+            wanted = [job_id for job_id in self.waiting if job_id in self._unlocated]
+        else:
+            wanted = [job_id for job_id, feed in self.waiting.items() if feed == project]
+        return [jobs_page(jobs_query(ids=wanted[start:start + IDS_PER_PAGE],
+                                     page_size=IDS_PER_PAGE, project=project), None)
+                for start in range(0, len(wanted), IDS_PER_PAGE)]
+
+    def listed(self, jobs: list[JobSummary], project: str | None = None) -> list[JobSummary]:
+        """Takes a listing's jobs: located in `project`'s feed (None: the caller's); the
+        ones that ended, to yield."""
+        ended = []
+        for job in jobs:
+            if job.id not in self.waiting:
+                continue
+            self._unlocated.discard(job.id)
+            self.waiting[job.id] = project
+            if job.status in ENDED:
+                ended.append(self._end(job))
+        return ended
+
+    def unlocated(self) -> list[str]:
+        """The jobs no listing of the caller's found: another's, in a project, or none."""
+        return [job_id for job_id in self.waiting if job_id in self._unlocated]
+
+    def locate(self, status: JobStatus) -> str | None:
+        """Takes a job's `GET /job`: its project, whose listing then finds it."""
+        project = status.project or ""
+        self._unlocated.discard(status.id)
+        self.waiting[status.id] = project
+        return project
+
+    def projects(self) -> list[str]:
+        """The projects located jobs are in, each once."""
+        return sorted({feed for feed in self.waiting.values() if feed})
+
+    def feeds(self) -> list[str | None]:
+        """The feeds to follow: None for the caller's, else a project's id."""
+        return sorted(set(self.waiting.values()), key=lambda feed: feed or "")
+
+    def event(self, event: Event) -> JobSummary | None:
+        """Takes an event of a feed; the job it says ended, if one waited for."""
+        if event.event != "status" or not isinstance(event.data, dict):
+            return None
+        if event.data.get("id") not in self.waiting:
+            return None
+        job = JobSummary.from_body(event.data)
+        if job.status not in ENDED:
+            return None
+        return self._end(job)
+
+    def _end(self, job: JobSummary) -> JobSummary:
+        self.waiting.pop(job.id, None)
+        self._ended[job.id] = job
+        return job
+
+    def timed_out(self) -> WaitTimedOut:
+        return WaitTimedOut(self.ended, list(self.waiting))
 
 
 def deadline_of(timeout: float | None) -> float | None:

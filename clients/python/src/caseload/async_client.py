@@ -1,6 +1,6 @@
 """`AsyncClient`: the job API for asyncio programs, on `httpx.AsyncClient`. Every call is
 made in `_core`, which `Client` shares, so the two have the same calls, retries and errors;
-this module sends them with `await`."""
+this module sends them with `await`, and follows streams as tasks."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import httpx
 
 from . import _core as core
-from ._core import MAX_WAIT, Call, EventReader
-from .types import ENDED, Event, JobStatus, JobSummary
+from ._core import MAX_WAIT, Call, Completion, EventReader
+from .types import Event, JobStatus, JobSummary
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -131,44 +131,74 @@ class AsyncClient:
             if before is None:
                 return
 
-    async def as_completed(self, job_ids: Iterable[str]) -> AsyncIterator[JobSummary]:
-        """As `Client.as_completed`: each of the caller's jobs named, once it ended, in the
-        order they end, on one stream of `/jobs/events`."""
-        waiting = dict.fromkeys(job_ids)
-        since = str(int(time.time() * 1000) - core.REPLAY_MARGIN_MS)
-        known = list(waiting)
-        for start in range(0, len(known), core.IDS_PER_PAGE):
-            page = known[start:start + core.IDS_PER_PAGE]
-            async for job in self.jobs(ids=page, page_size=core.IDS_PER_PAGE):
-                if job.id in waiting and job.status in ENDED:
-                    del waiting[job.id]
-                    yield job
-        if not waiting:
+    async def as_completed(self, job_ids: Iterable[str], *,
+                           timeout: float | None = None) -> AsyncIterator[JobSummary]:
+        """As `Client.as_completed`: each job named, once it ended, in the order they end,
+        followed on the caller's and the projects' event streams; `WaitTimedOut` after
+        `timeout` seconds."""
+        completion = Completion(job_ids)
+        deadline = core.deadline_of(timeout)
+        async for ended in self._locate(completion):
+            yield ended
+        if completion.done:
             return
-        # Closed when done, so that its connection is not left open until collected.
-        async with contextlib.aclosing(self.events(last_event_id=since)) as events:
-            async for event in events:
-                if event.event != "status" or event.data.get("id") not in waiting:
+        events: asyncio.Queue[Event] = asyncio.Queue()
+        feeds = {asyncio.create_task(self._follow(feed, completion.since, events))
+                 for feed in completion.feeds()}
+        try:
+            while not completion.done:
+                getting = asyncio.ensure_future(events.get())
+                done, _ = await asyncio.wait({getting, *feeds}, timeout=core.left(deadline),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                for feed in done - {getting}:
+                    # A stream that failed for good: its error is the caller's.
+                    feeds.discard(feed)
+                    feed.result()
+                if getting not in done:
+                    getting.cancel()
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise completion.timed_out()
                     continue
-                job = JobSummary.from_body(event.data)
-                if job.status not in ENDED:
-                    continue
-                del waiting[job.id]
-                yield job
-                if not waiting:
-                    return
+                ended = completion.event(getting.result())
+                if ended is not None:
+                    yield ended
+        finally:
+            for feed in feeds:
+                feed.cancel()
+            await asyncio.gather(*feeds, return_exceptions=True)
 
-    async def wait_all(self, job_ids: Iterable[str]) -> dict[str, JobSummary]:
+    async def wait_all(self, job_ids: Iterable[str], *,
+                       timeout: float | None = None) -> dict[str, JobSummary]:
         """As `Client.wait_all`: every job named once it ended, by id."""
-        return {job.id: job async for job in self.as_completed(job_ids)}
+        return {job.id: job async for job in self.as_completed(job_ids, timeout=timeout)}
 
-    async def events(self, job_id: str | None = None, *,
+    async def _locate(self, completion: Completion) -> AsyncIterator[JobSummary]:
+        """Reads where each job is and yields those that ended already."""
+        for page in completion.listings():
+            jobs, _ = await self._run(page)
+            for ended in completion.listed(jobs):
+                yield ended
+        for job_id in completion.unlocated():
+            completion.locate(await self._run(core.job(job_id)))
+        for project in completion.projects():
+            for page in completion.listings(project):
+                jobs, _ = await self._run(page)
+                for ended in completion.listed(jobs, project):
+                    yield ended
+
+    async def _follow(self, project: str | None, since: str, events: asyncio.Queue[Event]) -> None:
+        """Puts a feed's events on the queue until cancelled."""
+        async with contextlib.aclosing(self.events(project=project, last_event_id=since)) as feed:
+            async for event in feed:
+                await events.put(event)
+
+    async def events(self, job_id: str | None = None, *, project: str | None = None,
                      last_event_id: str | None = None) -> AsyncIterator[Event]:
         """As `Client.events`: a job's events, or the `status` events of every job of the
-        caller; a dropped stream is resumed from the last event's id."""
+        caller (or of `project`); a dropped stream is resumed from the last event's id."""
         attempts = 0
         while True:
-            args = core.events_request(job_id, last_event_id, self._authorization())
+            args = core.events_request(job_id, project, last_event_id, self._authorization())
             try:
                 async with self._http.stream(**args) as response:
                     if response.status_code != 200:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -13,8 +16,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import httpx
 
 from . import _core as core
-from ._core import MAX_WAIT, Call, EventReader
-from .types import ENDED, Event, JobStatus, JobSummary
+from ._core import MAX_WAIT, Call, Completion, EventReader
+from .types import Event, JobStatus, JobSummary
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -129,50 +132,68 @@ class Client:
             if before is None:
                 return
 
-    def as_completed(self, job_ids: Iterable[str]) -> Iterator[JobSummary]:
-        """Each of the caller's jobs named, once it ended, in the order they end: one stream of
-        `/jobs/events` for them all, not a poll per job. Jobs that ended already come first."""
-        waiting = dict.fromkeys(job_ids)
-        # Events since a little before the first read are replayed, so that a job ending
-        # between the read and the stream is not missed.
-        since = str(int(time.time() * 1000) - core.REPLAY_MARGIN_MS)
-        known = list(waiting)
-        for start in range(0, len(known), core.IDS_PER_PAGE):
-            page = known[start:start + core.IDS_PER_PAGE]
-            for job in self.jobs(ids=page, page_size=core.IDS_PER_PAGE):
-                if job.id in waiting and job.status in ENDED:
-                    del waiting[job.id]
-                    yield job
-        if not waiting:
+    def as_completed(self, job_ids: Iterable[str], *,
+                     timeout: float | None = None) -> Iterator[JobSummary]:
+        """Each job named, once it ended, in the order they end; jobs that ended already come
+        first. They are followed on event streams, not polled: the caller's own jobs on
+        `GET /jobs/events`, another's job in a shared project on its project's
+        (`?project=`). After `timeout` seconds, `WaitTimedOut` (a `TimeoutError`) names the
+        jobs that did not end. A job the caller cannot read is a `NotFound`."""
+        completion = Completion(job_ids)
+        deadline = core.deadline_of(timeout)
+        yield from self._locate(completion)
+        if completion.done:
             return
-        for event in self.events(last_event_id=since):
-            if event.event != "status" or event.data.get("id") not in waiting:
-                continue
-            job = JobSummary.from_body(event.data)
-            if job.status not in ENDED:
-                continue
-            del waiting[job.id]
-            yield job
-            if not waiting:
-                return
+        with _Feeds(self, completion) as feeds:
+            while not completion.done:
+                event = feeds.next_event(core.left(deadline))
+                if event is None:
+                    raise completion.timed_out()
+                ended = completion.event(event)
+                if ended is not None:
+                    yield ended
 
-    def wait_all(self, job_ids: Iterable[str]) -> dict[str, JobSummary]:
-        """Holds until every job named ended; each one as it ended, by id."""
-        return {job.id: job for job in self.as_completed(job_ids)}
+    def wait_all(self, job_ids: Iterable[str], *,
+                 timeout: float | None = None) -> dict[str, JobSummary]:
+        """Holds until every job named ended; each one as it ended, by id. After `timeout`
+        seconds, `WaitTimedOut` (a `TimeoutError`) with the ones that ended and the rest."""
+        return {job.id: job for job in self.as_completed(job_ids, timeout=timeout)}
 
-    def events(self, job_id: str | None = None, *,
+    def _locate(self, completion: Completion) -> Iterator[JobSummary]:
+        """Reads where each job is and yields those that ended already."""
+        for page in completion.listings():
+            jobs, _ = self._run(page)
+            yield from completion.listed(jobs)
+        for job_id in completion.unlocated():
+            completion.locate(self._run(core.job(job_id)))
+        for project in completion.projects():
+            for page in completion.listings(project):
+                jobs, _ = self._run(page)
+                yield from completion.listed(jobs, project)
+
+    def events(self, job_id: str | None = None, *, project: str | None = None,
                last_event_id: str | None = None) -> Iterator[Event]:
         """A job's events (`status`, `progress`, `log`, `incumbent`, then `end`), or with no
-        job the `status` events of every job of the caller. A dropped stream is resumed from
-        the last event's id."""
+        job the `status` events of every job of the caller (with `project`, of every job of
+        that project). A dropped stream is resumed from the last event's id."""
+        yield from self._events(job_id, project, last_event_id)
+
+    def _events(self, job_id: str | None, project: str | None, last_event_id: str | None,
+                feed: _Feeds | None = None) -> Iterator[Event]:
+        """`events`; for one of `feed`'s threads, each response is handed to it (so that it
+        can cut the stream off) and none is opened once it stops."""
         attempts = 0
         while True:
-            args = core.events_request(job_id, last_event_id, self._authorization())
+            if feed is not None and feed.stopping:
+                return
+            args = core.events_request(job_id, project, last_event_id, self._authorization())
             try:
                 with self._http.stream(**args) as response:
                     if response.status_code != 200:
                         response.read()
                         raise core.error(response, args["headers"]["x-request-id"])
+                    if feed is not None:
+                        feed.opened(response)
                     attempts = 0
                     reader = EventReader()
                     for line in response.iter_lines():
@@ -195,7 +216,7 @@ class Client:
                     time.sleep(1.0)
             except httpx.TransportError:
                 attempts += 1
-                if attempts > self._retries:
+                if (feed is not None and feed.stopping) or attempts > self._retries:
                     raise
                 time.sleep(core.backoff(attempts))
 
@@ -274,3 +295,74 @@ class Client:
             if response.status_code >= 400:
                 raise core.error(response, call.request_id)
             return response
+
+
+class _Feeds:
+    """The event streams `as_completed` follows, each read on a thread of its own and
+    handed over on one queue, so that the caller's wait ends at its deadline to the
+    millisecond however many streams there are. On exit each stream's connection is shut,
+    which ends its thread at once."""
+
+    def __init__(self, client: Client, completion: Completion):
+        self._events: queue.Queue[tuple[Event | None, BaseException | None]] = queue.Queue()
+        self._stopping = threading.Event()
+        self._responses: list[httpx.Response] = []
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._follow, args=(client, feed, completion.since),
+                             daemon=True)
+            for feed in completion.feeds()
+        ]
+
+    def __enter__(self) -> _Feeds:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stopping.set()
+        with self._lock:
+            for response in self._responses:
+                _shut(response)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def next_event(self, wait: float | None) -> Event | None:
+        """The next event of any stream; None if none came within `wait` seconds."""
+        try:
+            event, error = self._events.get(timeout=wait)
+        except queue.Empty:
+            return None
+        if error is not None:
+            raise error
+        return event
+
+    def opened(self, response: httpx.Response) -> None:
+        """Keeps a stream's response, to shut on exit (at once, if that was already)."""
+        with self._lock:
+            self._responses.append(response)
+            if self.stopping:
+                _shut(response)
+
+    def _follow(self, client: Client, project: str | None, since: str) -> None:
+        try:
+            for event in client._events(None, project, since, self):
+                if self.stopping:
+                    return
+                self._events.put((event, None))
+        except BaseException as error:  # noqa: BLE001 - raised in the caller's thread
+            if not self.stopping:
+                self._events.put((None, error))
+
+
+def _shut(response: httpx.Response) -> None:
+    """Shuts a streamed response's socket, which wakes the thread blocked reading it."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

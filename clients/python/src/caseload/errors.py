@@ -1,9 +1,13 @@
-"""The errors the client raises for an answer it did not want: `ApiError`, and a subclass
-for each kind a caller may want to catch on its own."""
+"""The errors the clients raise: `ApiError` for an answer they did not want, with a subclass
+for each kind a caller may want to catch on its own, and `WaitTimedOut` for a wait on many
+jobs that reached its timeout."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .types import JobSummary
 
 
 class ApiError(Exception):
@@ -87,3 +91,15 @@ def error_for(status: int, problem: dict[str, Any], retry_after: float | None,
         507: QuotaExceeded,
     }
     return classes.get(status, ApiError)(status, problem, request_id)
+
+
+class WaitTimedOut(TimeoutError):
+    """`as_completed` or `wait_all` gave up at its `timeout`: `ended` holds the jobs that
+    ended by then (a `JobSummary` by id), `waiting` the ids of the rest."""
+
+    def __init__(self, ended: dict[str, JobSummary], waiting: list[str]):
+        self.ended = ended
+        self.waiting = waiting
+        shown = ", ".join(waiting[:5]) + ("..." if len(waiting) > 5 else "")
+        super().__init__(f"{len(waiting)} of {len(ended) + len(waiting)} jobs did not end in "
+                         f"time: {shown}")
