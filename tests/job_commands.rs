@@ -135,3 +135,90 @@ async fn jobs_are_submitted_followed_and_read_from_a_shell() {
     let (ok, _, report) = job(&server, "cl_aaaaaaaaaaaa_wrong", &["list"], None);
     assert!(!ok && report.contains("401"), "{report}");
 }
+
+/// Runs `caseload ARGS` with exactly the environment variables given (beside PATH), `stdin`
+/// piped in; whether it succeeded, its standard output and error, and how long it took.
+fn caseload(
+    env: &[(&str, &str)],
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (bool, String, String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("caseload starts");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(stdin) = stdin {
+        input.write_all(stdin.as_bytes()).unwrap();
+    }
+    drop(input);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        started.elapsed(),
+    )
+}
+
+/// A key of the administrator's with these scopes.
+async fn admin_key(server: &TestServer, admin: &str, scopes: &[&str]) -> String {
+    let created = server
+        .post_json(
+            admin,
+            "/api_keys",
+            &json!({"name": "cli", "scopes": scopes}),
+        )
+        .await;
+    assert_eq!(created.status(), reqwest::StatusCode::CREATED);
+    created.json::<Value>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A job that runs for `seconds` unless stopped: nothing reduces its graph.
+fn long_job(seconds: u32) -> Value {
+    let edges: Vec<Value> = (0..200)
+        .flat_map(|i| {
+            [
+                json!([i, (i + 1) % 200, 1]),
+                json!([i, (i * 7 + 3) % 200, -1]),
+            ]
+        })
+        .collect();
+    json!({"num_nodes": 200, "edges": edges, "options": {"time_limit_s": seconds}})
+}
+
+#[tokio::test]
+async fn a_wait_s_timeout_is_kept_to_the_millisecond() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let key = admin_key(&server, &admin, &["launch"]).await;
+    let job = server.launch(&admin, "maxcut", &long_job(30)).await;
+    let env = [
+        ("CASELOAD_URL", server.base_url.as_str()),
+        ("CASELOAD_API_KEY", &key),
+    ];
+    for (timeout, at_least) in [("1s", 1000), ("1500ms", 1500), ("0.3s", 300)] {
+        let (ok, _, report, took) =
+            caseload(&env, &["job", "wait", &job, "--timeout", timeout], None);
+        assert!(
+            !ok && report.contains("did not end within"),
+            "{timeout}: {report}"
+        );
+        let took = took.as_millis();
+        assert!(
+            (at_least..at_least + 2000).contains(&took),
+            "--timeout {timeout} returned after {took} ms"
+        );
+    }
+    server.delete(&admin, &format!("/job/{job}")).await;
+}

@@ -16,7 +16,7 @@ use crate::config::{JobCommand, JobTarget};
 use crate::http_post::{Post, address_of, exchange};
 
 /// The longest one held request waits (the server's own bound).
-const HOLD_S: u64 = 60;
+const HOLD: Duration = Duration::from_secs(60);
 
 /// The most of an answer read.
 const MAX_ANSWER: usize = 256 << 20;
@@ -129,15 +129,13 @@ pub async fn run(command: &JobCommand) -> anyhow::Result<bool> {
     }
 }
 
-/// Waits for the job to end, a held request at a time; its status.
+/// Waits for the job to end, a held request at a time; its status. The time left is kept to
+/// the millisecond, so that a timeout below a second is waited for, not rounded away.
 async fn wait_for(target: &JobTarget, job: &str, timeout: Duration) -> anyhow::Result<String> {
     let started = Instant::now();
     loop {
-        let left = timeout.saturating_sub(started.elapsed()).as_secs();
-        if left == 0 {
-            bail!("{job} did not end within {timeout:?}");
-        }
-        let path = format!("/job/{}?wait={}", segment(job), left.min(HOLD_S));
+        let left = timeout.saturating_sub(started.elapsed()).min(HOLD);
+        let path = format!("/job/{}?wait={:.3}", segment(job), left.as_secs_f64());
         let answer = call(target, Method::GET, &path, None).await?;
         let status = answer["job"][job]["status"]
             .as_str()
@@ -145,6 +143,9 @@ async fn wait_for(target: &JobTarget, job: &str, timeout: Duration) -> anyhow::R
             .to_owned();
         if !matches!(status.as_str(), "PENDING" | "RUNNING") {
             return Ok(status);
+        }
+        if started.elapsed() >= timeout {
+            bail!("{job} did not end within {timeout:?}");
         }
     }
 }

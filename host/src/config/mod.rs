@@ -128,7 +128,7 @@ pub enum JobCommand {
     /// Wait for a job to end and print its status; exit 0 if it completed, 1 otherwise.
     Wait {
         job: String,
-        /// Give up after this long (exit 1).
+        /// Give up after this long (`500ms`, `30s`, `2h`...; exit 1).
         #[arg(long, value_parser = parse_duration, default_value = "1h")]
         timeout: Duration,
         #[command(flatten)]
