@@ -222,3 +222,26 @@ async fn a_wait_s_timeout_is_kept_to_the_millisecond() {
     }
     server.delete(&admin, &format!("/job/{job}")).await;
 }
+
+#[tokio::test]
+async fn a_refusal_prints_every_violation_with_its_pointer() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let key = admin_key(&server, &admin, &["launch"]).await;
+    let env = [
+        ("CASELOAD_URL", server.base_url.as_str()),
+        ("CASELOAD_API_KEY", &key),
+    ];
+    let invalid = r#"{"num_nodes": -1, "edges": [[0, 1, "heavy"]]}"#;
+    let (ok, _, report, _) = caseload(&env, &["job", "submit", "maxcut"], Some(invalid));
+    assert!(!ok, "{report}");
+    assert!(report.contains("422 Unprocessable Entity: "), "{report}");
+    assert!(
+        report.lines().any(|line| line.starts_with("  /num_nodes")),
+        "no pointer in {report}"
+    );
+    assert!(
+        report.lines().any(|line| line.starts_with("  /edges/0/2")),
+        "no pointer in {report}"
+    );
+}

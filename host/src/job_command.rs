@@ -1,7 +1,8 @@
 //! `caseload job submit | get | wait | output | cancel | list`: the job API from a shell or a
 //! CI step, with an API key. What the server answers is printed as it is (JSON), or as lines
-//! for a list; a refusal prints the server's problem and exits 1, and so does a job that did
-//! not complete for `wait` and `submit --wait`.
+//! for a list; a refusal prints the server's problem (with each violation's pointer and
+//! message) and exits 1, and so does a job that did not complete for `wait` and
+//! `submit --wait`.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -187,15 +188,67 @@ async fn call(
     )
     .await
     .map_err(anyhow::Error::msg)?;
-    let json: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
     if !(200..300).contains(&answer.status) {
-        let detail = json["detail"].as_str().unwrap_or("no detail");
-        bail!("the server answered {}: {detail}", answer.status);
+        bail!("{}", refusal(answer.status, &answer.body));
     }
-    Ok(json)
+    Ok(serde_json::from_slice(&answer.body).unwrap_or(Value::Null))
+}
+
+/// What a refusal says: its status and title, the detail, and each violation of an invalid
+/// request on a line of its own (`  /pointer: message`).
+fn refusal(status: u16, body: &[u8]) -> String {
+    let problem: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let title = problem["title"].as_str().unwrap_or("");
+    let detail = match problem["detail"].as_str() {
+        Some(detail) => detail.to_owned(),
+        None if problem.is_null() => String::from_utf8_lossy(body).trim().to_owned(),
+        None => String::new(),
+    };
+    let mut text = format!("the server answered {status}");
+    if !title.is_empty() {
+        text.push(' ');
+        text.push_str(title);
+    }
+    if !detail.is_empty() {
+        text.push_str(": ");
+        text.push_str(&detail);
+    }
+    for violation in problem["errors"].as_array().into_iter().flatten() {
+        let pointer = match violation["pointer"].as_str() {
+            Some("") | None => "/",
+            Some(pointer) => pointer,
+        };
+        text.push_str(&format!(
+            "\n  {pointer}: {}",
+            violation["message"].as_str().unwrap_or("")
+        ));
+    }
+    text
 }
 
 /// A path segment, percent-encoded.
 fn segment(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_says_its_title_detail_and_every_violation() {
+        let body = br#"{"type":"urn:caseload:problem:invalid-input","title":"Unprocessable Entity",
+            "status":422,"detail":"the input is not valid for this use case",
+            "errors":[{"pointer":"/num_nodes","message":"-1 is less than the minimum of 1"},
+                      {"pointer":"","message":"edges is missing"}]}"#;
+        assert_eq!(
+            refusal(422, body),
+            "the server answered 422 Unprocessable Entity: the input is not valid for this use \
+             case\n  /num_nodes: -1 is less than the minimum of 1\n  /: edges is missing"
+        );
+        assert_eq!(
+            refusal(502, b"bad gateway"),
+            "the server answered 502: bad gateway"
+        );
+    }
 }
