@@ -245,3 +245,94 @@ async fn a_refusal_prints_every_violation_with_its_pointer() {
         "no pointer in {report}"
     );
 }
+
+#[tokio::test]
+async fn credentials_and_addresses_are_taken_as_a_shell_gives_them() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let key = admin_key(&server, &admin, &["launch"]).await;
+    let url = server.base_url.as_str();
+    let bare = server.address();
+    /// How `job list` is run, and whether it works so.
+    struct Case<'a> {
+        what: &'a str,
+        env: Vec<(&'a str, &'a str)>,
+        args: Vec<&'a str>,
+        works: bool,
+    }
+    let case = |what, env, args, works| Case {
+        what,
+        env,
+        args,
+        works,
+    };
+    let cases = [
+        case(
+            "a key",
+            vec![("CASELOAD_URL", url), ("CASELOAD_API_KEY", &key)],
+            vec![],
+            true,
+        ),
+        case(
+            "a token",
+            vec![("CASELOAD_URL", url), ("CASELOAD_TOKEN", &admin)],
+            vec![],
+            true,
+        ),
+        case(
+            "a key before a token",
+            vec![
+                ("CASELOAD_URL", url),
+                ("CASELOAD_API_KEY", &key),
+                ("CASELOAD_TOKEN", "wrong"),
+            ],
+            vec![],
+            true,
+        ),
+        case(
+            "--token",
+            vec![("CASELOAD_URL", url)],
+            vec!["--token", &admin],
+            true,
+        ),
+        case(
+            "host:port",
+            vec![("CASELOAD_API_KEY", &key)],
+            vec!["--url", &bare],
+            true,
+        ),
+        case("no credentials", vec![("CASELOAD_URL", url)], vec![], false),
+        case(
+            "another scheme",
+            vec![("CASELOAD_API_KEY", &key)],
+            vec!["--url", "ftp://127.0.0.1:1"],
+            false,
+        ),
+    ];
+    for Case {
+        what,
+        env,
+        args,
+        works,
+    } in cases
+    {
+        let args: Vec<&str> = ["job", "list"].into_iter().chain(args).collect();
+        let (ok, _, report, _) = caseload(&env, &args, None);
+        assert_eq!(ok, works, "{what}: {report}");
+        if !works {
+            assert!(report.starts_with("error: "), "{what}: {report}");
+        }
+    }
+    // Publishing takes a key as the job commands do (one with the publish scope).
+    let publisher = admin_key(&server, &admin, &["publish"]).await;
+    let wasm = crate::support::guest_wasm("caseload_guest_versioned_v1");
+    let (ok, published, report, _) = caseload(
+        &[("CASELOAD_API_KEY", &publisher)],
+        &["plugin", "publish", wasm.to_str().unwrap(), "--url", &bare],
+        None,
+    );
+    assert!(
+        ok && published.contains("published: versioned 1.0.0"),
+        "{published}{report}"
+    );
+}

@@ -6,6 +6,7 @@
 //! (the wasmtime sandbox). ARCHITECTURE.md draws the whole path.
 
 pub mod api;
+pub mod api_client;
 pub mod api_key;
 pub mod auth;
 pub mod changes;

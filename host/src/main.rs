@@ -108,8 +108,7 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
         PluginCommand::Check { files, run } => check_plugins(&files, check_options(run, data_dir)),
         PluginCommand::Publish {
             file,
-            url,
-            token,
+            target,
             no_current,
             gate,
         } => {
@@ -120,8 +119,7 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
                 None => None,
             };
             let options = PublishOptions {
-                url,
-                token,
+                target,
                 current: !no_current,
                 gate,
             };

@@ -89,15 +89,23 @@ pub enum Command {
     Sandbox(SandboxArgs),
 }
 
-/// The server a `caseload job` command calls, and the key it calls with.
+/// The server a command calls (`caseload job`, `plugin publish`), and the bearer it calls
+/// with.
 #[derive(Debug, Clone, Args)]
-pub struct JobTarget {
-    /// The server's address.
+pub struct ServerTarget {
+    /// The server's address: `http://host:port`, `https://...`, or `host:port` (taken as
+    /// `http://`).
     #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
-    /// An API key (`cl_...`), or any bearer token.
-    #[arg(long, env = "CASELOAD_API_KEY", hide_env_values = true)]
-    pub key: String,
+    /// An API key (`cl_...`), or a token from `POST /login`; without it,
+    /// `CASELOAD_API_KEY`, then `CASELOAD_TOKEN`.
+    #[arg(
+        long,
+        visible_alias = "token",
+        env = "CASELOAD_API_KEY",
+        hide_env_values = true
+    )]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,13 +125,13 @@ pub enum JobCommand {
         #[arg(long)]
         wait: bool,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Print a job's status and executions (`GET /job/<id>`, JSON).
     Get {
         job: String,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Wait for a job to end and print its status; exit 0 if it completed, 1 otherwise.
     Wait {
@@ -132,19 +140,19 @@ pub enum JobCommand {
         #[arg(long, value_parser = parse_duration, default_value = "1h")]
         timeout: Duration,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Print a completed job's output (JSON).
     Output {
         job: String,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Cancel a job; prints its status after.
     Cancel {
         job: String,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// List jobs, newest first: id, status, use case, creation time, one per line.
     List {
@@ -157,7 +165,7 @@ pub enum JobCommand {
         #[arg(long, default_value_t = 50)]
         limit: u32,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
 }
 

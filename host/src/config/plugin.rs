@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::parse_duration;
+use super::{ServerTarget, parse_duration};
 
 /// The languages `caseload plugin new` writes projects in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -51,16 +51,13 @@ pub enum PluginCommand {
     },
     /// Publish a component to a server's store (`POST /plugins`): the server checks it as
     /// `check` does, keeps it under its name and version, and every replica serves it.
-    /// Needs an administrator's token. Exits with status 1 if the server refuses it.
+    /// Needs an administrator (or a key with the `publish` scope). Exits with status 1 if
+    /// the server refuses it.
     Publish {
         /// The plugin file (a `.wasm` component).
         file: PathBuf,
-        /// The server's address.
-        #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
-        url: String,
-        /// An administrator's bearer token (`POST /login`).
-        #[arg(long, env = "CASELOAD_TOKEN", hide_env_values = true)]
-        token: String,
+        #[command(flatten)]
+        target: ServerTarget,
         /// Keep the current version as it is; the new one serves pinned launches only.
         #[arg(long, conflicts_with = "gate")]
         no_current: bool,
