@@ -203,6 +203,8 @@ pub enum KeyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
+    /// List the users: name, role, enabled or disabled, creation time, one per line.
+    List,
     /// Create a user; the password is read from standard input.
     Add {
         name: String,
