@@ -336,3 +336,62 @@ async fn credentials_and_addresses_are_taken_as_a_shell_gives_them() {
         "{published}{report}"
     );
 }
+
+#[tokio::test]
+async fn a_dataset_is_uploaded_from_a_shell_and_launched_on() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let key = admin_key(&server, &admin, &["launch"]).await;
+    let env = [
+        ("CASELOAD_URL", server.base_url.as_str()),
+        ("CASELOAD_API_KEY", &key),
+    ];
+    let directory = tempfile::tempdir().unwrap();
+    let file = directory.path().join("triangle.txt");
+    std::fs::write(&file, "3 3\n1 2 1\n2 3 1\n1 3 1\n").unwrap();
+    let file = file.to_str().unwrap();
+    let project = server.make_project(&admin, "routing").await;
+    server.set_member(&admin, &project, "admin", "member").await;
+    // Each: extra arguments, and what the data file's metadata then says.
+    let cases: [(Vec<&str>, &str, &str); 3] = [
+        (vec![], "text/plain", "triangle.txt"),
+        (
+            vec!["--media-type", "text/plain", "--filename", "g.txt"],
+            "text/plain",
+            "g.txt",
+        ),
+        (vec!["--project", &project], "text/plain", "triangle.txt"),
+    ];
+    for (extra, media_type, filename) in cases {
+        let mut args = vec!["data", "upload", file];
+        args.extend(extra.iter().copied());
+        let (ok, id, report, _) = caseload(&env, &args, None);
+        assert!(ok, "{extra:?}: {report}");
+        let id = id.trim();
+        let stored: Value = server
+            .get(&admin, &format!("/data_file/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            (stored["media_type"].as_str(), stored["filename"].as_str()),
+            (Some(media_type), Some(filename)),
+            "{extra:?}: {stored}"
+        );
+        let body = json!({"data_file_identifier": id}).to_string();
+        let mut submit = vec!["job", "submit", "maxcut", "--wait"];
+        if extra.contains(&"--project") {
+            submit.extend(["--project", &project]);
+        }
+        let (ok, output, report, _) = caseload(&env, &submit, Some(&body));
+        assert!(ok, "{extra:?}: {report}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&output).unwrap()["cut_value"],
+            2.0
+        );
+    }
+    let (ok, answer, _, _) = caseload(&env, &["data", "upload", file, "--output", "json"], None);
+    assert!(ok);
+    assert_eq!(serde_json::from_str::<Value>(&answer).unwrap()["size"], 22);
+}

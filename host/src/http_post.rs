@@ -2,15 +2,16 @@
 //! Mozilla's roots) for `https`, the URL's host as the TLS name and `Host`. No redirect is
 //! followed. Webhooks post their callbacks with it (the answer is its status); `caseload
 //! plugin publish` posts a component and reads the server's answer; single sign-on gets the
-//! issuer's discovery document and keys; `caseload job` and `plugin publish` call the API.
+//! issuer's discovery document and keys; `caseload job`, `data` and `plugin publish` call the
+//! API, `data upload` sending a file as it reads it.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -103,7 +104,7 @@ pub async fn exchange(method: Method, post: Post<'_>) -> Result<Answer, String> 
     Ok(Answer { status, body })
 }
 
-/// A request's body.
+/// A request's body: bytes at hand, or a stream of them (a file read as it is sent).
 pub struct RequestBody(UnsyncBoxBody<Bytes, std::io::Error>);
 
 impl RequestBody {
@@ -113,6 +114,13 @@ impl RequestBody {
                 .map_err(|never| match never {})
                 .boxed_unsync(),
         )
+    }
+
+    pub fn stream(
+        chunks: impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    ) -> RequestBody {
+        use futures_util::TryStreamExt;
+        RequestBody(StreamBody::new(chunks.map_ok(Frame::data)).boxed_unsync())
     }
 }
 

@@ -11,6 +11,7 @@ pub mod api_key;
 pub mod auth;
 pub mod changes;
 pub mod config;
+pub mod data_command;
 pub mod http_post;
 pub mod job_command;
 pub mod key_command;

@@ -36,7 +36,9 @@ fn main() -> anyhow::Result<()> {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     // A command's report is its output; the server's log lines would only bury it.
     let default_level = match cli.command {
-        Some(Command::Plugin(_) | Command::Job(_) | Command::Ready { .. }) => "warn",
+        Some(Command::Plugin(_) | Command::Job(_) | Command::Data(_) | Command::Ready { .. }) => {
+            "warn"
+        }
         _ => "info",
     };
     let otlp = match &cli.command {
@@ -64,14 +66,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         },
-        Some(Command::Job(command)) => match caseload::job_command::run(command).await {
-            Ok(true) => Ok(()),
-            Ok(false) => std::process::exit(1),
-            Err(error) => {
-                eprintln!("error: {error:#}");
-                std::process::exit(1);
-            }
-        },
+        Some(Command::Job(command)) => exit_with(caseload::job_command::run(command).await),
+        Some(Command::Data(command)) => exit_with(caseload::data_command::run(command).await),
         Some(Command::Plugin(command)) => {
             let data_dir = cli.storage.data_dir.clone();
             let command = command.clone();
@@ -87,6 +83,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     std::process::exit(1);
                 }
             }
+        }
+    }
+}
+
+/// Ends a command that calls a server: its failures (a refusal, a job that did not
+/// complete) exit 1, saying why.
+fn exit_with(outcome: anyhow::Result<bool>) -> anyhow::Result<()> {
+    match outcome {
+        Ok(true) => Ok(()),
+        Ok(false) => std::process::exit(1),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::exit(1);
         }
     }
 }

@@ -73,6 +73,9 @@ pub enum Command {
     /// Launch, follow and read jobs on a server, from a shell or CI, with an API key.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Upload datasets to a server, from a shell or CI, with an API key.
+    #[command(subcommand)]
+    Data(DataCommand),
     /// Apply the database's migrations and exit (what a deployment's init step runs before
     /// replicas that start with `serve --no-migrate`).
     Migrate,
@@ -89,8 +92,8 @@ pub enum Command {
     Sandbox(SandboxArgs),
 }
 
-/// The server a command calls (`caseload job`, `plugin publish`), and the bearer it calls
-/// with.
+/// The server a command calls (`caseload job`, `data`, `plugin publish`), and the bearer it
+/// calls with.
 #[derive(Debug, Clone, Args)]
 pub struct ServerTarget {
     /// The server's address: `http://host:port`, `https://...`, or `host:port` (taken as
@@ -106,6 +109,16 @@ pub struct ServerTarget {
         hide_env_values = true
     )]
     pub key: Option<String>,
+}
+
+/// How a command prints what the server answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Lines for a person or `cut`, tab-separated.
+    #[default]
+    Text,
+    /// The server's JSON answer, as it is.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -164,6 +177,30 @@ pub enum JobCommand {
         project: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Upload a dataset file (sent as it is read); prints its `data_file_identifier` (or with
+    /// `--output json`, the server's answer), to launch on with
+    /// `{"data_file_identifier": ...}`.
+    Upload {
+        file: PathBuf,
+        /// Its media type (`text/plain`, `application/json`...); by default the server
+        /// guesses it from the file's extension.
+        #[arg(long)]
+        media_type: Option<String>,
+        /// The name it is kept under [default: the file's name].
+        #[arg(long)]
+        filename: Option<String>,
+        /// A project to upload to: its members launch on it.
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
         #[command(flatten)]
         target: ServerTarget,
     },
