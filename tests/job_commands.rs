@@ -395,3 +395,59 @@ async fn a_dataset_is_uploaded_from_a_shell_and_launched_on() {
     assert!(ok);
     assert_eq!(serde_json::from_str::<Value>(&answer).unwrap()["size"], 22);
 }
+
+#[tokio::test]
+async fn jobs_are_rerun_finished_followed_and_listed_as_json_from_a_shell() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    let key = admin_key(&server, &admin, &["launch"]).await;
+    let env = [
+        ("CASELOAD_URL", server.base_url.as_str()),
+        ("CASELOAD_API_KEY", &key),
+    ];
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let mut all = vec!["job"];
+        all.extend_from_slice(args);
+        let (ok, out, report, _) = caseload(&env, &all, stdin);
+        assert!(ok, "{args:?}: {out}{report}");
+        out
+    };
+    let triangle =
+        r#"{"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1], [0, 2, 1]], "options": {"seed": 4}}"#;
+    let first = run(&["submit", "maxcut", "--wait"], Some(triangle));
+    // A rerun: the same output, and the new job names the first.
+    let listed: Value = serde_json::from_str(&run(&["list", "--output", "json"], None)).unwrap();
+    let original = listed["jobs"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(listed["jobs"][0]["status"], "COMPLETED", "{listed}");
+    assert!(listed.get("next").is_some(), "{listed}");
+    let rerun_output = run(&["rerun", &original, "--wait"], None);
+    let cut = |output: &str| serde_json::from_str::<Value>(output).unwrap()["cut_value"].clone();
+    assert_eq!(cut(&rerun_output), cut(&first));
+    let rerun =
+        serde_json::from_str::<Value>(&run(&["list", "--output", "json", "--limit", "1"], None))
+            .unwrap()["jobs"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let view: Value = serde_json::from_str(&run(&["get", &rerun], None)).unwrap();
+    assert_eq!(view["rerun_of"], original.as_str());
+    let changed = run(
+        &["rerun", &original, "--options", r#"{"time_limit_s": 2}"#],
+        None,
+    );
+    assert_ne!(changed.trim(), original);
+
+    // Its log, once ended; and followed while it runs, until it ends.
+    let log = run(&["logs", &original], None);
+    assert!(log.contains("[INFO]"), "{log}");
+    let long = run(&["submit", "maxcut"], Some(&long_job(1).to_string()));
+    let followed = run(&["logs", "--follow", long.trim()], None);
+    assert!(followed.contains("[INFO]"), "{followed}");
+
+    // Finished early: it keeps the best it had.
+    let long = run(&["submit", "maxcut"], Some(&long_job(30).to_string()));
+    server.wait_until_running(&admin, long.trim()).await;
+    assert_eq!(run(&["finish", long.trim()], None).trim(), "COMPLETED");
+    let view: Value = serde_json::from_str(&run(&["get", long.trim()], None)).unwrap();
+    assert_eq!(view["stopped_early"], true, "{view}");
+}

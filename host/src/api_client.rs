@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
+use http_body_util::BodyExt;
 use hyper::Method;
 use hyper::body::Incoming;
 use serde_json::Value;
@@ -221,6 +222,45 @@ pub fn refusal(status: u16, body: &[u8]) -> String {
         ));
     }
     text
+}
+
+/// Reads an event stream's body, handing each event (its name, data and id) to `each` until
+/// it says stop or the stream ends.
+pub async fn read_events(
+    mut body: Incoming,
+    mut each: impl FnMut(&str, &str, Option<&str>) -> bool,
+) -> anyhow::Result<()> {
+    let mut buffer = String::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.context("the event stream broke off")?;
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
+        buffer.push_str(&String::from_utf8_lossy(data));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let (mut name, mut text, mut id) = ("message".to_owned(), String::new(), None);
+            for line in block.lines() {
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "event" => value.clone_into(&mut name),
+                    "data" => {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(value);
+                    }
+                    "id" => id = Some(value.to_owned()),
+                    _ => {}
+                }
+            }
+            if !text.is_empty() && !each(&name, &text, id.as_deref()) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,18 +1,20 @@
-//! `caseload job submit | get | wait | output | cancel | list`: the job API from a shell or a
-//! CI step, with an API key (or a token). What the server answers is printed as it is (JSON),
-//! or as lines for a list; a refusal prints the server's problem (with each violation's
-//! pointer and message) and exits 1, and so does a job that did not complete for `wait` and
-//! `submit --wait`.
+//! `caseload job submit | get | wait | output | cancel | finish | rerun | logs | list`: the job
+//! API from a shell or a CI step, with an API key. What the server answers is printed as it
+//! is (JSON), or as lines for a list; a refusal prints the server's problem (with each
+//! violation's pointer) and exits 1, and so does a job that did not complete for `wait`,
+//! `submit --wait`, `rerun --wait` and `logs --follow`.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use bytes::Bytes;
 use hyper::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::api_client::ApiClient;
-use crate::config::JobCommand;
+use crate::api_client::{ApiClient, read_events};
+use crate::config::{JobCommand, Output};
+use crate::http_post::RequestBody;
 
 /// The longest one held request waits (the server's own bound).
 const HOLD: Duration = Duration::from_secs(60);
@@ -79,10 +81,65 @@ pub async fn run(command: &JobCommand) -> anyhow::Result<bool> {
             println!("{}", answer["status"].as_str().unwrap_or("?"));
             Ok(true)
         }
+        JobCommand::Finish { job, target } => {
+            let api = ApiClient::new(target, USER_AGENT)?;
+            let answer = api
+                .json(Method::POST, &job_path(job, "/finish"), None)
+                .await?;
+            println!("{}", answer["status"].as_str().unwrap_or("?"));
+            Ok(true)
+        }
+        JobCommand::Rerun {
+            job,
+            version,
+            options,
+            wait,
+            target,
+        } => {
+            let api = ApiClient::new(target, USER_AGENT)?;
+            let mut body = json!({});
+            if let Some(version) = version {
+                body["version"] = json!(version);
+            }
+            if let Some(options) = options {
+                body["options"] = serde_json::from_str(options)
+                    .with_context(|| format!("--options {options}: not JSON"))?;
+            }
+            let accepted = api
+                .json(Method::POST, &job_path(job, "/rerun"), Some(body))
+                .await?;
+            let job = job_of(&accepted)?;
+            launched(&api, &job, *wait).await
+        }
+        JobCommand::Logs {
+            job,
+            follow: false,
+            target,
+        } => {
+            let api = ApiClient::new(target, USER_AGENT)?;
+            let answer = api.json(Method::GET, &job_path(job, ""), None).await?;
+            // Executions are keyed by time-ordered ids: the last is the latest attempt.
+            let latest = answer["job"][job.as_str()]["executions"]
+                .as_object()
+                .and_then(|executions| executions.values().next_back());
+            if let Some(tail) = latest.and_then(|execution| execution["logs"]["tail"].as_str()) {
+                print!("{tail}");
+            }
+            Ok(true)
+        }
+        JobCommand::Logs {
+            job,
+            follow: true,
+            target,
+        } => {
+            let api = ApiClient::new(target, USER_AGENT)?;
+            follow_log(&api, job).await
+        }
         JobCommand::List {
             status,
             project,
             limit,
+            output,
             target,
         } => {
             let api = ApiClient::new(target, USER_AGENT)?;
@@ -96,14 +153,19 @@ pub async fn run(command: &JobCommand) -> anyhow::Result<bool> {
             }
             let path = format!("/jobs?{}", query.finish());
             let listed = api.json(Method::GET, &path, None).await?;
-            for job in listed["jobs"].as_array().into_iter().flatten() {
-                println!(
-                    "{}\t{}\t{}\t{}",
-                    job["id"].as_str().unwrap_or(""),
-                    job["status"].as_str().unwrap_or(""),
-                    job["problem"].as_str().unwrap_or(""),
-                    job["created_at"].as_str().unwrap_or("")
-                );
+            match output {
+                Output::Json => println!("{listed}"),
+                Output::Text => {
+                    for job in listed["jobs"].as_array().into_iter().flatten() {
+                        println!(
+                            "{}\t{}\t{}\t{}",
+                            job["id"].as_str().unwrap_or(""),
+                            job["status"].as_str().unwrap_or(""),
+                            job["problem"].as_str().unwrap_or(""),
+                            job["created_at"].as_str().unwrap_or("")
+                        );
+                    }
+                }
             }
             Ok(true)
         }
@@ -147,6 +209,65 @@ async fn wait_for(api: &ApiClient, job: &str, timeout: Duration) -> anyhow::Resu
         }
         if started.elapsed() >= timeout {
             bail!("{job} did not end within {timeout:?}");
+        }
+    }
+}
+
+/// Prints the job's log as its event stream brings it, until the job ends; whether it
+/// completed. A stream the server closes (a `reconnect` event) is opened again from its last
+/// event.
+async fn follow_log(api: &ApiClient, job: &str) -> anyhow::Result<bool> {
+    let mut last_event_id: Option<String> = None;
+    loop {
+        let headers: Vec<(&'static str, String)> = last_event_id
+            .iter()
+            .map(|id| ("last-event-id", id.clone()))
+            .collect();
+        let response = api
+            .open(
+                Method::GET,
+                &job_path(job, "/events"),
+                &headers,
+                RequestBody::full(Bytes::new()),
+            )
+            .await?;
+        let mut ended: Option<String> = None;
+        let mut reconnect = false;
+        read_events(response.into_body(), |name, data, id| {
+            if let Some(id) = id {
+                last_event_id = Some(id.to_owned());
+            }
+            let data: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+            match name {
+                "log" => {
+                    if data["gap"] == true {
+                        eprintln!("[lines were dropped here]");
+                    }
+                    print!("{}", data["text"].as_str().unwrap_or(""));
+                    // As it is written: a partial line too.
+                    let _ = std::io::Write::flush(&mut std::io::stdout());
+                }
+                "end" => {
+                    let status = data["job"][job]["status"].as_str().unwrap_or("?");
+                    ended = Some(status.to_owned());
+                    return false;
+                }
+                "reconnect" => {
+                    reconnect = true;
+                    return false;
+                }
+                _ => {}
+            }
+            true
+        })
+        .await?;
+        match ended {
+            Some(status) => {
+                eprintln!("{job} ended {status}");
+                return Ok(status == "COMPLETED");
+            }
+            None if reconnect => continue,
+            None => bail!("the event stream of {job} ended before the job did"),
         }
     }
 }

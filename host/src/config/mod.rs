@@ -167,7 +167,41 @@ pub enum JobCommand {
         #[command(flatten)]
         target: ServerTarget,
     },
-    /// List jobs, newest first: id, status, use case, creation time, one per line.
+    /// Stop a running job now and keep the best it found (it ends COMPLETED with it); a
+    /// pending one is cancelled. Prints its status after.
+    Finish {
+        job: String,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Launch a job again with what another was launched with (input, options with the seed
+    /// it ran with, labels, project) on the version it ran; prints the new job's id.
+    Rerun {
+        job: String,
+        /// Run this version instead (`1.2.0` or `sha256:<hex>`).
+        #[arg(long)]
+        version: Option<String>,
+        /// Options that replace the job's, one by one (JSON: `{"time_limit_s": 5}`).
+        #[arg(long, value_name = "JSON")]
+        options: Option<String>,
+        /// Wait for the new job to end and print its output; exit 1 unless it completed.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Print a job's log (its latest attempt's); with --follow, the log as it is written,
+    /// until the job ends (exit 1 unless it completed).
+    Logs {
+        job: String,
+        /// Follow the job's event stream.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// List jobs, newest first: id, status, use case, creation time, one per line (or with
+    /// `--output json`, the server's page as it is: `{jobs, next}`).
     List {
         /// Only these statuses (`PENDING,RUNNING`).
         #[arg(long)]
@@ -177,6 +211,8 @@ pub enum JobCommand {
         project: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
         #[command(flatten)]
         target: ServerTarget,
     },
