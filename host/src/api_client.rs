@@ -1,8 +1,9 @@
 //! A caseload server's API as the commands that call it see it (`caseload job`, `caseload
-//! data`, `caseload plugin publish`): where the server is (`--url`, a bare `host:port` taken
-//! as `http://`), the bearer it is called with (`--key`, else `CASELOAD_API_KEY`, else
-//! `CASELOAD_TOKEN`), and a refusal told as the server's problem document says it: status,
-//! title, detail, and each violation's pointer and message.
+//! data`, `caseload plugin publish | versions | promote | retire | download`): where the
+//! server is (`--url`, a bare `host:port` taken as `http://`), the bearer it is called with
+//! (`--key`, else `CASELOAD_API_KEY`, else `CASELOAD_TOKEN`), and a refusal told as the
+//! server's problem document says it: status, title, detail, and each violation's pointer
+//! and message.
 
 use std::time::Duration;
 

@@ -24,6 +24,7 @@ pub mod options;
 pub mod plugins;
 pub mod private_file;
 pub mod readiness;
+pub mod registry_command;
 pub mod replica;
 pub mod runtime;
 pub mod sandbox_process;

@@ -13,6 +13,7 @@ use caseload::kit::check::{CheckOptions, check_plugins};
 use caseload::kit::new::{new_project, next_steps};
 use caseload::kit::publish::{PublishOptions, publish};
 use caseload::kit::watch::{WatchOptions, watch};
+use caseload::registry_command;
 use caseload::sandbox_process::serve_child;
 
 /// musl's allocator takes one lock for every thread; mimalloc keeps the static build (the
@@ -134,6 +135,32 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
             };
             tokio::runtime::Handle::current().block_on(publish(&file, &options))
         }
+        PluginCommand::Versions {
+            problem,
+            output,
+            target,
+        } => registry(registry_command::versions(&problem, output, &target)),
+        PluginCommand::Promote {
+            problem,
+            version,
+            target,
+        } => registry(registry_command::promote(&problem, &version, &target)),
+        PluginCommand::Retire {
+            problem,
+            version,
+            target,
+        } => registry(registry_command::retire(&problem, &version, &target)),
+        PluginCommand::Download {
+            problem,
+            version,
+            output,
+            target,
+        } => registry(registry_command::download(
+            &problem,
+            &version,
+            output.as_deref(),
+            &target,
+        )),
         PluginCommand::Watch {
             dir,
             plugins_dir,
@@ -149,6 +176,14 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
             Ok(true)
         }
     }
+}
+
+/// Runs a registry command on the async runtime (a plugin command runs on a blocking
+/// thread); true once it succeeded.
+fn registry(command: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<bool> {
+    tokio::runtime::Handle::current()
+        .block_on(command)
+        .map(|()| true)
 }
 
 fn build_options(args: &BuildArgs) -> BuildOptions {

@@ -176,6 +176,9 @@ def test_versions_are_published_pinned_rolled_back_rerun_and_retired(client, kin
     # Retired, v2 takes no new job; the current version cannot be retired.
     retired = {entry.version: entry for entry in client.retire("versioned", v2)}
     assert retired[v2].retired and retired[v2].jobs >= 4
+    # Its bytes are still the store's, by version or digest.
+    assert client.download("versioned", v2) == versioned_as(guest_wasm, v2)
+    assert client.download("versioned", second["digest"]) == versioned_as(guest_wasm, v2)
     with pytest.raises(ApiError) as raised:
         client.submit("versioned", {}, version=v2)
     assert raised.value.status == 404

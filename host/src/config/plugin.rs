@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::{ServerTarget, parse_duration};
+use super::{Output, ServerTarget, parse_duration};
 
 /// The languages `caseload plugin new` writes projects in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -66,6 +66,43 @@ pub enum PluginCommand {
         /// a JSON file); otherwise it is stored, not current.
         #[arg(long, value_name = "FILE.json")]
         gate: Option<PathBuf>,
+    },
+    /// List a use case's versions on a server: name, version, source, current or retired,
+    /// digest, jobs bound to it (or with `--output json`, the server's answer).
+    Versions {
+        /// The use case (`maxcut`).
+        problem: String,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Make a version what unpinned launches of its use case get, on every replica (a
+    /// rollback is the same command). Needs an administrator.
+    Promote {
+        problem: String,
+        /// `1.2.0` or `sha256:<hex>`.
+        version: String,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Retire a published version: no new job runs it; jobs bound to it still do. Needs an
+    /// administrator.
+    Retire {
+        problem: String,
+        version: String,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Download a published version's component (a retired one too), to check or keep.
+    Download {
+        problem: String,
+        version: String,
+        /// Where to write it (by default `<name>-<version>.wasm`, here).
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        target: ServerTarget,
     },
     /// Rebuild the project in DIR on every change to its sources, check it, and publish the
     /// component into a server's plugins directory (written aside, then renamed into place).

@@ -420,6 +420,14 @@ def retire(problem: str, version: str) -> Call[list[PluginVersion]]:
                 _versions, retry=False)
 
 
+def download(problem: str, version: str) -> Call[bytes]:
+    """The bytes of a published version of `problem` (`"1.2.0"` or `"sha256:<hex>"`),
+    retired ones too: the component its jobs ran, to check or keep."""
+    return Call("GET",
+                f"/problem/{_segment(problem)}/versions/{_segment(version)}/component",
+                lambda response: response.content)
+
+
 # Experiments
 
 

@@ -226,6 +226,7 @@ class Client:
     versions = _call(core.versions)
     set_current = _call(core.set_current)
     retire = _call(core.retire)
+    download = _call(core.download)
 
     # Experiments
 
