@@ -52,7 +52,7 @@ pub enum PluginCommand {
     /// Publish a component to a server's store (`POST /plugins`): the server checks it as
     /// `check` does, keeps it under its name and version, and every replica serves it.
     /// Needs an administrator (or a key with the `publish` scope). Exits with status 1 if
-    /// the server refuses it.
+    /// the server refuses it, or if its gate does.
     Publish {
         /// The plugin file (a `.wasm` component).
         file: PathBuf,
@@ -63,7 +63,7 @@ pub enum PluginCommand {
         no_current: bool,
         /// Promote the new version only if it loses on none of this experiment template's
         /// inputs against the current one (`{"inputs": [...], "seeds": [...], "options": {}}`,
-        /// a JSON file); otherwise it is stored, not current.
+        /// a JSON file); otherwise it is stored, not current, and the command exits 1.
         #[arg(long, value_name = "FILE.json")]
         gate: Option<PathBuf>,
     },

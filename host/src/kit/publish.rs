@@ -1,6 +1,8 @@
 //! `caseload plugin publish FILE --url URL`: posts a component to a server's `POST /plugins`,
 //! which checks it as `caseload plugin check` does and stores it for every replica. Prints
-//! what the server answered: the version published and the check's report, or why not.
+//! what the server answered: the version published and the check's report, or why not. A
+//! gate that keeps the version from becoming current is a failure too (exit 1), so that a
+//! CI step fails on it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -31,7 +33,8 @@ pub struct PublishOptions {
     pub gate: Option<String>,
 }
 
-/// Publishes the component in `file`; true if the server stored it (or had it already).
+/// Publishes the component in `file`; true if the server stored it (or had it already) and
+/// its gate, if any, let it become current.
 pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bool> {
     let wasm = tokio::fs::read(file)
         .await
@@ -118,6 +121,8 @@ pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bo
                     gate["failures"],
                     gate["experiment"].as_str().unwrap_or("")
                 );
+                // Stored, not current: the version did not pass what it was to pass.
+                return Ok(gate["passed"] == true);
             }
             Ok(true)
         }
