@@ -355,3 +355,39 @@ async fn the_audit_log_says_who_did_what_to_whom() {
     )
     .await;
 }
+
+/// `caseload user list` on the host lists the users `GET /admin/users` lists, with their
+/// roles and states.
+#[tokio::test]
+async fn users_are_listed_on_the_host() {
+    let server = TestServer::start();
+    server.add_user("vera", "vera-password-1");
+    for args in [&["role", "vera", "viewer"][..], &["disable", "vera"]] {
+        let (ok, output) = server.user_command(args, None);
+        assert!(ok, "{output}");
+    }
+    let (ok, listed) = server.user_command(&["list"], None);
+    assert!(ok, "{listed}");
+    let lines: Vec<Vec<&str>> = listed
+        .lines()
+        .map(|line| line.split('\t').collect())
+        .collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert_eq!(lines[0][..3], ["admin", "admin", "enabled"], "{listed}");
+    assert_eq!(lines[1][..3], ["vera", "viewer", "disabled"], "{listed}");
+    assert!(lines[1][3].starts_with("created 20"), "{listed}");
+    let admin = server.admin_token().await;
+    let over_http: Value = server
+        .get(&admin, "/admin/users")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = over_http["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|user| user["username"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["admin", "vera"]);
+}

@@ -364,7 +364,8 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&cli.stdout);
-    assert!(cli.status.success(), "{stdout}");
+    // Refused by its gate: a failure, so that a CI step fails on it.
+    assert_eq!(cli.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("versioned 3.0.0"), "{stdout}");
     assert!(stdout.contains("not current"), "{stdout}");
     assert!(

@@ -3,10 +3,12 @@
 //! as for another user's job. Jobs launched before projects stay in their owner's personal
 //! project, the default.
 
+use caseload::store::scratch::ScratchDatabase;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::support::{ServerOptions, TestServer, expect_problem};
+use crate::waiting::{events_url, read_events};
 
 fn launch_body(seconds: f64) -> Value {
     let n = 200;
@@ -600,4 +602,212 @@ async fn a_project_s_own_cap_on_pending_jobs_holds_beside_its_members_quotas() {
         .await
         .unwrap();
     assert!(audit.to_string().contains("project.quota_set"), "{audit}");
+}
+
+/// `GET /jobs/events?project=`: every job of the project, whoever launched it, for its
+/// members, its viewers and the keys bound to it (without naming it); 404 for anyone else,
+/// and a stream that ends once its user is taken out of the project.
+#[tokio::test]
+async fn a_project_s_feed_carries_every_job_in_it_to_whoever_reads_the_project() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    for name in ["mark", "nina", "vera", "dana"] {
+        server.add_user(name, &format!("{name}-password-1"));
+    }
+    let [mark, nina, vera, dana] = [
+        server.token("mark", "mark-password-1").await,
+        server.token("nina", "nina-password-1").await,
+        server.token("vera", "vera-password-1").await,
+        server.token("dana", "dana-password-1").await,
+    ];
+    let project = server.make_project(&admin, "routing").await;
+    for (name, role) in [("mark", "member"), ("nina", "member"), ("vera", "viewer")] {
+        server.set_member(&admin, &project, name, role).await;
+    }
+    let key_of = async |bearer: &str, scopes: Value| {
+        let created = create_key(
+            &server,
+            bearer,
+            json!({"name": "ci", "scopes": scopes, "project": project}),
+        )
+        .await;
+        assert_eq!(created.status(), StatusCode::CREATED);
+        created.json::<Value>().await.unwrap()["key"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let marks_key = key_of(&mark, json!(["launch"])).await;
+    let veras_key = key_of(&vera, json!(["read"])).await;
+
+    // Who may follow the project, and who may not.
+    let feed = format!("/jobs/events?project={project}");
+    let cases: [(&str, &str, &str, StatusCode); 7] = [
+        ("a member", &mark, &feed, StatusCode::OK),
+        ("a viewer", &vera, &feed, StatusCode::OK),
+        (
+            "a viewer's key bound to it",
+            &veras_key,
+            "/jobs/events",
+            StatusCode::OK,
+        ),
+        (
+            "a key bound to it, naming it",
+            &marks_key,
+            &feed,
+            StatusCode::OK,
+        ),
+        ("someone not in it", &dana, &feed, StatusCode::NOT_FOUND),
+        (
+            "a project that is not",
+            &mark,
+            "/jobs/events?project=nope",
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "a key bound to it, naming another",
+            &marks_key,
+            "/jobs/events?project=nope",
+            StatusCode::FORBIDDEN,
+        ),
+    ];
+    let mut streams = Vec::new();
+    for (who, bearer, path, status) in cases {
+        let response = events_url(&server, path)
+            .bearer_auth(bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{who}");
+        if status == StatusCode::OK {
+            streams.push((who, response));
+        } else {
+            expect_problem(response, status).await;
+        }
+    }
+
+    // Opened before the launches: a teammate's job, a job of the bound key, and a personal
+    // job that is not the project's.
+    let tiny = json!({"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]});
+    let ninas = server.launch_in(&nina, "maxcut", &project, &tiny).await;
+    let keys = server.launch(&marks_key, "maxcut", &tiny).await;
+    let personal = server.launch(&mark, "maxcut", &tiny).await;
+    server.wait_until_ended(&mark, &personal).await;
+    for (who, stream) in streams {
+        let mut completed = std::collections::HashSet::new();
+        let events = read_events(stream, |event| {
+            if event.data["status"] == "COMPLETED" {
+                completed.insert(event.data["id"].as_str().unwrap().to_owned());
+            }
+            completed.contains(&ninas) && completed.contains(&keys)
+        })
+        .await;
+        assert!(
+            events
+                .iter()
+                .all(|event| event.data["id"] != personal.as_str()),
+            "{who} heard of a personal job: {events:?}"
+        );
+    }
+    // Resumed from the start: each of the project's jobs at its last status.
+    let resumed = events_url(&server, "/jobs/events")
+        .bearer_auth(&veras_key)
+        .header("last-event-id", "0")
+        .send()
+        .await
+        .unwrap();
+    let mut replayed = std::collections::HashSet::new();
+    read_events(resumed, |event| {
+        assert_eq!(event.data["status"], "COMPLETED", "{event:?}");
+        assert_ne!(event.data["id"], personal.as_str());
+        replayed.insert(event.data["id"].as_str().unwrap().to_owned());
+        replayed.len() == 2
+    })
+    .await;
+
+    // Taken out of the project, Nina hears no more of it: her stream ends at its next news
+    // (within a second of the removal).
+    let stream = events_url(&server, &feed)
+        .bearer_auth(&nina)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let removed = server
+        .delete(&admin, &format!("/admin/projects/{project}/members/nina"))
+        .await;
+    assert_eq!(removed.status(), StatusCode::NO_CONTENT);
+    let launching = tokio::spawn({
+        let (base, mark, project, tiny) = (
+            server.base_url.clone(),
+            mark.clone(),
+            project.clone(),
+            tiny.clone(),
+        );
+        async move {
+            let client = reqwest::Client::new();
+            // A job a second, until the test is done with this task.
+            loop {
+                let _ = client
+                    .post(format!("{base}/problem/maxcut?project={project}"))
+                    .bearer_auth(&mark)
+                    .json(&tiny)
+                    .send()
+                    .await;
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+        }
+    });
+    // Read until it ends (the helper fails the test if it is still open after 30 s).
+    let events = read_events(stream, |_| false).await;
+    launching.abort();
+    assert!(
+        events.iter().all(|event| event.event == "status"),
+        "{events:?}"
+    );
+}
+
+/// On PostgreSQL every replica hears a project's changes: a stream of the project on a
+/// replica that runs no job hears the teammate's job end on the replica that runs it.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn a_project_s_feed_hears_its_jobs_from_every_replica() {
+    let database = ScratchDatabase::create().await;
+    let shared = tempfile::tempdir().unwrap();
+    let key_file = shared.path().join("jwt-ed25519.pem");
+    let key_file = key_file.to_str().unwrap();
+    let common = ["--database-url", &database.url, "--jwt-key-file", key_file];
+    let front_args = [&common[..], &["--workers", "0"]].concat();
+    let front = TestServer::start_with(ServerOptions {
+        args: &front_args,
+        ..Default::default()
+    });
+    let runner = TestServer::start_with(ServerOptions {
+        args: &common,
+        ..Default::default()
+    });
+    let admin = front.admin_token().await;
+    for name in ["mark", "vera"] {
+        let body = json!({"username": name, "password": format!("{name}-password-1")});
+        let made = front.post_json(&admin, "/admin/users", &body).await;
+        assert_eq!(made.status(), StatusCode::CREATED);
+    }
+    let mark = runner.token("mark", "mark-password-1").await;
+    let vera = front.token("vera", "vera-password-1").await;
+    let project = front.make_project(&admin, "routing").await;
+    front.set_member(&admin, &project, "mark", "member").await;
+    front.set_member(&admin, &project, "vera", "viewer").await;
+    let stream = events_url(&front, &format!("/jobs/events?project={project}"))
+        .bearer_auth(&vera)
+        .send()
+        .await
+        .unwrap();
+    let tiny = json!({"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]});
+    let job = runner.launch_in(&mark, "maxcut", &project, &tiny).await;
+    let events = read_events(stream, |event| {
+        event.data["id"] == job.as_str() && event.data["status"] == "COMPLETED"
+    })
+    .await;
+    assert!(!events.is_empty());
+    drop(runner);
 }

@@ -1010,3 +1010,137 @@ async fn a_publish_runs_its_examples_briefly_unless_told_otherwise() {
         expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
     }
 }
+
+/// `caseload plugin versions | promote | retire | download` against the server, with a key
+/// (or a token) as every client command takes one.
+#[tokio::test]
+async fn the_registry_s_verbs_run_from_the_command_line() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    let v1 = guest("v1");
+    publish(&server, &token, &v1).await;
+    publish(&server, &token, &guest("v2")).await;
+    let plugin = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_caseload"))
+            .arg("plugin")
+            .args(args)
+            .args(["--url", &server.address()])
+            .env_remove("CASELOAD_API_KEY")
+            .env("CASELOAD_TOKEN", &token)
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let line_of = |listing: &str, version: &str| {
+        listing
+            .lines()
+            .find(|line| line.split('\t').nth(1) == Some(version))
+            .unwrap_or_else(|| panic!("no {version} in {listing}"))
+            .to_owned()
+    };
+
+    let (ok, listing, report) = plugin(&["versions", "versioned"]);
+    assert!(ok, "{report}");
+    assert!(
+        line_of(&listing, "2.0.0").contains("\tstore\tcurrent\t"),
+        "{listing}"
+    );
+    assert!(
+        line_of(&listing, "1.0.0").contains(&digest(&v1)),
+        "{listing}"
+    );
+    let (ok, json, _) = plugin(&["versions", "versioned", "--output", "json"]);
+    assert!(ok);
+    assert_eq!(
+        serde_json::from_str::<Value>(&json).unwrap()["name"],
+        "versioned"
+    );
+
+    let (ok, listing, report) = plugin(&["promote", "versioned", "1.0.0"]);
+    assert!(ok, "{report}");
+    assert!(
+        line_of(&listing, "1.0.0").contains("\tcurrent\t"),
+        "{listing}"
+    );
+    let (ok, listing, report) = plugin(&["retire", "versioned", "2.0.0"]);
+    assert!(ok, "{report}");
+    assert!(
+        line_of(&listing, "2.0.0").contains("\tretired\t"),
+        "{listing}"
+    );
+
+    // A retired version still downloads: the bytes its jobs ran.
+    let directory = tempfile::tempdir().unwrap();
+    let file = directory.path().join("v2.wasm");
+    let (ok, written, report) = plugin(&[
+        "download",
+        "versioned",
+        "2.0.0",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        ok && written.trim() == file.to_str().unwrap(),
+        "{written}{report}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), guest("v2"));
+
+    // Refusals are the server's words, exit 1: the current version does not retire, a
+    // built-in does not download, a version that does not exist is not found.
+    for (args, said) in [
+        (&["retire", "versioned", "1.0.0"][..], "409"),
+        (&["download", "maxcut", "0.1.0"][..], "409"),
+        (&["promote", "versioned", "7.0.0"][..], "404"),
+    ] {
+        let (ok, _, report) = plugin(args);
+        assert!(!ok && report.contains(said), "{args:?}: {report}");
+    }
+}
+
+/// `GET /problem/<id>/versions/<version>/component`: a published version's bytes, by
+/// version or digest, for any signed-in user; a built-in's are not the store's.
+#[tokio::test]
+async fn a_published_version_s_component_is_downloaded() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    server.add_user("vera", "vera-password-1");
+    let viewer = server.token("vera", "vera-password-1").await;
+    let v1 = guest("v1");
+    publish(&server, &admin, &v1).await;
+    let cases = [
+        (
+            "/problem/versioned/versions/1.0.0/component",
+            StatusCode::OK,
+        ),
+        (
+            &*format!("/problem/versioned/versions/{}/component", digest(&v1)),
+            StatusCode::OK,
+        ),
+        (
+            "/problem/versioned/versions/4.0.0/component",
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/problem/nothing/versions/1.0.0/component",
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/problem/maxcut/versions/0.1.0/component",
+            StatusCode::CONFLICT,
+        ),
+    ];
+    for (path, status) in cases {
+        let response = server.get(&viewer, path).await;
+        assert_eq!(response.status(), status, "{path}");
+        if status == StatusCode::OK {
+            assert_eq!(response.headers()["content-type"], "application/wasm");
+            assert_eq!(response.bytes().await.unwrap(), v1, "{path}");
+        } else {
+            expect_problem(response, status).await;
+        }
+    }
+}

@@ -1,4 +1,5 @@
-//! Who waits for which job. Long-polls and event streams subscribe here; the store's change
+//! Who waits for which job, or for every job of a user or a project. Long-polls and event
+//! streams subscribe here; the store's change
 //! notices (this process's writes, and through PostgreSQL every replica's) wake them. A
 //! waiter costs a map entry and a channel receiver, and reads the database only when woken.
 //! Every batch of changes gets a sequence number, which a woken waiter hands to
@@ -24,13 +25,26 @@ const OWNER_BACKLOG: usize = 16_384;
 /// A changed job's id, and the sequence number of the batch of changes it was in.
 type ChangedJob = (Arc<str>, u64);
 
+/// Whose jobs a subscription hears of.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// The jobs a user launched, in whichever project.
+    User(String),
+    /// Every job in a project (a user's id for its personal one), whoever launched it.
+    Project(String),
+}
+
+type OwnerSenders = Mutex<HashMap<String, broadcast::Sender<ChangedJob>>>;
+
 /// The subscriptions, by job and by owner.
 #[derive(Debug)]
 pub struct JobChanges {
     /// Each job's watchers, told the sequence number of the job's latest change.
     jobs: Mutex<HashMap<String, watch::Sender<u64>>>,
-    /// Each owner's watchers, told each changed job and its change's sequence number.
-    owners: Mutex<HashMap<String, broadcast::Sender<ChangedJob>>>,
+    /// Each user's watchers, told each changed job and its change's sequence number.
+    users: OwnerSenders,
+    /// Each project's watchers, told as a user's are.
+    projects: OwnerSenders,
     /// The sequence number of the latest batch of changes published.
     sequence: AtomicU64,
     /// Set when the server stops: every waiter wakes and lets its client go.
@@ -43,7 +57,8 @@ impl Default for JobChanges {
     fn default() -> JobChanges {
         JobChanges {
             jobs: Mutex::default(),
-            owners: Mutex::default(),
+            users: Mutex::default(),
+            projects: Mutex::default(),
             sequence: AtomicU64::new(0),
             stopping: watch::channel(false).0,
             reads: SharedReads::default(),
@@ -78,28 +93,46 @@ impl JobChanges {
         }
     }
 
-    /// Hears the id of every job of `owner_id` that changes from now on.
-    pub fn watch_owner(self: &Arc<Self>, owner_id: &str) -> OwnerWatch {
-        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        let receiver = owners
-            .entry(owner_id.to_owned())
+    /// Hears the id of every job of `owner` that changes from now on.
+    pub fn watch_owner(self: &Arc<Self>, owner: &Owner) -> OwnerWatch {
+        let (senders, id) = self.senders(owner);
+        let mut senders = senders.lock().unwrap_or_else(PoisonError::into_inner);
+        let receiver = senders
+            .entry(id.to_owned())
             .or_insert_with(|| broadcast::channel(OWNER_BACKLOG).0)
             .subscribe();
         OwnerWatch {
             receiver,
             stopping: self.stopping.subscribe(),
-            owner_id: owner_id.to_owned(),
+            owner: owner.clone(),
             changes: self.clone(),
         }
     }
 
-    /// How many waiters there are, by job and by owner.
+    /// The subscriptions of an owner's kind, and its id among them.
+    fn senders<'a>(&self, owner: &'a Owner) -> (&OwnerSenders, &'a str) {
+        match owner {
+            Owner::User(id) => (&self.users, id),
+            Owner::Project(id) => (&self.projects, id),
+        }
+    }
+
+    /// How many waiters there are, by job and by owner (users and projects).
     pub fn waiters(&self) -> (usize, usize) {
         let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        let owners: usize = [&self.users, &self.projects]
+            .into_iter()
+            .map(|senders| {
+                let senders = senders.lock().unwrap_or_else(PoisonError::into_inner);
+                senders
+                    .values()
+                    .map(broadcast::Sender::receiver_count)
+                    .sum::<usize>()
+            })
+            .sum();
         (
             jobs.values().map(watch::Sender::receiver_count).sum(),
-            owners.values().map(broadcast::Sender::receiver_count).sum(),
+            owners,
         )
     }
 
@@ -115,20 +148,35 @@ impl JobChanges {
                 }
             }
         }
-        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        if !owners.is_empty() {
-            for change in changes {
-                if let Some(sender) = owners.get(&change.owner_id) {
-                    let _ = sender.send((Arc::from(change.job_id.as_str()), sequence));
-                }
-            }
-        }
+        tell(&self.users, changes, sequence, |change| &change.owner_id);
+        tell(&self.projects, changes, sequence, |change| {
+            &change.project_id
+        });
     }
 }
 
 impl JobEvents for JobChanges {
     fn jobs_changed(&self, changes: &[JobChange]) {
         self.publish(changes);
+    }
+}
+
+/// Tells each owner's subscribers of its jobs among `changes`; `owner_of` says whose a
+/// change is.
+fn tell(
+    senders: &OwnerSenders,
+    changes: &[JobChange],
+    sequence: u64,
+    owner_of: impl Fn(&JobChange) -> &String,
+) {
+    let senders = senders.lock().unwrap_or_else(PoisonError::into_inner);
+    if senders.is_empty() {
+        return;
+    }
+    for change in changes {
+        if let Some(sender) = senders.get(owner_of(change)) {
+            let _ = sender.send((Arc::from(change.job_id.as_str()), sequence));
+        }
     }
 }
 
@@ -203,7 +251,7 @@ impl Drop for JobWatch {
 pub struct OwnerWatch {
     receiver: broadcast::Receiver<ChangedJob>,
     stopping: watch::Receiver<bool>,
-    owner_id: String,
+    owner: Owner,
     changes: Arc<JobChanges>,
 }
 
@@ -253,16 +301,13 @@ impl OwnerWatch {
 
 impl Drop for OwnerWatch {
     fn drop(&mut self) {
-        let mut owners = self
-            .changes
-            .owners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if owners
-            .get(&self.owner_id)
+        let (senders, id) = self.changes.senders(&self.owner);
+        let mut senders = senders.lock().unwrap_or_else(PoisonError::into_inner);
+        if senders
+            .get(id)
             .is_some_and(|sender| sender.receiver_count() <= 1)
         {
-            owners.remove(&self.owner_id);
+            senders.remove(id);
         }
     }
 }
@@ -275,7 +320,12 @@ mod tests {
         JobChange {
             owner_id: owner.into(),
             job_id: job.into(),
+            project_id: owner.into(),
         }
+    }
+
+    fn alice() -> Owner {
+        Owner::User("alice".into())
     }
 
     #[tokio::test]
@@ -283,7 +333,7 @@ mod tests {
         let changes = Arc::new(JobChanges::default());
         let mut job = changes.watch_job("j1");
         let mut other_job = changes.watch_job("j2");
-        let mut owner = changes.watch_owner("alice");
+        let mut owner = changes.watch_owner(&alice());
         changes.jobs_changed(&[change("alice", "j1")]);
         tokio::time::timeout(std::time::Duration::from_secs(1), job.changed())
             .await
@@ -293,6 +343,21 @@ mod tests {
         let quiet =
             tokio::time::timeout(std::time::Duration::from_millis(50), other_job.changed()).await;
         assert!(quiet.is_err(), "another job's watcher was woken");
+    }
+
+    #[tokio::test]
+    async fn a_project_s_watchers_hear_its_jobs_whoever_launched_them() {
+        let changes = Arc::new(JobChanges::default());
+        let mut team = changes.watch_owner(&Owner::Project("team".into()));
+        let mut bob = changes.watch_owner(&Owner::User("bob".into()));
+        let mut teammate = change("alice", "j1");
+        teammate.project_id = "team".into();
+        changes.jobs_changed(&[change("alice", "j0"), teammate]);
+        assert_eq!(team.next().await, OwnerChange::Job(Arc::from("j1"), 1));
+        assert_eq!(team.try_next(), None, "a personal job reached the project");
+        assert_eq!(bob.try_next(), None, "another user heard alice's jobs");
+        drop(team);
+        assert!(changes.projects.lock().expect("unpoisoned").is_empty());
     }
 
     #[tokio::test]
@@ -309,7 +374,7 @@ mod tests {
     async fn stopping_wakes_every_waiter() {
         let changes = Arc::new(JobChanges::default());
         let mut job = changes.watch_job("j1");
-        let mut owner = changes.watch_owner("alice");
+        let mut owner = changes.watch_owner(&alice());
         changes.stop();
         tokio::time::timeout(std::time::Duration::from_secs(1), job.changed())
             .await
@@ -323,13 +388,13 @@ mod tests {
         let changes = Arc::new(JobChanges::default());
         let first = changes.watch_job("j1");
         let second = changes.watch_job("j1");
-        let owner = changes.watch_owner("alice");
+        let owner = changes.watch_owner(&alice());
         assert_eq!(changes.waiters(), (2, 1));
         drop(first);
         assert_eq!(changes.jobs.lock().expect("unpoisoned").len(), 1);
         drop(second);
         drop(owner);
         assert!(changes.jobs.lock().expect("unpoisoned").is_empty());
-        assert!(changes.owners.lock().expect("unpoisoned").is_empty());
+        assert!(changes.users.lock().expect("unpoisoned").is_empty());
     }
 }

@@ -2,14 +2,17 @@
 //! Mozilla's roots) for `https`, the URL's host as the TLS name and `Host`. No redirect is
 //! followed. Webhooks post their callbacks with it (the answer is its status); `caseload
 //! plugin publish` posts a component and reads the server's answer; single sign-on gets the
-//! issuer's discovery document and keys; `caseload job` calls the job API.
+//! issuer's discovery document and keys; `caseload job`, `data` and `plugin publish` call the
+//! API, `data upload` sending a file as it reads it.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -92,6 +95,42 @@ pub async fn post(post: Post<'_>) -> Result<Answer, String> {
 
 /// Sends a request of any method, with the post's headers and body; the answer.
 pub async fn exchange(method: Method, post: Post<'_>) -> Result<Answer, String> {
+    let host = post.url.host_str().unwrap_or_default().to_owned();
+    let response = open(method, &post, RequestBody::full(post.body.clone())).await?;
+    let status = response.status().as_u16();
+    let body = read_body(response.into_body(), post.read_at_most)
+        .await
+        .map_err(|error| format!("reading {host}'s answer failed: {error}"))?;
+    Ok(Answer { status, body })
+}
+
+/// A request's body: bytes at hand, or a stream of them (a file read as it is sent).
+pub struct RequestBody(UnsyncBoxBody<Bytes, std::io::Error>);
+
+impl RequestBody {
+    pub fn full(bytes: Bytes) -> RequestBody {
+        RequestBody(
+            Full::new(bytes)
+                .map_err(|never| match never {})
+                .boxed_unsync(),
+        )
+    }
+
+    pub fn stream(
+        chunks: impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    ) -> RequestBody {
+        use futures_util::TryStreamExt;
+        RequestBody(StreamBody::new(chunks.map_ok(Frame::data)).boxed_unsync())
+    }
+}
+
+/// Sends a request of any method with the post's headers (its `body` unused: `body` is
+/// sent); the answer, whose body the caller reads as it comes.
+pub async fn open(
+    method: Method,
+    post: &Post<'_>,
+    body: RequestBody,
+) -> Result<Response<Incoming>, String> {
     let url = post.url;
     let address = post.address;
     let host = url.host_str().ok_or("the URL names no host")?.to_owned();
@@ -106,13 +145,38 @@ pub async fn exchange(method: Method, post: Post<'_>) -> Result<Answer, String> 
             .connect(name, stream)
             .await
             .map_err(|error| format!("TLS with {host} failed: {error}"))?;
-        send(stream, &host, method, &post).await
+        send(stream, &host, method, post, body).await
     } else {
-        send(stream, &host, method, &post).await
+        send(stream, &host, method, post, body).await
     }
 }
 
-async fn send<S>(stream: S, host: &str, method: Method, post: &Post<'_>) -> Result<Answer, String>
+/// Reads a body, up to `at_most` bytes (0: none of it).
+pub async fn read_body(mut incoming: Incoming, at_most: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    if at_most == 0 {
+        return Ok(body);
+    }
+    while let Some(frame) = incoming.frame().await {
+        let frame = frame.map_err(|error| error.to_string())?;
+        if let Some(data) = frame.data_ref() {
+            let room = at_most.saturating_sub(body.len());
+            body.extend_from_slice(&data[..data.len().min(room)]);
+            if body.len() >= at_most {
+                break;
+            }
+        }
+    }
+    Ok(body)
+}
+
+async fn send<S>(
+    stream: S,
+    host: &str,
+    method: Method,
+    post: &Post<'_>,
+    body: RequestBody,
+) -> Result<Response<Incoming>, String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -137,28 +201,9 @@ where
     for (name, value) in post.headers {
         request = request.header(*name, value);
     }
-    let request = request
-        .body(Full::new(post.body.clone()))
-        .map_err(|error| error.to_string())?;
-    let response = sender
+    let request = request.body(body.0).map_err(|error| error.to_string())?;
+    sender
         .send_request(request)
         .await
-        .map_err(|error| format!("the post to {host} failed: {error}"))?;
-    let status = response.status().as_u16();
-    let mut body = Vec::new();
-    if post.read_at_most > 0 {
-        let mut incoming = response.into_body();
-        while let Some(frame) = incoming.frame().await {
-            let frame =
-                frame.map_err(|error| format!("reading {host}'s answer failed: {error}"))?;
-            if let Some(data) = frame.data_ref() {
-                let room = post.read_at_most.saturating_sub(body.len());
-                body.extend_from_slice(&data[..data.len().min(room)]);
-                if body.len() >= post.read_at_most {
-                    break;
-                }
-            }
-        }
-    }
-    Ok(Answer { status, body })
+        .map_err(|error| format!("the request to {host} failed: {error}"))
 }

@@ -6,10 +6,12 @@
 //! (the wasmtime sandbox). ARCHITECTURE.md draws the whole path.
 
 pub mod api;
+pub mod api_client;
 pub mod api_key;
 pub mod auth;
 pub mod changes;
 pub mod config;
+pub mod data_command;
 pub mod http_post;
 pub mod job_command;
 pub mod key_command;
@@ -22,6 +24,7 @@ pub mod options;
 pub mod plugins;
 pub mod private_file;
 pub mod readiness;
+pub mod registry_command;
 pub mod replica;
 pub mod runtime;
 pub mod sandbox_process;

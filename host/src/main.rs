@@ -13,6 +13,7 @@ use caseload::kit::check::{CheckOptions, check_plugins};
 use caseload::kit::new::{new_project, next_steps};
 use caseload::kit::publish::{PublishOptions, publish};
 use caseload::kit::watch::{WatchOptions, watch};
+use caseload::registry_command;
 use caseload::sandbox_process::serve_child;
 
 /// musl's allocator takes one lock for every thread; mimalloc keeps the static build (the
@@ -36,7 +37,9 @@ fn main() -> anyhow::Result<()> {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     // A command's report is its output; the server's log lines would only bury it.
     let default_level = match cli.command {
-        Some(Command::Plugin(_) | Command::Job(_) | Command::Ready { .. }) => "warn",
+        Some(Command::Plugin(_) | Command::Job(_) | Command::Data(_) | Command::Ready { .. }) => {
+            "warn"
+        }
         _ => "info",
     };
     let otlp = match &cli.command {
@@ -64,14 +67,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         },
-        Some(Command::Job(command)) => match caseload::job_command::run(command).await {
-            Ok(true) => Ok(()),
-            Ok(false) => std::process::exit(1),
-            Err(error) => {
-                eprintln!("error: {error:#}");
-                std::process::exit(1);
-            }
-        },
+        Some(Command::Job(command)) => exit_with(caseload::job_command::run(command).await),
+        Some(Command::Data(command)) => exit_with(caseload::data_command::run(command).await),
         Some(Command::Plugin(command)) => {
             let data_dir = cli.storage.data_dir.clone();
             let command = command.clone();
@@ -87,6 +84,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     std::process::exit(1);
                 }
             }
+        }
+    }
+}
+
+/// Ends a command that calls a server: its failures (a refusal, a job that did not
+/// complete) exit 1, saying why.
+fn exit_with(outcome: anyhow::Result<bool>) -> anyhow::Result<()> {
+    match outcome {
+        Ok(true) => Ok(()),
+        Ok(false) => std::process::exit(1),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::exit(1);
         }
     }
 }
@@ -108,8 +118,7 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
         PluginCommand::Check { files, run } => check_plugins(&files, check_options(run, data_dir)),
         PluginCommand::Publish {
             file,
-            url,
-            token,
+            target,
             no_current,
             gate,
         } => {
@@ -120,13 +129,38 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
                 None => None,
             };
             let options = PublishOptions {
-                url,
-                token,
+                target,
                 current: !no_current,
                 gate,
             };
             tokio::runtime::Handle::current().block_on(publish(&file, &options))
         }
+        PluginCommand::Versions {
+            problem,
+            output,
+            target,
+        } => registry(registry_command::versions(&problem, output, &target)),
+        PluginCommand::Promote {
+            problem,
+            version,
+            target,
+        } => registry(registry_command::promote(&problem, &version, &target)),
+        PluginCommand::Retire {
+            problem,
+            version,
+            target,
+        } => registry(registry_command::retire(&problem, &version, &target)),
+        PluginCommand::Download {
+            problem,
+            version,
+            output,
+            target,
+        } => registry(registry_command::download(
+            &problem,
+            &version,
+            output.as_deref(),
+            &target,
+        )),
         PluginCommand::Watch {
             dir,
             plugins_dir,
@@ -142,6 +176,14 @@ fn plugin_command(command: PluginCommand, data_dir: &Path) -> anyhow::Result<boo
             Ok(true)
         }
     }
+}
+
+/// Runs a registry command on the async runtime (a plugin command runs on a blocking
+/// thread); true once it succeeded.
+fn registry(command: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<bool> {
+    tokio::runtime::Handle::current()
+        .block_on(command)
+        .map(|()| true)
 }
 
 fn build_options(args: &BuildArgs) -> BuildOptions {

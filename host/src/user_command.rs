@@ -43,9 +43,28 @@ async fn add_user(storage: &StorageArgs, name: &str, role: Role) -> anyhow::Resu
     }
 }
 
-/// `caseload user add | admin | role | passwd | disable | enable | revoke | quota | delete`.
+/// `caseload user list`: every user, one a line (name, role, enabled or disabled, creation
+/// time), as `GET /admin/users` lists them.
+async fn list_users(storage: &StorageArgs) -> anyhow::Result<()> {
+    let store = open_store(storage).await?;
+    for user in store.users().await? {
+        let created = chrono::DateTime::from_timestamp_millis(user.created_at)
+            .map_or_else(|| "-".to_owned(), |at| at.to_rfc3339());
+        let state = if user.disabled { "disabled" } else { "enabled" };
+        println!(
+            "{}\t{}\t{state}\tcreated {created}",
+            user.username,
+            user.role.as_str()
+        );
+    }
+    Ok(())
+}
+
+/// `caseload user list | add | admin | role | passwd | disable | enable | revoke | quota |
+/// delete`.
 pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow::Result<()> {
     let (name, change, done) = match command {
+        UserCommand::List => return list_users(storage).await,
         UserCommand::Add {
             name, admin, role, ..
         } => {

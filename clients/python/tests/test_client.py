@@ -1,5 +1,7 @@
-"""The client against a real server."""
+"""The clients against a real server: each test that takes `client` or `connect` runs with
+`Client` and with `AsyncClient` (see conftest.py)."""
 
+import inspect
 import io
 import os
 import time
@@ -8,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from caseload import ApiError, Client
+from caseload import ApiError, AsyncClient, Client
 
 TRIANGLE = {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1], [0, 2, 1]]}
 
@@ -119,53 +121,69 @@ def test_a_finished_job_keeps_the_best_it_had(client):
         assert incumbent.found_at is not None
 
 
-def test_versions_are_published_pinned_rolled_back_rerun_and_retired(client, guest_wasm):
-    first = client.publish(guest_wasm("versioned_v1"))
-    assert (first["name"], first["version"], first["created"]) == ("versioned", "1.0.0", True)
-    assert first["report"][0].startswith("versioned 1.0.0")
-    with guest_wasm("versioned_v2").open("rb") as file:
-        second = client.publish(file)
-    assert (second["version"], second["current"]) == ("2.0.0", True)
+def versioned_as(guest_wasm, version):
+    """The bench build of the `versioned` guest declaring `version` (9 characters, as its
+    marker `9.0.0-r00` is), so that each run of a test publishes versions of its own."""
+    marker = b"9.0.0-r00"
+    assert len(version) == len(marker)
+    bytes_ = guest_wasm("versioned_bench").read_bytes()
+    assert marker in bytes_
+    return bytes_.replace(marker, version.encode())
+
+
+def test_versions_are_published_pinned_rolled_back_rerun_and_retired(client, kind, guest_wasm,
+                                                                     tmp_path):
+    v1, v2 = (f"{major}.0.0-{kind[:3].lower()}" for major in (1, 2))
+    path = tmp_path / "v1.wasm"
+    path.write_bytes(versioned_as(guest_wasm, v1))
+    first = client.publish(path)
+    assert (first["name"], first["version"], first["created"]) == ("versioned", v1, True)
+    assert first["report"][0].startswith(f"versioned {v1}")
+    second = client.publish(io.BytesIO(versioned_as(guest_wasm, v2)))
+    assert (second["version"], second["current"]) == (v2, True)
     # The same bytes again are the version already stored.
-    again = client.publish(guest_wasm("versioned_v1").read_bytes(), current=False)
+    again = client.publish(versioned_as(guest_wasm, v1), current=False)
     assert (again["digest"], again["created"]) == (first["digest"], False)
 
     listed = {entry.version: entry for entry in client.versions("versioned")}
-    assert set(listed) == {"1.0.0", "2.0.0"}
-    assert listed["2.0.0"].current and not listed["1.0.0"].current
-    assert listed["1.0.0"].source == "store" and listed["1.0.0"].published_by == "admin"
-    assert listed["1.0.0"].published_at.utcoffset() == timedelta(0)
+    assert {v1, v2} <= set(listed)
+    assert listed[v2].current and not listed[v1].current
+    assert listed[v1].source == "store" and listed[v1].published_by == "admin"
+    assert listed[v1].published_at.utcoffset() == timedelta(0)
 
-    # A rollback: unpinned launches get 1.0.0 again; a pinned one still gets 2.0.0.
-    rolled_back = client.set_current("versioned", "1.0.0")
-    assert [entry.version for entry in rolled_back if entry.current] == ["1.0.0"]
+    # A rollback: unpinned launches get v1 again; a pinned one still gets v2.
+    rolled_back = client.set_current("versioned", v1)
+    assert [entry.version for entry in rolled_back if entry.current] == [v1]
     unpinned = client.submit("versioned", {})
-    assert client.output(unpinned, wait=60)["version"] == "1.0.0"
-    pinned = client.submit("versioned", {}, version="2.0.0")
-    assert client.output(pinned, wait=60)["version"] == "2.0.0"
+    assert client.output(unpinned, wait=60)["version"] == v1
+    pinned = client.submit("versioned", {}, version=v2)
+    assert client.output(pinned, wait=60)["version"] == v2
     status = client.job(pinned)
-    assert (status.plugin["version"], status.plugin["requested"]) == ("2.0.0", "2.0.0")
+    assert (status.plugin["version"], status.plugin["requested"]) == (v2, v2)
     assert status.plugin["digest"] == second["digest"] and status.rerun_of is None
     assert client.job(unpinned).plugin["requested"] is None
     batch = client.submit_batch("versioned", [{}, {}], version=second["digest"])
-    assert [client.output(job, wait=60)["version"] for job in batch] == ["2.0.0"] * 2
+    assert [client.output(job, wait=60)["version"] for job in batch] == [v2] * 2
 
     # A rerun keeps the version its job was bound to, unless it names another.
     rerun = client.rerun(pinned)
     assert rerun != pinned
     assert client.output(rerun, wait=60) == client.output(pinned)
     assert client.job(rerun).rerun_of == pinned
-    on_first = client.rerun(pinned, version="1.0.0", options={"time_limit_s": 5})
-    assert client.output(on_first, wait=60)["version"] == "1.0.0"
+    on_first = client.rerun(pinned, version=v1, options={"time_limit_s": 5})
+    assert client.output(on_first, wait=60)["version"] == v1
 
-    # Retired, 2.0.0 takes no new job; the current version cannot be retired.
-    retired = {entry.version: entry for entry in client.retire("versioned", "2.0.0")}
-    assert retired["2.0.0"].retired and retired["2.0.0"].jobs >= 4
+    # Retired, v2 takes no new job; the current version cannot be retired.
+    retired = {entry.version: entry for entry in client.retire("versioned", v2)}
+    assert retired[v2].retired and retired[v2].jobs >= 4
+    # Its bytes are still the store's, by version or digest.
+    assert client.download("versioned", v2) == versioned_as(guest_wasm, v2)
+    assert client.download("versioned", second["digest"]) == versioned_as(guest_wasm, v2)
     with pytest.raises(ApiError) as raised:
-        client.submit("versioned", {}, version="2.0.0")
+        client.submit("versioned", {}, version=v2)
     assert raised.value.status == 404
     with pytest.raises(ApiError) as raised:
-        client.retire("versioned", "1.0.0")
+        client.retire("versioned", v1)
     assert raised.value.status == 409
 
 
@@ -203,17 +221,16 @@ def test_experiments_races_and_warm_starts(client):
 
 
 
-def test_an_api_key_stands_in_for_a_password_until_it_is_revoked(client, monkeypatch):
-    server_url = os.environ["CASELOAD_URL"]
+def test_an_api_key_stands_in_for_a_password_until_it_is_revoked(client, connect, monkeypatch):
     created = client.create_api_key("ci", ["read", "launch"])
     assert created["key"].startswith("cl_") and created["scopes"] == ["read", "launch"]
     monkeypatch.setenv("CASELOAD_API_KEY", created["key"])
-    with Client(server_url) as keyed:
+    with connect() as keyed:
         job = keyed.submit("maxcut", complete_graph(4))
         assert keyed.wait(job, timeout=60).status == "COMPLETED"
-    assert [key["name"] for key in client.api_keys()] == ["ci"]
+    assert created["id"] in [key["id"] for key in client.api_keys()]
     client.revoke_api_key(created["prefix"])
-    with Client(server_url, api_key=created["key"]) as revoked:
+    with connect(api_key=created["key"]) as revoked:
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -281,3 +298,108 @@ def test_the_async_client_launches_waits_and_reads_with_a_key(client):
                 raise AssertionError("an unknown job is a NotFound")
 
     asyncio.run(scenario())
+
+
+def test_both_clients_have_every_call_with_the_same_parameters():
+    def calls(kind, left_out):
+        return {name: [(parameter.name, parameter.kind, parameter.default)
+                       for parameter in inspect.signature(getattr(kind, name)).parameters.values()]
+                for name in dir(kind) if not name.startswith("_") and name not in left_out}
+
+    sync, asynchronous = calls(Client, {"close"}), calls(AsyncClient, {"aclose"})
+    assert sorted(sync) == sorted(asynchronous)
+    for name, parameters in sync.items():
+        assert parameters == asynchronous[name], name
+
+
+def test_a_quota_s_429_is_raised_at_once(connect, make_user):
+    from caseload import QuotaExceeded
+
+    name, password = make_user(quotas={"pending_jobs": 0, "dataset_bytes": None,
+                                       "output_bytes": None})
+    limited = connect(name, password)
+    started = time.monotonic()
+    with pytest.raises(QuotaExceeded) as raised:
+        limited.submit("maxcut", TRIANGLE)
+    # No retry: a quota does not free itself while the client backs off.
+    assert time.monotonic() - started < 1.0
+    assert raised.value.status == 429 and "quota" in raised.value.type
+
+
+def test_every_error_carries_the_request_id_the_server_answered_under(client):
+    from caseload import NotFound
+
+    with pytest.raises(NotFound) as raised:
+        client.job("no-such-job")
+    request_id = raised.value.request_id
+    assert request_id and request_id in str(raised.value)
+
+
+def test_a_project_s_jobs_and_data_files_are_launched_uploaded_and_listed_there(client, make_project):
+    project = make_project({"admin": "member"})
+    stored = client.upload(io.BytesIO(b"3 2\n1 2 1\n2 3 1\n"), media_type="text/plain",
+                           filename="path.txt", project=project)
+    on_file = client.submit("maxcut", data_file=stored["data_file_identifier"], project=project)
+    inline = client.submit("maxcut", TRIANGLE, project=project)
+    batch = client.submit_batch("maxcut", [TRIANGLE], project=project)
+    assert {job.id for job in client.jobs(project=project)} == {on_file, inline, *batch}
+    assert {client.job(job).project for job in (on_file, inline, *batch)} == {project}
+    experiment = client.experiment("maxcut", [TRIANGLE], seeds=[1], project=project)
+    assert [entry["id"] for entry in client.experiments(project=project)] == [experiment]
+    bound = client.create_api_key("bound", ["read"], project=project)
+    assert bound["project"] == project
+
+
+def test_an_expired_token_is_replaced_by_a_new_login(connect, make_user, admin_http):
+    name, password = make_user()
+    session = connect(name, password)
+    session.api_keys()
+    first = session._token
+    revoked = admin_http.patch(f"/admin/users/{name}", json={"revoke_tokens": True})
+    assert revoked.status_code == 200, revoked.text
+    # Within 2 s every replica refuses the old token; each call until then may still pass.
+    deadline = time.monotonic() + 10
+    while session._token == first:
+        session.api_keys()
+        assert time.monotonic() < deadline, "the client never logged in again"
+        time.sleep(0.1)
+
+
+def test_a_teammate_s_jobs_are_waited_for_on_their_project_s_feed(connect, make_user,
+                                                                   make_project):
+    teammate, teammates_password = make_user()
+    me, my_password = make_user()
+    project = make_project({teammate: "member", me: "viewer"})
+    theirs = connect(teammate, teammates_password)
+    mine = connect(me, my_password)
+    quick = theirs.submit("maxcut", TRIANGLE, project=project)
+    slower = theirs.submit("maxcut", complete_graph(30), options={"time_limit_s": 1},
+                           project=project)
+    ended = mine.wait_all([quick, slower], timeout=60)
+    assert set(ended) == {quick, slower}
+    assert {job.status for job in ended.values()} == {"COMPLETED"}
+
+    # A key bound to the project, the pattern of a CI step, waits on the same feed.
+    key = mine.create_api_key("ci", ["read"], project=project)["key"]
+    bound = connect(api_key=key)
+    later = [theirs.submit("maxcut", complete_graph(30), options={"time_limit_s": 1, "seed": seed},
+                           project=project) for seed in range(2)]
+    assert {job.id for job in bound.as_completed(later, timeout=60)} == set(later)
+    # Ended already: found by the key's listing of its project, without a stream.
+    assert set(bound.wait_all(later + [quick], timeout=60)) == {*later, quick}
+
+
+def test_waiting_for_many_jobs_gives_up_at_its_timeout(client):
+    from caseload import WaitTimedOut
+
+    quick = client.submit("maxcut", TRIANGLE)
+    client.wait(quick, timeout=60)
+    long = client.submit("maxcut", complete_graph(60), options={"time_limit_s": 30})
+    started = time.monotonic()
+    with pytest.raises(WaitTimedOut) as raised:
+        client.wait_all([quick, long], timeout=1.5)
+    waited = time.monotonic() - started
+    assert 1.5 <= waited < 4, waited
+    assert raised.value.waiting == [long] and list(raised.value.ended) == [quick]
+    assert isinstance(raised.value, TimeoutError)
+    client.cancel(long)

@@ -1,17 +1,17 @@
 //! Server-Sent Events: `GET /job/<id>/events` (one job's status, progress, log and
-//! incumbents as they change, then its end) and `GET /jobs/events` (the status of every job of the caller as it
-//! changes). A stream reads the database only when the job changes, and the streams woken by
+//! incumbents as they change, then its end) and `GET /jobs/events` (the status of every job of
+//! the caller, or with `?project=` of every job in a project it reads, as it changes). A stream reads the database only when the job changes, and the streams woken by
 //! one change share one read; it resumes from `Last-Event-ID` with only what the client has
 //! not seen. A stream is a held request ([`Hold`]): one of its user's places, ended by a
 //! `reconnect` event when its connection must close, and ended when its user loses access.
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -22,11 +22,13 @@ use tokio::sync::broadcast;
 
 use super::held::{Connection, Hold, Interrupt};
 use super::jobs::not_found;
+use super::key_project::default_project;
 use super::owner_feed::{FeedItem, GATHER, list_entry_json, status_events};
+use super::projects::{named_project, project_role};
 use super::wire::{IncumbentView, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
-use crate::changes::{JobWatch, SharedJob};
+use crate::changes::{JobWatch, Owner, SharedJob};
 use crate::store::{
     IncumbentRecord, JobFilter, JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis,
 };
@@ -36,6 +38,10 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How many of the caller's newest jobs a resumed `GET /jobs/events` looks through.
 const RESUME_SCAN: u32 = 500;
+
+/// How often a project's stream checks, before it sends, that its user still reads the
+/// project.
+const PROJECT_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a client told to reconnect waits before it does (the SSE `retry` field).
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
@@ -320,18 +326,31 @@ fn json_event(name: &str, data: &impl serde::Serialize) -> Event {
         .unwrap_or_else(|_| Event::default().event(name))
 }
 
+/// The caller's jobs, or with `?project=` (or a key bound to a project) every job of the
+/// project: 404 for a project the caller is not in, as for one that does not exist.
 async fn owner_events(
     State(state): State<AppState>,
     user: AuthUser,
     connection: Connection,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let project = named_project(query.as_deref()).or(default_project(&user).map(str::to_owned));
+    let owner = match project {
+        Some(project_id) => {
+            project_role(&state, &user, &project_id).await?;
+            Owner::Project(project_id)
+        }
+        None => Owner::User(user.id.clone()),
+    };
     let hold = Hold::begin(&state, &user, connection)?;
-    let feed = state.owner_feeds.subscribe(&state, &user.id);
+    let feed = state.owner_feeds.subscribe(&state, &owner);
     let resume_from = last_event_id(&headers).and_then(|id| id.parse::<Millis>().ok());
     let stream = OwnerStream {
         state,
         user,
+        owner,
+        project_checked: Instant::now(),
         hold,
         ended: false,
         feed,
@@ -354,10 +373,14 @@ async fn owner_events(
         .into_response())
 }
 
-/// A `GET /jobs/events` stream: its user's feed, sent as it comes.
+/// A `GET /jobs/events` stream: its owner's feed, sent as it comes.
 struct OwnerStream {
     state: AppState,
     user: AuthUser,
+    /// The user itself, or a project the user reads.
+    owner: Owner,
+    /// When the user was last found in the project.
+    project_checked: Instant,
     hold: Hold,
     ended: bool,
     feed: broadcast::Receiver<Arc<FeedItem>>,
@@ -378,7 +401,7 @@ impl OwnerStream {
                 let jobs = self.changed_since(since).await;
                 let json: Vec<String> = jobs.iter().map(list_entry_json).collect();
                 match status_events(json.iter().map(String::as_str), now_millis()) {
-                    Some(bytes) => return Some(bytes),
+                    Some(bytes) => return self.still_reads_project().await.then_some(bytes),
                     None => continue,
                 }
             }
@@ -391,7 +414,10 @@ impl OwnerStream {
                         Interrupt::AccessLost(_) => None,
                     };
                 }
-                () = tokio::time::sleep(KEEP_ALIVE) => return Some(Bytes::from_static(b":\n\n")),
+                () = tokio::time::sleep(KEEP_ALIVE) => {
+                    let keep_alive = Bytes::from_static(b":\n\n");
+                    return self.still_reads_project().await.then_some(keep_alive);
+                }
             };
             match item.as_deref() {
                 Ok(FeedItem::Burst { made, bytes }) => {
@@ -400,7 +426,7 @@ impl OwnerStream {
                     if let Some(wait) = self.delay.checked_sub(due) {
                         tokio::time::sleep(wait).await;
                     }
-                    return Some(bytes.clone());
+                    return self.still_reads_project().await.then(|| bytes.clone());
                 }
                 Ok(FeedItem::Resync { since }) => self.resume_from = Some(*since),
                 Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -414,12 +440,44 @@ impl OwnerStream {
         }
     }
 
-    /// The caller's jobs created or ended after `since`, or not ended yet, oldest first.
+    /// Whether the stream may go on: a project's, while its user still reads the project
+    /// (looked at again at most every [`PROJECT_CHECK_EVERY`], and only when there is
+    /// something to send); a user's, always (its [`Hold`] ends it when the user's access
+    /// ends). A stream that may not is over.
+    async fn still_reads_project(&mut self) -> bool {
+        let Owner::Project(project_id) = &self.owner else {
+            return true;
+        };
+        if self.project_checked.elapsed() < PROJECT_CHECK_EVERY {
+            return true;
+        }
+        match project_role(&self.state, &self.user, project_id).await {
+            Ok(_) => {
+                self.project_checked = Instant::now();
+                true
+            }
+            Err(_) => {
+                tracing::debug!(user = %self.user.username, project = %project_id,
+                    "a project's event stream ended: its user no longer reads the project");
+                self.ended = true;
+                false
+            }
+        }
+    }
+
+    /// The owner's jobs created or ended after `since`, or not ended yet, oldest first.
     async fn changed_since(&self, since: Millis) -> Vec<JobSummary> {
+        let filter = match &self.owner {
+            Owner::User(_) => JobFilter::default(),
+            Owner::Project(project_id) => JobFilter {
+                project: Some(project_id.clone()),
+                ..JobFilter::default()
+            },
+        };
         let mut jobs = match self
             .state
             .store
-            .jobs(&self.user.id, &JobFilter::default(), None, RESUME_SCAN)
+            .jobs(&self.user.id, &filter, None, RESUME_SCAN)
             .await
         {
             Ok(jobs) => jobs,

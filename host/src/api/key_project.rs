@@ -3,8 +3,8 @@
 //! data file or experiment of another project, whether a path or a launch's body names it
 //! (404, as for anyone's). A key bound to a shared project goes only where projects are
 //! understood: the routes of jobs, data files, experiments, use cases, keys and webhook
-//! secrets. A user's job feed and counts are its own, and the plugin registry the
-//! server's: not a project's.
+//! secrets, and the project's job feed. A user's job counts are its own, and the plugin
+//! registry the server's: not a project's.
 
 use axum::http::request::Parts;
 
@@ -14,7 +14,8 @@ use crate::api_key::Scope;
 use crate::auth::AuthUser;
 use crate::store::ProjectOwned;
 
-/// The routes a key bound to a shared project may take, by path prefix; `/jobs` exactly.
+/// The routes a key bound to a shared project may take, by path prefix; `/jobs` and
+/// `/jobs/events` exactly.
 const SHARED_PROJECT_ROUTES: [&str; 9] = [
     "/experiments",
     "/problem/",
@@ -35,6 +36,7 @@ pub async fn confine(state: &AppState, user: &AuthUser, parts: &Parts) -> Result
     let path = parts.uri.path();
     let shared = project != user.id;
     let routed = path == "/jobs"
+        || path == "/jobs/events"
         || SHARED_PROJECT_ROUTES
             .iter()
             .any(|prefix| path.starts_with(prefix));

@@ -1,7 +1,8 @@
-//! One feed per user for all of its `GET /jobs/events` streams. The feed hears the user's
-//! changes, gathers them for [`GATHER`], reads each changed job once, and writes the events
-//! once, as the bytes every stream then sends as they are: two thousand streams of one user
-//! cost one read and one rendering per change, and a write each. Each stream sends a burst
+//! One feed per owner for all of its `GET /jobs/events` streams: a user's (the jobs it
+//! launched) or a project's (every job in it, for everyone who reads the project). The feed
+//! hears the owner's changes, gathers them for [`GATHER`], reads each changed job once, and
+//! writes the events once, as the bytes every stream then sends as they are: two thousand
+//! streams of one owner cost one read and one rendering per change, and a write each. Each stream sends a burst
 //! at its own moment within the next [`GATHER`] (drawn when it opens), so that the streams a
 //! change wakes do not all write in the one instant, which would hold up every other
 //! request behind them.
@@ -15,14 +16,17 @@ use tokio::sync::broadcast;
 
 use super::AppState;
 use super::wire::JobListEntry;
-use crate::changes::{OwnerChange, OwnerWatch};
-use crate::store::{JobRecord, JobStatus, JobSummary, Millis, now_millis};
+use crate::changes::{Owner, OwnerChange, OwnerWatch};
+use crate::store::{JobFilter, JobRecord, JobStatus, JobSummary, Millis, now_millis};
 
 /// How long the feed gathers changes after the first before it reads and sends them.
 pub const GATHER: Duration = Duration::from_millis(100);
 
 /// Bursts a stream may fall behind by before it catches up with a read of its own.
 const BACKLOG: usize = 64;
+
+/// The most changed jobs of a project read in one statement.
+const PROJECT_READ: usize = 200;
 
 /// How often an idle feed looks whether any stream still listens.
 const IDLE_CHECK: Duration = Duration::from_secs(5);
@@ -38,29 +42,30 @@ pub enum FeedItem {
     Stopping,
 }
 
-/// The feeds of the users with streams open.
+/// The feeds of the owners with streams open.
 #[derive(Debug, Default)]
 pub struct OwnerFeeds {
-    feeds: Mutex<HashMap<String, broadcast::Sender<Arc<FeedItem>>>>,
+    feeds: Mutex<HashMap<Owner, broadcast::Sender<Arc<FeedItem>>>>,
 }
 
 impl OwnerFeeds {
-    /// The user's feed from now on; started if the user has none.
+    /// The owner's feed from now on; started if the owner has none. Whether the caller may
+    /// read the owner's jobs is checked before.
     pub fn subscribe(
         self: &Arc<Self>,
         state: &AppState,
-        owner_id: &str,
+        owner: &Owner,
     ) -> broadcast::Receiver<Arc<FeedItem>> {
         let mut feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(sender) = feeds.get(owner_id) {
+        if let Some(sender) = feeds.get(owner) {
             return sender.subscribe();
         }
         let (sender, receiver) = broadcast::channel(BACKLOG);
-        feeds.insert(owner_id.to_owned(), sender.clone());
+        feeds.insert(owner.clone(), sender.clone());
         let feed = Feed {
             state: state.clone(),
-            owner_id: owner_id.to_owned(),
-            watch: state.changes.watch_owner(owner_id),
+            owner: owner.clone(),
+            watch: state.changes.watch_owner(owner),
             sender,
             sent: HashMap::new(),
             feeds: self.clone(),
@@ -72,7 +77,7 @@ impl OwnerFeeds {
 
 struct Feed {
     state: AppState,
-    owner_id: String,
+    owner: Owner,
     watch: OwnerWatch,
     sender: broadcast::Sender<Arc<FeedItem>>,
     /// The status last sent of each job not ended yet.
@@ -133,22 +138,12 @@ impl Feed {
                 });
                 continue;
             }
-            let mut jobs = Vec::with_capacity(changed.len());
-            for (job_id, sequence) in changed {
-                let read = self.state.changes.reads().job(
-                    self.state.store.as_ref(),
-                    &self.owner_id,
-                    &job_id,
-                    sequence,
-                );
-                match read.await {
-                    Ok(Some(job)) if self.note(&job.record.id, job.record.status) => {
-                        jobs.push(job.rendered(|record| list_entry_json(&summary(record))));
-                    }
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!(%error, "event stream read failed"),
+            let jobs = match &self.owner {
+                Owner::User(user_id) => self.read_users_jobs(user_id.clone(), changed).await,
+                Owner::Project(project_id) => {
+                    self.read_projects_jobs(project_id.clone(), changed).await
                 }
-            }
+            };
             if let Some(bytes) = status_events(jobs.iter().map(|json| &**json), made) {
                 self.send(FeedItem::Burst { made, bytes });
             }
@@ -156,6 +151,67 @@ impl Feed {
                 return;
             }
         }
+    }
+
+    /// The user's changed jobs whose status is news, rendered: each read once for every
+    /// waiter the change woke (the user's long-polls and job streams too).
+    async fn read_users_jobs(
+        &mut self,
+        user_id: String,
+        changed: Vec<(Arc<str>, u64)>,
+    ) -> Vec<Arc<str>> {
+        let mut jobs = Vec::with_capacity(changed.len());
+        for (job_id, sequence) in changed {
+            let read = self.state.changes.reads().job(
+                self.state.store.as_ref(),
+                &user_id,
+                &job_id,
+                sequence,
+            );
+            match read.await {
+                Ok(Some(job)) if self.note(&job.record.id, job.record.status) => {
+                    jobs.push(job.rendered(|record| list_entry_json(&summary(record))));
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "event stream read failed"),
+            }
+        }
+        jobs
+    }
+
+    /// The project's changed jobs whose status is news, rendered: read together, a page of
+    /// the project's jobs at a time, whoever launched them.
+    async fn read_projects_jobs(
+        &mut self,
+        project_id: String,
+        changed: Vec<(Arc<str>, u64)>,
+    ) -> Vec<Arc<str>> {
+        let mut jobs = Vec::with_capacity(changed.len());
+        for page in changed.chunks(PROJECT_READ) {
+            let filter = JobFilter {
+                project: Some(project_id.clone()),
+                ids: page.iter().map(|(job_id, _)| job_id.to_string()).collect(),
+                ..JobFilter::default()
+            };
+            // The filter names the project: the owner given is not read.
+            let read = self
+                .state
+                .store
+                .jobs(&project_id, &filter, None, page.len() as u32);
+            match read.await {
+                Ok(mut found) => {
+                    // Oldest first, as a user's feed sends them.
+                    found.reverse();
+                    for job in found {
+                        if self.note(&job.id, job.status) {
+                            jobs.push(Arc::from(list_entry_json(&job)));
+                        }
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "event stream read failed"),
+            }
+        }
+        jobs
     }
 
     fn send(&self, item: FeedItem) {
@@ -188,10 +244,10 @@ impl Feed {
             return false;
         }
         if feeds
-            .get(&self.owner_id)
+            .get(&self.owner)
             .is_some_and(|sender| sender.same_channel(&self.sender))
         {
-            feeds.remove(&self.owner_id);
+            feeds.remove(&self.owner);
         }
         true
     }

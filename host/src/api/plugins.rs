@@ -1,8 +1,9 @@
 //! The plugin registry over HTTP: `POST /plugins` publishes a component to the store (checked
 //! as `caseload plugin check` checks it), `GET /problem/<id>/versions` lists a use case's
-//! versions, `PUT /problem/<id>/current` makes one current (a rollback is the same call) and
-//! `DELETE /problem/<id>/versions/<version>` retires one. Publishing, promoting and retiring
-//! need an administrator.
+//! versions, `PUT /problem/<id>/current` makes one current (a rollback is the same call),
+//! `DELETE /problem/<id>/versions/<version>` retires one and
+//! `GET /problem/<id>/versions/<version>/component` gives a published one's bytes.
+//! Publishing, promoting and retiring need an administrator.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,6 +45,10 @@ pub fn router() -> Router<AppState> {
         )
         .route("/problem/{problem_id}/versions", get(versions))
         .route("/problem/{problem_id}/versions/{version}", delete(retire))
+        .route(
+            "/problem/{problem_id}/versions/{version}/component",
+            get(download),
+        )
         .route(
             "/problem/{problem_id}/current",
             axum::routing::put(set_current),
@@ -519,36 +524,7 @@ async fn retire(
     require_admin(&user, "retiring a version")?;
     // A version published on another replica a moment ago is listed here too.
     state.plugins.sync().await?;
-    let (id, _) = VersionRequest::split(&problem_id);
-    let entries = state
-        .registry
-        .versions(id)
-        .ok_or_else(|| ApiError::NotFound(Unresolved::NoUseCase(id.to_owned()).to_string()))?;
-    let name = entries
-        .first()
-        .map(|entry| entry.name.clone())
-        .unwrap_or_default();
-    let matches = |entry: &&VersionEntry| match VersionRequest::parse(&version) {
-        VersionRequest::Digest(digest) => entry.digest == digest,
-        _ => entry.version == version,
-    };
-    let Some(entry) = entries
-        .iter()
-        .filter(matches)
-        .find(|entry| entry.source == "store")
-    else {
-        if let Some(other) = entries.iter().find(matches) {
-            return Err(ApiError::Conflict(format!(
-                "{name} {} is {} here, not a stored version; only published versions retire",
-                other.version, other.source
-            )));
-        }
-        let available: Vec<&str> = entries.iter().map(|entry| entry.version.as_str()).collect();
-        return Err(ApiError::NotFound(format!(
-            "{name} has no version {version}; it has {}",
-            available.join(", ")
-        )));
-    };
+    let (name, entry) = stored_entry(&state, &problem_id, &version, "retire")?;
     if entry.retired {
         return Err(ApiError::Conflict(format!(
             "{name} {} is retired already",
@@ -576,6 +552,79 @@ async fn retire(
     state.plugins.sync().await?;
     tracing::info!(name = %name, version = %entry.version, user = %user.username, "version retired");
     Ok(Json(versions_view(&state, &name).await?))
+}
+
+/// The bytes of a published version (a retired one too): the component its jobs run, for
+/// any signed-in user, as the versions list is. A built-in or a plugins directory's file is
+/// not the store's: 409.
+async fn download(
+    State(state): State<AppState>,
+    _user: AuthUser,
+    Path((problem_id, version)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    state.plugins.sync_if_changed().await?;
+    let (name, entry) = stored_entry(&state, &problem_id, &version, "download")?;
+    let sha256 = entry
+        .digest
+        .strip_prefix("sha256:")
+        .unwrap_or(&entry.digest);
+    let bytes = state
+        .store
+        .component(sha256)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("{name} {} is not stored", entry.version)))?;
+    let file = format!("attachment; filename=\"{name}-{}.wasm\"", entry.version);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/wasm".to_owned()),
+            (header::CONTENT_DISPOSITION, file),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// The store's entry of `version` (a version or a digest) of `problem_id`'s use case, with
+/// the use case's name: 404 naming the versions it has, 409 for a version that is not the
+/// store's (a built-in, a plugins directory's file), which only published versions `do`.
+fn stored_entry(
+    state: &AppState,
+    problem_id: &str,
+    version: &str,
+    only_published: &str,
+) -> Result<(String, VersionEntry), ApiError> {
+    let (id, _) = VersionRequest::split(problem_id);
+    let entries = state
+        .registry
+        .versions(id)
+        .ok_or_else(|| ApiError::NotFound(Unresolved::NoUseCase(id.to_owned()).to_string()))?;
+    let name = entries
+        .first()
+        .map(|entry| entry.name.clone())
+        .unwrap_or_default();
+    let matches = |entry: &&VersionEntry| match VersionRequest::parse(version) {
+        VersionRequest::Digest(digest) => entry.digest == digest,
+        _ => entry.version == version,
+    };
+    if let Some(entry) = entries
+        .iter()
+        .filter(matches)
+        .find(|entry| entry.source == "store")
+    {
+        return Ok((name, entry.clone()));
+    }
+    if let Some(other) = entries.iter().find(matches) {
+        return Err(ApiError::Conflict(format!(
+            "{name} {} is {} here, not a stored version; only published versions \
+             {only_published}",
+            other.version, other.source
+        )));
+    }
+    let available: Vec<&str> = entries.iter().map(|entry| entry.version.as_str()).collect();
+    Err(ApiError::NotFound(format!(
+        "{name} has no version {version}; it has {}",
+        available.join(", ")
+    )))
 }
 
 /// Resolves a `problem_id` with a version; a version this replica has not loaded yet (just

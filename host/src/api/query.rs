@@ -31,6 +31,7 @@ fn known(path: &str, method: &Method) -> &'static [&'static str] {
         ("/job/{job_id}/output", &Method::GET) => &["wait"],
         ("/job/{job_id}/input", &Method::GET) => &["decoded"],
         ("/jobs", &Method::GET) => JOBS_PARAMETERS,
+        ("/jobs/events", &Method::GET) => &["project"],
         ("/data_file", &Method::POST) => &["filename", "project"],
         ("/plugin_events", &Method::GET) => &["after"],
         ("/plugins", &Method::POST) => &["current", "gate", "example_time_limit"],

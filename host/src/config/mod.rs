@@ -73,6 +73,9 @@ pub enum Command {
     /// Launch, follow and read jobs on a server, from a shell or CI, with an API key.
     #[command(subcommand)]
     Job(JobCommand),
+    /// Upload datasets to a server, from a shell or CI, with an API key.
+    #[command(subcommand)]
+    Data(DataCommand),
     /// Apply the database's migrations and exit (what a deployment's init step runs before
     /// replicas that start with `serve --no-migrate`).
     Migrate,
@@ -89,15 +92,33 @@ pub enum Command {
     Sandbox(SandboxArgs),
 }
 
-/// The server a `caseload job` command calls, and the key it calls with.
+/// The server a command calls (`caseload job`, `data`, `plugin publish`), and the bearer it
+/// calls with.
 #[derive(Debug, Clone, Args)]
-pub struct JobTarget {
-    /// The server's address.
+pub struct ServerTarget {
+    /// The server's address: `http://host:port`, `https://...`, or `host:port` (taken as
+    /// `http://`).
     #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
-    /// An API key (`cl_...`), or any bearer token.
-    #[arg(long, env = "CASELOAD_API_KEY", hide_env_values = true)]
-    pub key: String,
+    /// An API key (`cl_...`), or a token from `POST /login`; without it,
+    /// `CASELOAD_API_KEY`, then `CASELOAD_TOKEN`.
+    #[arg(
+        long,
+        visible_alias = "token",
+        env = "CASELOAD_API_KEY",
+        hide_env_values = true
+    )]
+    pub key: Option<String>,
+}
+
+/// How a command prints what the server answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Lines for a person or `cut`, tab-separated.
+    #[default]
+    Text,
+    /// The server's JSON answer, as it is.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,36 +138,70 @@ pub enum JobCommand {
         #[arg(long)]
         wait: bool,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Print a job's status and executions (`GET /job/<id>`, JSON).
     Get {
         job: String,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Wait for a job to end and print its status; exit 0 if it completed, 1 otherwise.
     Wait {
         job: String,
-        /// Give up after this long (exit 1).
+        /// Give up after this long (`500ms`, `30s`, `2h`...; exit 1).
         #[arg(long, value_parser = parse_duration, default_value = "1h")]
         timeout: Duration,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Print a completed job's output (JSON).
     Output {
         job: String,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
     /// Cancel a job; prints its status after.
     Cancel {
         job: String,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
     },
-    /// List jobs, newest first: id, status, use case, creation time, one per line.
+    /// Stop a running job now and keep the best it found (it ends COMPLETED with it); a
+    /// pending one is cancelled. Prints its status after.
+    Finish {
+        job: String,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Launch a job again with what another was launched with (input, options with the seed
+    /// it ran with, labels, project) on the version it ran; prints the new job's id.
+    Rerun {
+        job: String,
+        /// Run this version instead (`1.2.0` or `sha256:<hex>`).
+        #[arg(long)]
+        version: Option<String>,
+        /// Options that replace the job's, one by one (JSON: `{"time_limit_s": 5}`).
+        #[arg(long, value_name = "JSON")]
+        options: Option<String>,
+        /// Wait for the new job to end and print its output; exit 1 unless it completed.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Print a job's log (its latest attempt's); with --follow, the log as it is written,
+    /// until the job ends (exit 1 unless it completed).
+    Logs {
+        job: String,
+        /// Follow the job's event stream.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// List jobs, newest first: id, status, use case, creation time, one per line (or with
+    /// `--output json`, the server's page as it is: `{jobs, next}`).
     List {
         /// Only these statuses (`PENDING,RUNNING`).
         #[arg(long)]
@@ -156,8 +211,34 @@ pub enum JobCommand {
         project: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
         #[command(flatten)]
-        target: JobTarget,
+        target: ServerTarget,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Upload a dataset file (sent as it is read); prints its `data_file_identifier` (or with
+    /// `--output json`, the server's answer), to launch on with
+    /// `{"data_file_identifier": ...}`.
+    Upload {
+        file: PathBuf,
+        /// Its media type (`text/plain`, `application/json`...); by default the server
+        /// guesses it from the file's extension.
+        #[arg(long)]
+        media_type: Option<String>,
+        /// The name it is kept under [default: the file's name].
+        #[arg(long)]
+        filename: Option<String>,
+        /// A project to upload to: its members launch on it.
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+        #[command(flatten)]
+        target: ServerTarget,
     },
 }
 
@@ -195,6 +276,8 @@ pub enum KeyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
+    /// List the users: name, role, enabled or disabled, creation time, one per line.
+    List,
     /// Create a user; the password is read from standard input.
     Add {
         name: String,

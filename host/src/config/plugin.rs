@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::parse_duration;
+use super::{Output, ServerTarget, parse_duration};
 
 /// The languages `caseload plugin new` writes projects in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -51,24 +51,58 @@ pub enum PluginCommand {
     },
     /// Publish a component to a server's store (`POST /plugins`): the server checks it as
     /// `check` does, keeps it under its name and version, and every replica serves it.
-    /// Needs an administrator's token. Exits with status 1 if the server refuses it.
+    /// Needs an administrator (or a key with the `publish` scope). Exits with status 1 if
+    /// the server refuses it, or if its gate does.
     Publish {
         /// The plugin file (a `.wasm` component).
         file: PathBuf,
-        /// The server's address.
-        #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
-        url: String,
-        /// An administrator's bearer token (`POST /login`).
-        #[arg(long, env = "CASELOAD_TOKEN", hide_env_values = true)]
-        token: String,
+        #[command(flatten)]
+        target: ServerTarget,
         /// Keep the current version as it is; the new one serves pinned launches only.
         #[arg(long, conflicts_with = "gate")]
         no_current: bool,
         /// Promote the new version only if it loses on none of this experiment template's
         /// inputs against the current one (`{"inputs": [...], "seeds": [...], "options": {}}`,
-        /// a JSON file); otherwise it is stored, not current.
+        /// a JSON file); otherwise it is stored, not current, and the command exits 1.
         #[arg(long, value_name = "FILE.json")]
         gate: Option<PathBuf>,
+    },
+    /// List a use case's versions on a server: name, version, source, current or retired,
+    /// digest, jobs bound to it (or with `--output json`, the server's answer).
+    Versions {
+        /// The use case (`maxcut`).
+        problem: String,
+        #[arg(long, value_enum, default_value_t = Output::Text)]
+        output: Output,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Make a version what unpinned launches of its use case get, on every replica (a
+    /// rollback is the same command). Needs an administrator.
+    Promote {
+        problem: String,
+        /// `1.2.0` or `sha256:<hex>`.
+        version: String,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Retire a published version: no new job runs it; jobs bound to it still do. Needs an
+    /// administrator.
+    Retire {
+        problem: String,
+        version: String,
+        #[command(flatten)]
+        target: ServerTarget,
+    },
+    /// Download a published version's component (a retired one too), to check or keep.
+    Download {
+        problem: String,
+        version: String,
+        /// Where to write it (by default `<name>-<version>.wasm`, here).
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        target: ServerTarget,
     },
     /// Rebuild the project in DIR on every change to its sources, check it, and publish the
     /// component into a server's plugins directory (written aside, then renamed into place).

@@ -1,15 +1,19 @@
 //! `caseload plugin publish FILE --url URL`: posts a component to a server's `POST /plugins`,
 //! which checks it as `caseload plugin check` does and stores it for every replica. Prints
-//! what the server answered: the version published and the check's report, or why not.
+//! what the server answered: the version published and the check's report, or why not. A
+//! gate that keeps the version from becoming current is a failure too (exit 1), so that a
+//! CI step fails on it.
 
 use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
+use hyper::Method;
 use serde_json::Value;
-use url::Url;
 
-use crate::http_post::{Post, post};
+use crate::api_client::ApiClient;
+use crate::config::ServerTarget;
+use crate::http_post::{RequestBody, read_body};
 
 /// How long the server may take: it compiles the component and runs its examples, and a
 /// gate's experiment may take up to 600 s more.
@@ -21,71 +25,65 @@ const MAX_ANSWER: usize = 1 << 20;
 /// What to publish where.
 #[derive(Debug, Clone)]
 pub struct PublishOptions {
-    /// The server's base URL (`http://host:8080`).
-    pub url: String,
-    /// A bearer token of an administrator.
-    pub token: String,
+    /// The server and the credentials of an administrator (or a `publish` key).
+    pub target: ServerTarget,
     /// Whether the new version becomes current.
     pub current: bool,
     /// An experiment template (JSON) the new version must pass to become current.
     pub gate: Option<String>,
 }
 
-/// Publishes the component in `file`; true if the server stored it (or had it already).
+/// Publishes the component in `file`; true if the server stored it (or had it already) and
+/// its gate, if any, let it become current.
 pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bool> {
     let wasm = tokio::fs::read(file)
         .await
         .map_err(|error| anyhow::anyhow!("cannot read {}: {error}", file.display()))?;
-    let mut url = Url::parse(&options.url)
-        .map_err(|error| anyhow::anyhow!("--url {}: {error}", options.url))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        anyhow::bail!("--url {}: use an http:// or https:// address", options.url);
-    }
-    url.set_path(&format!("{}/plugins", url.path().trim_end_matches('/')));
-    match &options.gate {
+    let api = ApiClient::new(
+        &options.target,
+        concat!("caseload-plugin-publish/", env!("CARGO_PKG_VERSION")),
+    )?;
+    let query = match &options.gate {
         Some(gate) => {
             // Compact, so that the query stays short; the server reads it as JSON.
             let gate: Value = serde_json::from_str(gate)
                 .map_err(|error| anyhow::anyhow!("the gate is not JSON: {error}"))?;
-            url.query_pairs_mut()
-                .clear()
-                .append_pair("gate", &gate.to_string());
+            form_urlencoded::Serializer::new(String::new())
+                .append_pair("gate", &gate.to_string())
+                .finish()
         }
-        None => url.set_query((!options.current).then_some("current=false")),
-    }
-    let host = url
-        .host_str()
-        .ok_or_else(|| anyhow::anyhow!("--url {} names no host", options.url))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let port = url.port_or_known_default().unwrap_or(80);
-    let address = tokio::net::lookup_host((host.as_str(), port))
+        None if !options.current => "current=false".to_owned(),
+        None => String::new(),
+    };
+    let path = if query.is_empty() {
+        "/plugins".to_owned()
+    } else {
+        format!("/plugins?{query}")
+    };
+    let headers = [("content-type", "application/wasm".to_owned())];
+    let response = api
+        .request(
+            Method::POST,
+            &path,
+            &headers,
+            RequestBody::full(Bytes::from(wasm)),
+            Some(ANSWER_WITHIN),
+        )
+        .await?;
+    let status = response.status().as_u16();
+    let bytes = tokio::time::timeout(ANSWER_WITHIN, read_body(response.into_body(), MAX_ANSWER))
         .await
-        .map_err(|error| anyhow::anyhow!("cannot resolve {host}: {error}"))?
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("{host} has no address"))?;
-    let headers = [
-        ("authorization", format!("Bearer {}", options.token)),
-        ("content-type", "application/wasm".to_owned()),
-        ("accept", "application/json".to_owned()),
-    ];
-    let sent = post(Post {
-        url: &url,
-        address,
-        headers: &headers,
-        body: Bytes::from(wasm),
-        read_at_most: MAX_ANSWER,
-        user_agent: concat!("caseload-plugin-publish/", env!("CARGO_PKG_VERSION")),
-    });
-    let answer = tokio::time::timeout(ANSWER_WITHIN, sent)
-        .await
-        .map_err(|_| anyhow::anyhow!("{url} did not answer within {} s", ANSWER_WITHIN.as_secs()))?
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "the server did not answer within {} s",
+                ANSWER_WITHIN.as_secs()
+            )
+        })?
         .map_err(anyhow::Error::msg)?;
-    let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let text = |key: &str| body[key].as_str().unwrap_or("").to_owned();
     let file = file.display();
-    match answer.status {
+    match status {
         200 | 201 => {
             let shadow;
             let state = if body["current"] == true {
@@ -101,7 +99,7 @@ pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bo
             } else {
                 "not current"
             };
-            let what = if answer.status == 201 {
+            let what = if status == 201 {
                 "published"
             } else {
                 "already published with these bytes"
@@ -132,15 +130,24 @@ pub async fn publish(file: &Path, options: &PublishOptions) -> anyhow::Result<bo
                     gate["failures"],
                     gate["experiment"].as_str().unwrap_or("")
                 );
+                // Stored, not current: the version did not pass what it was to pass.
+                return Ok(gate["passed"] == true);
             }
             Ok(true)
         }
         status => {
             let detail = match text("detail") {
-                detail if detail.is_empty() => String::from_utf8_lossy(&answer.body).into_owned(),
+                detail if detail.is_empty() => String::from_utf8_lossy(&bytes).into_owned(),
                 detail => detail,
             };
             println!("{file}: not published ({status}): {detail}");
+            for violation in body["errors"].as_array().into_iter().flatten() {
+                println!(
+                    "  {}: {}",
+                    violation["pointer"].as_str().unwrap_or("/"),
+                    violation["message"].as_str().unwrap_or("")
+                );
+            }
             Ok(false)
         }
     }

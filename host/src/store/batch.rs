@@ -81,6 +81,7 @@ impl Write {
                 return Some(JobChange {
                     owner_id: job.owner_id.clone(),
                     job_id: job.id.clone(),
+                    project_id: job.project().to_owned(),
                 });
             }
             (
@@ -95,6 +96,7 @@ impl Write {
         Some(JobChange {
             owner_id: lease.owner_id.clone(),
             job_id: lease.job_id.clone(),
+            project_id: lease.project_id.clone(),
         })
     }
 }
@@ -111,6 +113,7 @@ pub(crate) fn changes(writes: &[Write], outcomes: &[Outcome]) -> Vec<JobChange> 
                     .map(|(job, _)| JobChange {
                         owner_id: job.owner_id.clone(),
                         job_id: job.id.clone(),
+                        project_id: job.project().to_owned(),
                     }),
             );
         } else {

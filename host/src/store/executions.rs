@@ -443,6 +443,7 @@ impl FromRow for ClaimedJob {
             lease: Lease {
                 job_id: row.text("id")?,
                 owner_id: row.text("owner_id")?,
+                project_id: row.text("project_id")?,
                 token: row.integer("lease_token")?,
             },
             problem: row.text("problem")?,

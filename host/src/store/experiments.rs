@@ -185,12 +185,15 @@ where
             .bind(at)
             .execute(&mut *transaction)
             .await?;
-        let cancelled: Vec<String> = sqlx::query_scalar(sql::CANCEL_EXPERIMENT_PENDING)
+        let cancelled = sqlx::query(sql::CANCEL_EXPERIMENT_PENDING)
             .bind(id)
             .bind(owner_id)
             .bind(at)
             .fetch_all(&mut *transaction)
-            .await?;
+            .await?
+            .iter()
+            .map(|row| Ok((row.text("id")?, row.text("project_id")?)))
+            .collect::<Result<Vec<(String, String)>, StoreError>>()?;
         let claimed: Vec<String> = sqlx::query_scalar(sql::CANCEL_EXPERIMENT_CLAIMED)
             .bind(id)
             .bind(owner_id)
@@ -201,14 +204,16 @@ where
         }
         let changes: Vec<JobChange> = cancelled
             .iter()
-            .map(|job_id| JobChange {
+            .map(|(job_id, project_id)| JobChange {
                 owner_id: owner_id.to_owned(),
                 job_id: job_id.clone(),
+                project_id: project_id.clone(),
             })
             .collect();
         Self::announce_changes(&mut transaction, &changes).await?;
         transaction.commit().await?;
         self.changes_committed(&changes);
+        let cancelled = cancelled.into_iter().map(|(job_id, _)| job_id).collect();
         Ok(Some(CancelledRuns { cancelled, claimed }))
     }
 }

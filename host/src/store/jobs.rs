@@ -105,6 +105,14 @@ pub struct NewJob {
     pub project_id: Option<String>,
 }
 
+impl NewJob {
+    /// The project it is stored in: its owner's personal one (the owner's id) where it names
+    /// none, as the insert writes it.
+    pub fn project(&self) -> &str {
+        self.project_id.as_deref().unwrap_or(&self.owner_id)
+    }
+}
+
 /// A job's own reference to the dataset it was launched with: the blob outlives the data file
 /// as long as a job refers to it. A job whose inline input is shared with other jobs (an
 /// experiment's runs, a race's entrants) refers the same way to the one blob that holds it,
@@ -463,18 +471,19 @@ where
         job_id: &str,
     ) -> Result<Option<CancelOutcome>, StoreError> {
         let mut transaction = self.begin_write().await?;
-        // The job's owner, if it was pending: a project's member may cancel another's job,
-        // and the change is announced to the owner's streams.
-        let cancelled: Option<String> = sqlx::query_scalar(sql::CANCEL_PENDING.as_str())
+        // The job's owner and project, if it was pending: a project's member may cancel
+        // another's job, and the change is announced to the owner's and the project's streams.
+        let cancelled = sqlx::query(sql::CANCEL_PENDING.as_str())
             .bind(job_id)
             .bind(owner_id)
             .bind(now_millis())
             .fetch_optional(&mut *transaction)
             .await?;
-        let outcome = if let Some(job_owner) = cancelled {
+        let outcome = if let Some(row) = cancelled {
             let change = JobChange {
-                owner_id: job_owner,
+                owner_id: row.text("owner_id")?,
                 job_id: job_id.to_owned(),
+                project_id: row.text("project_id")?,
             };
             Self::announce_changes(&mut transaction, std::slice::from_ref(&change)).await?;
             transaction.commit().await?;

@@ -242,6 +242,9 @@ pub struct Lease {
     pub job_id: String,
     /// Whose job it is: the change notices of the lease's writes name it.
     pub owner_id: String,
+    /// The project the job is in (its owner's id for the personal one): the change notices
+    /// name it too.
+    pub project_id: String,
     /// Bumped on every claim; writes that carry an older token are ignored.
     pub token: i64,
 }
@@ -305,11 +308,15 @@ impl std::fmt::Debug for dyn JobEvents {
     }
 }
 
-/// A job whose state, as clients see it, changed.
+/// A job whose state, as clients see it, changed: its owner's feed and its project's hear
+/// of it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JobChange {
     pub owner_id: String,
     pub job_id: String,
+    /// The project the job is in: its owner's id for the owner's personal project (and for
+    /// a job from before projects).
+    pub project_id: String,
 }
 
 /// Several listeners of the store's events, each told everything.

@@ -241,7 +241,7 @@ fn claim(condition: &str) -> String {
          SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
              lease_expires_at = $1, started = FALSE
          FROM picked WHERE jobs.id = picked.picked_id
-         RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
+         RETURNING id, owner_id, COALESCE(project_id, owner_id) AS project_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
     )
 }
 
@@ -428,20 +428,6 @@ async fn notify_changes(
     Ok(())
 }
 
-/// Reads a notification of [`CHANGES_CHANNEL`].
-fn parse_changes(payload: &str) -> Vec<JobChange> {
-    payload
-        .lines()
-        .filter_map(|line| {
-            let (owner_id, job_id) = line.split_once(' ')?;
-            Some(JobChange {
-                owner_id: owner_id.to_owned(),
-                job_id: job_id.to_owned(),
-            })
-        })
-        .collect()
-}
-
 /// Writes each batch in one transaction on one pooled connection, and has its notices sent
 /// once it committed.
 pub(super) struct PostgresWriter {
@@ -624,6 +610,7 @@ impl Backend for PostgresStore {
                 Ok(JobChange {
                     owner_id: row.text("owner_id")?,
                     job_id: row.text("id")?,
+                    project_id: row.text("project_id")?,
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -729,7 +716,9 @@ async fn listen(
                 Some(job_id) => events.finish_requested(job_id),
                 None => events.cancel_requested(notification.payload()),
             },
-            CHANGES_CHANNEL => events.jobs_changed(&parse_changes(notification.payload())),
+            CHANGES_CHANNEL => {
+                events.jobs_changed(&postgres_notices::parse_payload(notification.payload()))
+            }
             PLUGINS_CHANNEL => events.plugins_changed(),
             REPLICAS_CHANNEL => reported.notify_one(),
             _ => events.jobs_pending(),

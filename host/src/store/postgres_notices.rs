@@ -67,7 +67,10 @@ impl Notices {
 }
 
 /// `changes` as notification payloads of `owner_id job_id` lines, each below
-/// [`CHANGES_PAYLOAD`] bytes.
+/// [`CHANGES_PAYLOAD`] bytes. A job in a shared project has a second line, `@project_id
+/// job_id`, after its own: a replica of a release before project feeds reads it as a change
+/// of a job of owner `@project_id`, whom nobody follows, and reads the line before as it
+/// always did, so that replicas of both releases share one database during an upgrade.
 pub(super) fn payloads(changes: &[JobChange]) -> Vec<String> {
     let mut payloads = Vec::new();
     let mut payload = String::new();
@@ -76,6 +79,13 @@ pub(super) fn payloads(changes: &[JobChange]) -> Vec<String> {
         payload.push(' ');
         payload.push_str(&change.job_id);
         payload.push('\n');
+        if change.project_id != change.owner_id {
+            payload.push('@');
+            payload.push_str(&change.project_id);
+            payload.push(' ');
+            payload.push_str(&change.job_id);
+            payload.push('\n');
+        }
         if payload.len() >= CHANGES_PAYLOAD {
             payloads.push(std::mem::take(&mut payload));
         }
@@ -84,6 +94,32 @@ pub(super) fn payloads(changes: &[JobChange]) -> Vec<String> {
         payloads.push(payload);
     }
     payloads
+}
+
+/// The changes a payload of [`payloads`] names (a job's project is its owner's personal one
+/// unless a `@project_id` line follows it).
+pub(super) fn parse_payload(payload: &str) -> Vec<JobChange> {
+    let mut changes: Vec<JobChange> = Vec::new();
+    for line in payload.lines() {
+        let Some((first, job_id)) = line.split_once(' ') else {
+            continue;
+        };
+        match first.strip_prefix('@') {
+            Some(project_id) => {
+                if let Some(change) = changes.last_mut()
+                    && change.job_id == job_id
+                {
+                    project_id.clone_into(&mut change.project_id);
+                }
+            }
+            None => changes.push(JobChange {
+                owner_id: first.to_owned(),
+                job_id: job_id.to_owned(),
+                project_id: first.to_owned(),
+            }),
+        }
+    }
+    changes
 }
 
 struct Sender {
@@ -149,5 +185,32 @@ impl Sender {
         .execute(&mut *connection)
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(owner_id: &str, job_id: &str, project_id: &str) -> JobChange {
+        JobChange {
+            owner_id: owner_id.into(),
+            job_id: job_id.into(),
+            project_id: project_id.into(),
+        }
+    }
+
+    #[test]
+    fn a_payload_names_each_job_s_owner_and_project() {
+        let changes = [
+            change("alice", "j1", "alice"),
+            change("bob", "j2", "team"),
+            change("carol", "j3", "carol"),
+        ];
+        let payloads = payloads(&changes);
+        assert_eq!(payloads, ["alice j1\nbob j2\n@team j2\ncarol j3\n"]);
+        assert_eq!(parse_payload(&payloads[0]), changes);
+        // A payload of the release before: every job in its owner's personal project.
+        assert_eq!(parse_payload("bob j2\n"), [change("bob", "j2", "bob")]);
     }
 }

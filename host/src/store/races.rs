@@ -86,6 +86,7 @@ where
             return Ok(None);
         };
         let owner_id = row.text("owner_id")?;
+        let project_id = row.text("project_id")?;
         if row.text("status")? != JobStatus::Pending.as_str() {
             return Ok(None);
         }
@@ -158,6 +159,7 @@ where
         let change = JobChange {
             owner_id,
             job_id: race_id.to_owned(),
+            project_id,
         };
         Self::announce_changes(&mut transaction, std::slice::from_ref(&change)).await?;
         transaction.commit().await?;

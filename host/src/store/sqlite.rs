@@ -185,7 +185,7 @@ fn claim(condition: &str) -> String {
              lease_expires_at = $1, started = FALSE
          WHERE id IN (SELECT id FROM jobs WHERE status = 'PENDING' AND race IS NULL {condition}
                       ORDER BY fair_key, id LIMIT $2)
-         RETURNING id, owner_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
+         RETURNING id, owner_id, COALESCE(project_id, owner_id) AS project_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
     )
 }
 
@@ -395,6 +395,7 @@ impl Backend for SqliteStore {
                 Ok(JobChange {
                     owner_id: row.text("owner_id")?,
                     job_id: row.text("id")?,
+                    project_id: row.text("project_id")?,
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;

@@ -166,6 +166,7 @@ mod tests {
             lease: Lease {
                 job_id: job_id.into(),
                 owner_id: "owner".into(),
+                project_id: "owner".into(),
                 token: 1,
             },
             problem: "maxcut".into(),

@@ -19,6 +19,7 @@ from .errors import (
     QuotaExceeded,
     Throttled,
     Unauthorized,
+    WaitTimedOut,
 )
 from .types import Event, Incumbent, JobStatus, JobSummary, PluginVersion
 
@@ -38,4 +39,5 @@ __all__ = [
     "JobSummary",
     "PluginVersion",
     "Unauthorized",
+    "WaitTimedOut",
 ]

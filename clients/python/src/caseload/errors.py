@@ -1,28 +1,36 @@
-"""The errors the client raises for an answer it did not want: `ApiError`, and a subclass
-for each kind a caller may want to catch on its own."""
+"""The errors the clients raise: `ApiError` for an answer they did not want, with a subclass
+for each kind a caller may want to catch on its own, and `WaitTimedOut` for a wait on many
+jobs that reached its timeout."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .types import JobSummary
 
 
 class ApiError(Exception):
     """An RFC 9457 problem document the server answered, or a status without one.
 
     `type` is the problem's URN (`urn:caseload:problem:invalid-input`...), `errors` the
-    violations of an invalid input, each `{"pointer": ..., "message": ...}`.
+    violations of an invalid input, each `{"pointer": ..., "message": ...}`. `request_id` is
+    the `x-request-id` the server answered under, which its log lines name: quote it to an
+    operator.
     """
 
-    def __init__(self, status: int, problem: dict[str, Any]):
+    def __init__(self, status: int, problem: dict[str, Any], request_id: str | None = None):
         self.status = status
         self.type: str = problem.get("type", "about:blank")
         self.title: str = problem.get("title", "")
         self.detail: str = problem.get("detail", "")
         self.errors: list[dict[str, str]] = problem.get("errors", [])
+        self.request_id = request_id
         super().__init__(self._message())
 
     def _message(self) -> str:
-        return f"{self.status} {self.title}: {self.detail}"
+        request = f" (request {self.request_id})" if self.request_id else ""
+        return f"{self.status} {self.title}: {self.detail}{request}"
 
 
 class Unauthorized(ApiError):
@@ -61,16 +69,18 @@ class Throttled(ApiError):
     """429 for too many attempts (logins): `retry_after` is the wait the server asked for, in
     seconds."""
 
-    def __init__(self, status: int, problem: dict[str, Any], retry_after: float | None):
+    def __init__(self, status: int, problem: dict[str, Any], retry_after: float | None,
+                 request_id: str | None = None):
         self.retry_after = retry_after
-        super().__init__(status, problem)
+        super().__init__(status, problem, request_id)
 
 
-def error_for(status: int, problem: dict[str, Any], retry_after: float | None) -> ApiError:
-    """The error for a status and its problem document."""
+def error_for(status: int, problem: dict[str, Any], retry_after: float | None,
+              request_id: str | None = None) -> ApiError:
+    """The error for a status and its problem document, answered under `request_id`."""
     kind = str(problem.get("type", ""))
     if status == 429 and "quota" not in kind:
-        return Throttled(status, problem, retry_after)
+        return Throttled(status, problem, retry_after, request_id)
     classes: dict[int, type[ApiError]] = {
         401: Unauthorized,
         403: Forbidden,
@@ -80,4 +90,16 @@ def error_for(status: int, problem: dict[str, Any], retry_after: float | None) -
         429: QuotaExceeded,
         507: QuotaExceeded,
     }
-    return classes.get(status, ApiError)(status, problem)
+    return classes.get(status, ApiError)(status, problem, request_id)
+
+
+class WaitTimedOut(TimeoutError):
+    """`as_completed` or `wait_all` gave up at its `timeout`: `ended` holds the jobs that
+    ended by then (a `JobSummary` by id), `waiting` the ids of the rest."""
+
+    def __init__(self, ended: dict[str, JobSummary], waiting: list[str]):
+        self.ended = ended
+        self.waiting = waiting
+        shown = ", ".join(waiting[:5]) + ("..." if len(waiting) > 5 else "")
+        super().__init__(f"{len(waiting)} of {len(ended) + len(waiting)} jobs did not end in "
+                         f"time: {shown}")

@@ -33,7 +33,8 @@ class JobStatus:
     one (`objective_sense` says whether lower or higher is better); `stopped_early` is true
     for a job that `finish` stopped with the best it had. `warm_start` names the job it
     started from (`options={"warm_start": id}`); `race` lists a race's entrants
-    (`options={"race": {"seeds": k}}`), None for any other job."""
+    (`options={"race": {"seeds": k}}`), None for any other job. `project` is the project it
+    is in (its launcher's id for the launcher's personal project)."""
 
     id: str
     status: str
@@ -49,6 +50,7 @@ class JobStatus:
     stopped_early: bool = False
     warm_start: str | None = None
     race: dict[str, Any] | None = None
+    project: str | None = None
 
     @property
     def ended(self) -> bool:
@@ -72,6 +74,7 @@ class JobStatus:
             stopped_early=job.get("stopped_early", False),
             warm_start=job.get("warm_start"),
             race=job.get("race"),
+            project=job.get("project"),
         )
 
 

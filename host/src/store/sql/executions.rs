@@ -109,7 +109,7 @@ pub(in crate::store) const REAP_JOBS: &str = "UPDATE jobs
          ended_at = CASE WHEN cancel_requested THEN $5 WHEN attempts >= $1 THEN $7 ELSE $9 END,
          lease_expires_at = NULL, lease_token = lease_token + 1
      WHERE status = 'RUNNING' AND ($3 OR lease_expires_at < $2)
-     RETURNING id, owner_id";
+     RETURNING id, owner_id, COALESCE(project_id, owner_id) AS project_id";
 
 /// A reaped attempt whose start was never recorded (its worker died first, or had only
 /// claimed it) still gets its entry in the job's history.

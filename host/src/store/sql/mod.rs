@@ -376,7 +376,7 @@ pub(super) static CANCEL_PENDING: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE jobs SET status = 'CANCELLED', ended_at = $3, cancel_requested = TRUE
          WHERE id = $1 AND {WRITABLE} AND status = 'PENDING'
-         RETURNING owner_id"
+         RETURNING owner_id, COALESCE(project_id, owner_id) AS project_id"
     )
 });
 
@@ -608,7 +608,7 @@ pub(super) const CANCEL_EXPERIMENT: &str = "UPDATE experiments SET cancelled_at 
 pub(super) const CANCEL_EXPERIMENT_PENDING: &str = "UPDATE jobs
      SET status = 'CANCELLED', ended_at = $3, cancel_requested = TRUE
      WHERE experiment_id = $1 AND owner_id = $2 AND status = 'PENDING'
-     RETURNING id";
+     RETURNING id, COALESCE(project_id, owner_id) AS project_id";
 
 /// An experiment's jobs claimed by a worker but not started (no execution yet): their
 /// cancellation asked for, so that they end `CANCELLED` before they run.
@@ -629,7 +629,8 @@ pub(super) static RACE_ENTRANTS: LazyLock<String> = LazyLock::new(|| {
 });
 
 pub(super) const RACE: &str =
-    "SELECT owner_id, status FROM jobs WHERE id = $1 AND race IS NOT NULL";
+    "SELECT owner_id, COALESCE(project_id, owner_id) AS project_id, status
+     FROM jobs WHERE id = $1 AND race IS NOT NULL";
 
 /// A race's entrants as they stand in the table (a claimed one is `RUNNING`), with the
 /// execution that completed each, if one did.
