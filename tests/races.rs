@@ -214,6 +214,7 @@ async fn a_race_that_cannot_run_is_refused_whole() {
                 .await
         }
     };
+    // Refused alike by the launch and by its check, which answers for it.
     for (race, pointer) in [
         (json!({"seeds": 1}), "/options/race"),
         (json!({"seeds": 17}), "/options/race/seeds"),
@@ -228,20 +229,30 @@ async fn a_race_that_cannot_run_is_refused_whole() {
         ),
         (json!(3), "/options/race"),
     ] {
+        for path in ["maxcut", "maxcut/check"] {
+            let problem = expect_problem(
+                with(path, &small, race.clone()).await,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await;
+            assert!(
+                problem.to_string().contains(pointer),
+                "{path} {race}: {problem}"
+            );
+        }
+    }
+    // A use case without an objective cannot race.
+    for path in ["versioned", "versioned/check"] {
         let problem = expect_problem(
-            with("maxcut", &small, race.clone()).await,
+            with(path, &json!({}), json!({"seeds": 2})).await,
             StatusCode::UNPROCESSABLE_ENTITY,
         )
         .await;
-        assert!(problem.to_string().contains(pointer), "{race}: {problem}");
+        assert!(
+            problem.to_string().contains("no objective"),
+            "{path}: {problem}"
+        );
     }
-    // A use case without an objective cannot race.
-    let problem = expect_problem(
-        with("versioned", &json!({}), json!({"seeds": 2})).await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-    )
-    .await;
-    assert!(problem.to_string().contains("no objective"), "{problem}");
     // Nor can a batch's job.
     let mut item = small.clone();
     item["options"] = json!({"race": {"seeds": 2}});
@@ -265,4 +276,45 @@ async fn a_race_that_cannot_run_is_refused_whole() {
         .map(|count| count.as_u64().unwrap())
         .sum();
     assert_eq!(total, 0, "nothing was launched: {counts}");
+}
+
+#[tokio::test]
+async fn the_check_accepts_a_race_its_launch_accepts() {
+    let server = TestServer::start();
+    let token = server.admin_token().await;
+    server.publish_versioned(&token, "", "v1").await;
+    server
+        .publish_versioned(&token, "?current=false", "v2")
+        .await;
+    let mut seeds = graph();
+    seeds["options"] = json!({"seed": 5, "max_iterations": 3_000, "race": {"seeds": 3}});
+    let versions =
+        json!({"value": 2, "options": {"race": {"versions": ["1.0.0", "2.0.0"], "seeds": 2}}});
+    for (problem, body) in [("maxcut", &seeds), ("versioned", &versions)] {
+        let checked = server
+            .post_json(&token, &format!("/problem/{problem}/check"), body)
+            .await;
+        assert_eq!(checked.status(), StatusCode::OK, "{problem}");
+        let answer: Value = checked.json().await.unwrap();
+        assert_eq!(answer["valid"], true, "{answer}");
+        assert_eq!(answer["problem"], problem, "{answer}");
+    }
+    // The check launched nothing; the launch of the same body is accepted.
+    let counts: Value = server
+        .get(&token, "/jobs/counts")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        counts.as_object().unwrap().values().all(|count| count == 0),
+        "{counts}"
+    );
+    let race = server.launch(&token, "versioned", &versions).await;
+    let view = server.wait_until_ended(&token, &race).await;
+    assert_eq!(
+        view["race"]["entrants"].as_array().unwrap().len(),
+        4,
+        "{view}"
+    );
 }

@@ -1,7 +1,8 @@
 //! `POST /problem/<id>/check`: every check a launch makes (the use case's schema, its
-//! `validate`, the options and labels), without launching. An editor calls it as its user
-//! types, and shows the use case's own messages; a 200 means the same body would be
-//! accepted (quotas aside).
+//! `validate`, the options and labels; for a race, its versions and entrants, and the input
+//! against each version raced), without launching. An editor calls it as its user types, and
+//! shows the use case's own messages; a 200 means the same body would be accepted (quotas
+//! aside), and a body a launch accepts is never refused here.
 
 use axum::Router;
 use axum::body::Body;
@@ -11,6 +12,7 @@ use axum::routing::post;
 use serde::Serialize;
 
 use super::problems::{LaunchRequest, parse_object, prepare, read_launch};
+use super::races::{prepare_race, take_race};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 
@@ -38,10 +40,23 @@ async fn check(
         body,
         ..
     } = read_launch(&state, &problem_id, &headers, body).await?;
-    let (fields, large) = parse_object(&state, body).await?;
-    prepare(&state, &user, &plugin, fields, large).await?;
+    let (mut fields, large) = parse_object(&state, body).await?;
+    let detail = match take_race(&mut fields)? {
+        Some(race) => {
+            let versions = prepare_race(&state, &user, &plugin, &race, &fields, large).await?;
+            format!(
+                "the race is valid for {}: {} entrants",
+                plugin.info.name,
+                versions.len() as u64 * race.seeds
+            )
+        }
+        None => {
+            prepare(&state, &user, &plugin, fields, large).await?;
+            format!("the input is valid for {}", plugin.info.name)
+        }
+    };
     Ok(Json(CheckResponse {
-        detail: format!("the input is valid for {}", plugin.info.name),
+        detail,
         problem: plugin.info.name.clone(),
         valid: true,
     }))

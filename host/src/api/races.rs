@@ -141,42 +141,26 @@ pub(super) async fn launch(
         project,
     } = launch;
     let plugin = &plugin;
-    let plugins = versions(state, plugin, &race).await?;
-    let entrants = plugins.len() * race.seeds as usize;
-    if !(2..=MAX_ENTRANTS).contains(&entrants) {
-        return Err(invalid(
-            "the race is not valid",
-            vec![Violation::new(
-                "/options/race",
-                format!(
-                    "{} versions × {} seeds make {entrants} entrants; a race runs 2 to \
-                     {MAX_ENTRANTS}",
-                    plugins.len(),
-                    race.seeds
-                ),
-            )],
-        ));
-    }
-    // The input is checked against each version raced, as a launch of it would be.
-    let mut prepared: Vec<Prepared> = Vec::with_capacity(plugins.len());
-    for entrant in &plugins {
-        prepared.push(prepare_with(state, user, entrant, fields.clone(), large, None).await?);
-    }
+    let prepared = prepare_race(state, user, plugin, &race, &fields, large).await?;
     // A large input is kept once for the race and its entrants, not copied into each.
     let mut shared = Vec::with_capacity(prepared.len());
-    for (index, ready) in prepared.into_iter().enumerate() {
+    for (index, (entrant, ready)) in prepared.into_iter().enumerate() {
         let runs = race.seeds as usize + usize::from(index == 0);
-        shared.push(ready.shared_by(state, runs).await?);
+        shared.push((entrant, ready.shared_by(state, runs).await?));
     }
     let prepared = shared;
-    let first_seed = prepared[0].seed();
-    let mut race_job =
-        prepared[0]
-            .clone()
-            .into_job(user, plugin, requested, idempotency.clone(), state.quotas)?;
+    let entrants = prepared.len() * race.seeds as usize;
+    let first_seed = prepared[0].1.seed();
+    let mut race_job = prepared[0].1.clone().into_job(
+        user,
+        plugin,
+        requested,
+        idempotency.clone(),
+        state.quotas,
+    )?;
     let mut jobs: Vec<NewJob> = Vec::with_capacity(entrants + 1);
     let mut described = Vec::with_capacity(entrants);
-    for (entrant, ready) in plugins.iter().zip(&prepared) {
+    for (entrant, ready) in &prepared {
         for offset in 0..race.seeds {
             let seed = first_seed.wrapping_add(offset);
             let labels = ready.labels_with(RACE_LABEL, &race_job.id)?;
@@ -234,6 +218,42 @@ pub(super) async fn launch(
         "race accepted"
     );
     Ok(accepted(user, plugin, race_id).into_response())
+}
+
+/// A race checked as its launch checks it: its versions (each in service, declaring an
+/// objective, none twice), 2 to [`MAX_ENTRANTS`] entrants, and the body against each version
+/// raced as a launch of that version would be. Each version raced, with its launch ready;
+/// [`launch`] stores them, `POST /problem/<id>/check` answers for them.
+pub(super) async fn prepare_race(
+    state: &AppState,
+    user: &AuthUser,
+    plugin: &Arc<Plugin>,
+    race: &RaceRequest,
+    fields: &Map<String, Value>,
+    large: bool,
+) -> Result<Vec<(Arc<Plugin>, Prepared)>, ApiError> {
+    let plugins = versions(state, plugin, race).await?;
+    let entrants = plugins.len() * race.seeds as usize;
+    if !(2..=MAX_ENTRANTS).contains(&entrants) {
+        return Err(invalid(
+            "the race is not valid",
+            vec![Violation::new(
+                "/options/race",
+                format!(
+                    "{} versions × {} seeds make {entrants} entrants; a race runs 2 to \
+                     {MAX_ENTRANTS}",
+                    plugins.len(),
+                    race.seeds
+                ),
+            )],
+        ));
+    }
+    let mut prepared = Vec::with_capacity(plugins.len());
+    for entrant in plugins {
+        let ready = prepare_with(state, user, &entrant, fields.clone(), large, None).await?;
+        prepared.push((entrant, ready));
+    }
+    Ok(prepared)
 }
 
 /// The plugins raced: each version named (422 for one not in service), else the launch's
