@@ -11,7 +11,9 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{ADMIN_PASSWORD, KillOnDrop, TestServer, expect_problem};
+use crate::support::{
+    ADMIN_PASSWORD, Contract, KillOnDrop, TestServer, assert_contract, expect_problem,
+};
 
 #[tokio::test]
 async fn login_issues_an_eddsa_token_with_a_kid() {
@@ -19,8 +21,26 @@ async fn login_issues_an_eddsa_token_with_a_kid() {
     let response = server.login("admin", ADMIN_PASSWORD).await;
     assert_eq!(response.status(), StatusCode::OK);
     let body: Value = response.json().await.unwrap();
+    assert_contract(Contract::Token, &body);
     assert_eq!(body["token_type"], "Bearer");
     assert_eq!(body["expires_in"], 3600);
+    // The user's role, so that a client such as the console offers only what it may do.
+    assert_eq!(body["role"], "admin");
+    for (name, role) in [("mark", "member"), ("vera", "viewer")] {
+        let (ok, output) = server.user_command(
+            &["add", name, "--password-stdin", "--role", role],
+            Some("a-password-1"),
+        );
+        assert!(ok, "{output}");
+        let answer: Value = server
+            .login(name, "a-password-1")
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_contract(Contract::Token, &answer);
+        assert_eq!(answer["role"], role);
+    }
     let token = body["access_token"].as_str().unwrap();
     let header = jsonwebtoken::decode_header(token).unwrap();
     assert_eq!(header.alg, Algorithm::EdDSA);

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::support::{
-    Contract, PATIENCE, ServerOptions, TestServer, assert_contract, brute_force_max_cut,
-    complete_graph, expect_problem, matrix,
+    Contract, PATIENCE, ServerOptions, TestServer, assert_contract, assert_openapi_contract,
+    brute_force_max_cut, complete_graph, expect_problem, matrix,
 };
 
 const G1: &[u8] = include_bytes!("fixtures/G1.txt");
@@ -826,4 +826,119 @@ async fn a_use_case_s_declared_extension_names_an_upload_s_media_type() {
     )
     .await;
     assert_eq!(file["media_type"], "application/octet-stream");
+}
+
+#[tokio::test]
+async fn data_files_are_listed_per_project_newest_first() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    server.add_user("dora", "dora-password-1");
+    server.add_user("vince", "vince-password-1");
+    let dora = server.token("dora", "dora-password-1").await;
+    let vince = server.token("vince", "vince-password-1").await;
+    let document: Value = server
+        .get(&admin, "/openapi.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let list = |token: &str, query: &str| {
+        let (server, token, document) = (&server, token.to_owned(), &document);
+        let path = format!("/data_files{query}");
+        async move {
+            let response = server.get(&token, &path).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            let body: Value = response.json().await.unwrap();
+            assert_openapi_contract(document, "DataFileList", &body);
+            body
+        }
+    };
+    let mut mine = Vec::new();
+    for name in ["a.json", "b.json", "c.json"] {
+        let uploaded: Value = upload_raw(
+            &server,
+            &dora,
+            &format!("?filename={name}"),
+            "application/json",
+            br#"{"num_nodes": 2, "edges": [[0, 1, 1]]}"#.to_vec(),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+        mine.push(
+            uploaded["data_file_identifier"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let ids = |body: &Value| -> Vec<String> {
+        body["data_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| file["data_file_identifier"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Newest first, with their names; a page at a time.
+    let all = list(&dora, "").await;
+    let newest_first: Vec<String> = mine.iter().rev().cloned().collect();
+    assert_eq!(ids(&all), newest_first);
+    assert_eq!(all["data_files"][0]["filename"], "c.json");
+    assert_eq!(all["next"], Value::Null);
+    let first = list(&dora, "?limit=2").await;
+    assert_eq!(ids(&first), newest_first[..2]);
+    let next = first["next"].as_str().unwrap().to_owned();
+    let rest = list(&dora, &format!("?limit=2&before={next}")).await;
+    assert_eq!(ids(&rest), newest_first[2..]);
+    // Another user's files are not listed to anyone else.
+    assert_eq!(ids(&list(&vince, "").await), Vec::<String>::new());
+
+    // A project's files, for its members; 404 for those not in it, 403 for its viewers.
+    let project = server.make_project(&admin, "datasets").await;
+    server.set_member(&admin, &project, "dora", "member").await;
+    server.set_member(&admin, &project, "vince", "viewer").await;
+    let shared: Value = upload_raw(
+        &server,
+        &dora,
+        &format!("?filename=shared.json&project={project}"),
+        "application/json",
+        br#"{"num_nodes": 2, "edges": [[0, 1, 1]]}"#.to_vec(),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let shared = shared["data_file_identifier"].as_str().unwrap().to_owned();
+    assert_eq!(
+        ids(&list(&dora, &format!("?project={project}")).await),
+        [shared]
+    );
+    assert_eq!(
+        ids(&list(&dora, "").await),
+        newest_first,
+        "the personal list"
+    );
+    expect_problem(
+        server
+            .get(&vince, &format!("/data_files?project={project}"))
+            .await,
+        StatusCode::FORBIDDEN,
+    )
+    .await;
+    expect_problem(
+        server
+            .get(&admin, &format!("/data_files?project={project}"))
+            .await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    for query in ["?limit=0", "?limit=1001", "?colour=red"] {
+        expect_problem(
+            server.get(&dora, &format!("/data_files{query}")).await,
+            StatusCode::BAD_REQUEST,
+        )
+        .await;
+    }
 }

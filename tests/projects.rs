@@ -396,9 +396,19 @@ async fn a_key_bound_to_a_project_launches_lists_and_reads_only_there() {
         StatusCode::NOT_FOUND,
     )
     .await;
-    // A user's own things are not a project's.
+    // Its counts are its project's: the three jobs it lists.
+    let counted: Value = server.get(&key, "/jobs/counts").await.json().await.unwrap();
+    let total: u64 = counted
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|count| count.as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 3, "{counted}");
     expect_problem(
-        server.get(&key, "/jobs/counts").await,
+        server
+            .get(&key, &format!("/jobs/counts?project={personal}"))
+            .await,
         StatusCode::FORBIDDEN,
     )
     .await;
@@ -810,4 +820,62 @@ async fn a_project_s_feed_hears_its_jobs_from_every_replica() {
     .await;
     assert!(!events.is_empty());
     drop(runner);
+}
+
+#[tokio::test]
+async fn counts_are_a_project_s_when_it_is_asked_for() {
+    let server = TestServer::start();
+    let admin = server.admin_token().await;
+    for name in ["mark", "vera", "dana"] {
+        server.add_user(name, &format!("{name}-password-1"));
+    }
+    let mark = server.token("mark", "mark-password-1").await;
+    let vera = server.token("vera", "vera-password-1").await;
+    let dana = server.token("dana", "dana-password-1").await;
+    let project = server.make_project(&admin, "counted").await;
+    server.set_member(&admin, &project, "mark", "member").await;
+    server.set_member(&admin, &project, "dana", "member").await;
+    server.set_member(&admin, &project, "vera", "viewer").await;
+    let small = json!({"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]});
+    let mut jobs = Vec::new();
+    for _ in 0..2 {
+        jobs.push(server.launch(&mark, "maxcut", &small).await);
+    }
+    jobs.push(server.launch_in(&mark, "maxcut", &project, &small).await);
+    jobs.push(server.launch_in(&dana, "maxcut", &project, &small).await);
+    for (job, token) in jobs.iter().zip([&mark, &mark, &mark, &dana]) {
+        server.wait_until_ended(token, job).await;
+    }
+    let counts = |token: &str, query: &str| {
+        let (server, token, path) = (&server, token.to_owned(), format!("/jobs/counts{query}"));
+        async move {
+            let response = server.get(&token, &path).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let in_project = format!("?project={project}");
+    // The project's: its members' jobs there, for each of its members and viewers.
+    for token in [&mark, &dana, &vera] {
+        let counted = counts(token, &in_project).await;
+        assert_eq!(counted["COMPLETED"], 2, "{counted}");
+        assert_eq!(counted["PENDING"], 0, "{counted}");
+    }
+    // The caller's own, without a project: Mark's three, Dana's one, Vera's none.
+    for (token, completed) in [(&mark, 3), (&dana, 1), (&vera, 0)] {
+        assert_eq!(counts(token, "").await["COMPLETED"], completed);
+    }
+    // Anyone not in it hears of no such project.
+    expect_problem(
+        server
+            .get(&admin, &format!("/jobs/counts{in_project}"))
+            .await,
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    expect_problem(
+        server.get(&mark, "/jobs/counts?colour=red").await,
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
 }

@@ -61,6 +61,25 @@ pub fn assert_contract(contract: Contract, body: &Value) {
     );
 }
 
+/// `body` checked against the schema `/openapi.json` names `component` (under
+/// `#/components/schemas`), its references resolved within that document: the contract of the
+/// responses whose schemas live only there.
+pub fn assert_openapi_contract(document: &Value, component: &str, body: &Value) {
+    let schema = json!({
+        "$ref": format!("#/components/schemas/{component}"),
+        "components": document["components"],
+    });
+    let validator = jsonschema::validator_for(&schema).expect("the document's schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(body)
+        .map(|error| format!("{}: {error}", error.instance_path().as_str()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{body} breaks the {component} contract: {errors:?}"
+    );
+}
+
 /// A compiled test guest, by crate name (`caseload-guest-runaway` is `caseload_guest_runaway`).
 pub fn guest_wasm(artifact: &str) -> PathBuf {
     Path::new(env!("CASELOAD_TEST_GUESTS_DIR")).join(format!("{artifact}.wasm"))

@@ -1,5 +1,6 @@
 //! Datasets: `POST /data_file` uploads one, `GET` and `DELETE /data_file/<id>` read and remove
-//! it. A job launched with `{data_file_identifier}` reads it instead of inline input.
+//! it, `GET /data_files` lists a project's (the caller's own by default). A job launched with
+//! `{data_file_identifier}` reads it instead of inline input.
 //!
 //! An upload streams into the database in chunks of [`CHUNK_BYTES`], hashed on the way, and
 //! becomes visible only in the transaction that completes it: a refused, failed or cut-off
@@ -19,11 +20,12 @@ use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::projects::launch_project;
-use super::wire::DataFileResponse;
+use super::key_project::default_project;
+use super::projects::{launch_project, project_role};
+use super::wire::{DataFileList, DataFileResponse};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
-use crate::store::{CHUNK_BYTES, DataFile, JobStore, now_millis};
+use crate::store::{CHUNK_BYTES, DataFile, JobStore, Role, now_millis};
 
 /// What a multipart body may carry beyond the file itself (boundaries, part headers, small
 /// fields) before its declared length alone refuses it.
@@ -32,10 +34,15 @@ const MULTIPART_OVERHEAD: u64 = 64 << 10;
 /// The longest filename kept.
 const MAX_FILENAME: usize = 255;
 
+/// How many data files `GET /data_files` lists at once, unless `limit` says, and at most.
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
+
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/data_file", post(upload))
         .route("/data_file/{id}", get(show).delete(remove))
+        .route("/data_files", get(list))
         // The cap is `--max-dataset-bytes`, enforced while streaming.
         .layer(DefaultBodyLimit::disable())
 }
@@ -335,6 +342,54 @@ impl Drop for Upload {
             });
         }
     }
+}
+
+#[derive(Debug, Deserialize)]
+struct ListQuery {
+    /// A project the caller is a member of; its own personal one by default.
+    project: Option<String>,
+    before: Option<String>,
+    limit: Option<u32>,
+}
+
+/// A page of a project's data files, newest first: those a launch in it may name. A
+/// project's viewers launch nothing, and see none (403); anyone not in it gets 404.
+async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<DataFileList>, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be 1 to {MAX_PAGE}"
+        )));
+    }
+    let project = query
+        .project
+        .as_deref()
+        .or(default_project(&user))
+        .unwrap_or(&user.id)
+        .to_owned();
+    if project_role(&state, &user, &project).await? == Role::Viewer {
+        return Err(ApiError::Forbidden(format!(
+            "{} is a viewer of project {project:?}, and its data files are for its members, \
+             who launch on them",
+            user.username
+        )));
+    }
+    let files = state
+        .store
+        .data_files(&project, query.before.as_deref(), limit)
+        .await?;
+    let next = (files.len() == limit as usize)
+        .then(|| files.last().map(|file| file.id.clone()))
+        .flatten();
+    Ok(Json(DataFileList {
+        data_files: files.iter().map(DataFileResponse::new).collect(),
+        next,
+    }))
 }
 
 async fn show(

@@ -12,7 +12,7 @@ use super::held::{Connection, Hold};
 use super::job_filter::JobListRequest;
 use super::key_project::default_project;
 use super::long_poll::{Until, WaitQuery, wait_for_job};
-use super::projects::project_role;
+use super::projects::{named_project, project_role};
 use super::races::{Stop, stop_entrants};
 use super::wire::{CancelResponse, JobList, JobListEntry, JobStatusResponse};
 use super::{ApiError, AppState, Json, Path};
@@ -30,10 +30,12 @@ pub fn router() -> Router<AppState> {
         .route("/jobs/counts", get(counts))
 }
 
-/// How many of the caller's jobs are in each status; every status is present.
+/// How many of the caller's jobs are in each status, or with `?project=` (or a key bound to
+/// one) a project's, for anyone in it; every status is present.
 async fn counts(
     State(state): State<AppState>,
     user: AuthUser,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<std::collections::BTreeMap<&'static str, u64>>, ApiError> {
     let mut counts: std::collections::BTreeMap<&'static str, u64> = [
         JobStatus::Pending,
@@ -45,7 +47,16 @@ async fn counts(
     .into_iter()
     .map(|status| (status.as_str(), 0))
     .collect();
-    for (status, count) in state.store.job_counts(&user.id).await? {
+    let project = named_project(query.as_deref()).or(default_project(&user).map(str::to_owned));
+    let counted = match project.filter(|project| *project != user.id) {
+        Some(project) => {
+            // A project's jobs for anyone in it; 404 for anyone else.
+            project_role(&state, &user, &project).await?;
+            state.store.project_job_counts(&project).await?
+        }
+        None => state.store.job_counts(&user.id).await?,
+    };
+    for (status, count) in counted {
         *counts.entry(status.as_str()).or_default() += count;
     }
     Ok(Json(counts))

@@ -2,9 +2,9 @@
 //! default where a request names none, a 403 where it names another), and reaches no job,
 //! data file or experiment of another project, whether a path or a launch's body names it
 //! (404, as for anyone's). A key bound to a shared project goes only where projects are
-//! understood: the routes of jobs, data files, experiments, use cases, keys and webhook
-//! secrets, and the project's job feed. A user's job counts are its own, and the plugin
-//! registry the server's: not a project's.
+//! understood: the routes of jobs (their counts too), data files, experiments, use cases,
+//! keys and webhook secrets, and the project's job feed. The plugin registry is the
+//! server's: not a project's.
 
 use axum::http::request::Parts;
 
@@ -15,7 +15,7 @@ use crate::auth::AuthUser;
 use crate::store::ProjectOwned;
 
 /// The routes a key bound to a shared project may take, by path prefix; `/jobs` and
-/// `/jobs/events` exactly.
+/// `/jobs/events` and `/jobs/counts` exactly.
 const SHARED_PROJECT_ROUTES: [&str; 9] = [
     "/experiments",
     "/problem/",
@@ -37,6 +37,7 @@ pub async fn confine(state: &AppState, user: &AuthUser, parts: &Parts) -> Result
     let shared = project != user.id;
     let routed = path == "/jobs"
         || path == "/jobs/events"
+        || path == "/jobs/counts"
         || SHARED_PROJECT_ROUTES
             .iter()
             .any(|prefix| path.starts_with(prefix));

@@ -81,9 +81,17 @@ async fn login(
     state.login_throttle.succeeded(address, &username);
     // A user enabled a moment ago may have been read as disabled: its new token must work.
     state.user_access.forget(&user.id);
+    // Said to the client, so that it offers only what the user may do; every request is
+    // still checked against the role it has then.
+    let access = state
+        .store
+        .user_access(&user.id)
+        .await?
+        .ok_or(ApiError::InvalidCredentials)?;
     Ok(Json(TokenResponse {
         access_token: state.tokens.issue(&user.id, &user.username),
         token_type: "Bearer",
         expires_in: state.tokens.ttl().as_secs(),
+        role: access.role.as_str(),
     }))
 }

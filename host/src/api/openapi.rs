@@ -42,15 +42,13 @@ const BODY_SCHEMAS: [(&str, &str); 6] = [
 /// What a created thing's id leads to, for stateful clients and fuzzers (OpenAPI links):
 /// the operation that made it (path, method, status), then each link's name, the operation it
 /// leads to, and its parameters, each from the answer's body.
-type Link = (
+type Link = (&'static str, &'static str, &'static str, &'static [Target]);
+
+/// One link: its name, the operation it leads to, and that operation's parameters.
+type Target = (
     &'static str,
     &'static str,
-    &'static str,
-    &'static [(
-        &'static str,
-        &'static str,
-        &'static [(&'static str, &'static str)],
-    )],
+    &'static [(&'static str, &'static str)],
 );
 
 /// Every operation a created id opens, so that stateful testing reaches each of them.
@@ -173,7 +171,7 @@ const LINKS: &[Link] = &[
 ];
 
 /// What a job's id leads to.
-const JOB_LINKS: &[(&str, &str, &[(&str, &str)])] = &[
+const JOB_LINKS: &[Target] = &[
     ("GetJob", "get_job", &[("job_id", "$response.body#/job")]),
     (
         "GetJobOutput",
@@ -595,6 +593,22 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                         "minItems": 1,
                         "maxItems": MAX_BATCH,
                         "items": {"$ref": "#/components/schemas/LaunchBody"},
+                    },
+                },
+                "additionalProperties": false,
+            }),
+        ),
+        (
+            "DataFileList",
+            json!({
+                "title": "DataFileList",
+                "type": "object",
+                "required": ["data_files", "next"],
+                "properties": {
+                    "data_files": {"type": "array", "items": {"$ref": "#/components/schemas/DataFile"}},
+                    "next": {
+                        "type": ["string", "null"],
+                        "description": "The before of the next page; null on the last.",
                     },
                 },
                 "additionalProperties": false,

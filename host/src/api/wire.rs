@@ -41,6 +41,8 @@ pub struct TokenResponse {
     pub token_type: &'static str,
     /// Seconds until the token expires.
     pub expires_in: u64,
+    /// The user's role when it logged in: `admin`, `member` or `viewer`.
+    pub role: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -79,6 +81,14 @@ impl DataFileResponse {
             created_at: format_rfc3339(file.created_at),
         }
     }
+}
+
+/// `GET /data_files`: a page of data files, newest first; `next` is the `before` of the next
+/// page, null on the last.
+#[derive(Debug, Serialize)]
+pub struct DataFileList {
+    pub data_files: Vec<DataFileResponse>,
+    pub next: Option<String>,
 }
 
 /// `{job: {<job_id>: {status, started_at, end_at, executions}}}`, exactly the spec's shape.

@@ -71,6 +71,16 @@ pub trait DataSets: Send + Sync + 'static {
     /// The data file, if it exists and belongs to `owner_id`.
     async fn data_file(&self, owner_id: &str, id: &str) -> Result<Option<DataFile>, StoreError>;
 
+    /// The data files of a project (a user's personal project has the user's id), newest
+    /// first: at most `limit` of them, older than the one `before` names if it is given. Who
+    /// may read them is the caller's to decide.
+    async fn data_files(
+        &self,
+        project_id: &str,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DataFile>, StoreError>;
+
     /// Deletes the data file; its bytes go too unless another data file or a job still refers
     /// to them. False if there was no such file of `owner_id`'s.
     async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError>;
@@ -331,6 +341,29 @@ where
             .as_ref()
             .map(DataFile::from_row)
             .transpose()
+    }
+
+    async fn data_files(
+        &self,
+        project_id: &str,
+        before: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DataFile>, StoreError> {
+        let query = match before {
+            Some(before) => sqlx::query(sql::DATA_FILES_BEFORE)
+                .bind(project_id)
+                .bind(i64::from(limit))
+                .bind(before),
+            None => sqlx::query(sql::DATA_FILES)
+                .bind(project_id)
+                .bind(i64::from(limit)),
+        };
+        query
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(DataFile::from_row)
+            .collect()
     }
 
     async fn delete_data_file(&self, owner_id: &str, id: &str) -> Result<bool, StoreError> {

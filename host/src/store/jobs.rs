@@ -279,6 +279,13 @@ pub trait JobQueue: Send + Sync + 'static {
     /// are left out.
     async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError>;
 
+    /// [`JobQueue::job_counts`] of a project's jobs, whoever launched them. Who may read
+    /// them is the caller's to decide.
+    async fn project_job_counts(
+        &self,
+        project_id: &str,
+    ) -> Result<Vec<(JobStatus, u64)>, StoreError>;
+
     /// What a job was launched with, if the owner has it.
     async fn job_input(&self, owner_id: &str, job_id: &str)
     -> Result<Option<JobInput>, StoreError>;
@@ -415,6 +422,19 @@ where
     async fn job_counts(&self, owner_id: &str) -> Result<Vec<(JobStatus, u64)>, StoreError> {
         sqlx::query(sql::JOB_COUNTS.as_str())
             .bind(owner_id)
+            .fetch_all(self.readers())
+            .await?
+            .iter()
+            .map(|row| Ok((JobStatus::parse(&row.text("status")?)?, row.count("jobs")?)))
+            .collect()
+    }
+
+    async fn project_job_counts(
+        &self,
+        project_id: &str,
+    ) -> Result<Vec<(JobStatus, u64)>, StoreError> {
+        sqlx::query(sql::PROJECT_JOB_COUNTS.as_str())
+            .bind(project_id)
             .fetch_all(self.readers())
             .await?
             .iter()

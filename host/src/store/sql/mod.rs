@@ -347,6 +347,14 @@ pub(super) const DATA_FILE: &str = "SELECT * FROM data_files WHERE id = $1
          SELECT project_id FROM project_members
          WHERE project_members.user_id = $2 AND project_members.role = 'member'))";
 
+/// The data files of project `$1` (a user's personal project is the user's id), newest first
+/// (their ids are time-ordered), at most `$2`; `DATA_FILES_BEFORE` those older than `$3`.
+pub(super) const DATA_FILES: &str =
+    "SELECT * FROM data_files WHERE project_id = $1 ORDER BY id DESC LIMIT $2";
+
+pub(super) const DATA_FILES_BEFORE: &str =
+    "SELECT * FROM data_files WHERE project_id = $1 AND id < $3 ORDER BY id DESC LIMIT $2";
+
 pub(super) const DELETE_DATA_FILE: &str =
     "DELETE FROM data_files WHERE id = $1 AND owner_id = $2 RETURNING blob_id, size";
 
@@ -510,6 +518,13 @@ pub(super) static JOB_INPUT: LazyLock<String> = LazyLock::new(|| {
 pub(super) static JOB_COUNTS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {CLIENT_STATUS} AS status, COUNT(*) AS jobs FROM jobs WHERE owner_id = $1 GROUP BY 1"
+    )
+});
+
+/// A project's jobs, whoever launched them, by status as clients see it.
+pub(super) static PROJECT_JOB_COUNTS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {CLIENT_STATUS} AS status, COUNT(*) AS jobs FROM jobs WHERE project_id = $1 GROUP BY 1"
     )
 });
 

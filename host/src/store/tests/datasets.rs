@@ -189,6 +189,60 @@ pub(super) async fn a_job_keeps_its_dataset_after_the_file_is_deleted(backend: B
     assert_eq!(dataset_bytes(store, &alice).await, 0);
 }
 
+pub(super) async fn data_files_are_listed_per_project_newest_first(backend: Backend) {
+    use sha2::Digest;
+
+    let store = backend.store.as_ref();
+    let alice = user(store, "alice").await;
+    let bob = user(store, "bob").await;
+    let mut hers = Vec::new();
+    for part in [b"one".as_slice(), b"two", b"three"] {
+        hers.push(upload(store, &alice, &[part]).await.id);
+    }
+    upload(store, &bob, &[b"his"]).await;
+    let project = store.create_project("shared").await.expect("a project");
+    let blob_id = store.begin_blob().await.expect("begin");
+    store
+        .write_blob_chunk(&blob_id, 0, b"shared")
+        .await
+        .expect("chunk");
+    let shared = store
+        .complete_upload(
+            &DataFile {
+                id: uuid::Uuid::now_v7().to_string(),
+                owner_id: alice.id.clone(),
+                blob_id,
+                size: 6,
+                sha256: hex::encode(sha2::Sha256::digest(b"shared")),
+                media_type: "text/plain".into(),
+                filename: None,
+                created_at: now_millis(),
+                project_id: Some(project.id.clone()),
+            },
+            u64::MAX,
+        )
+        .await
+        .expect("complete");
+
+    let ids = |files: Vec<DataFile>| files.into_iter().map(|file| file.id).collect::<Vec<_>>();
+    let newest_first: Vec<String> = hers.iter().rev().cloned().collect();
+    let personal = store.data_files(&alice.id, None, 10).await.expect("list");
+    assert_eq!(
+        ids(personal),
+        newest_first,
+        "her personal files, not the project's"
+    );
+    let page = store.data_files(&alice.id, None, 2).await.expect("list");
+    assert_eq!(ids(page), newest_first[..2]);
+    let rest = store
+        .data_files(&alice.id, Some(&newest_first[1]), 2)
+        .await
+        .expect("list");
+    assert_eq!(ids(rest), newest_first[2..]);
+    let in_project = store.data_files(&project.id, None, 10).await.expect("list");
+    assert_eq!(ids(in_project), [shared.id]);
+}
+
 pub(super) async fn dataset_bytes(store: &dyn JobStore, owner: &User) -> u64 {
     store
         .usage(&owner.id)

@@ -113,6 +113,7 @@ for_each_backend!(
     an_upload_shows_only_once_complete,
     the_same_bytes_are_stored_once_for_two_owners,
     a_job_keeps_its_dataset_after_the_file_is_deleted,
+    data_files_are_listed_per_project_newest_first,
     the_sweep_takes_stale_uploads_and_unreferenced_bytes,
     an_input_kept_for_a_launch_waits_for_it_then_counts_once,
     a_cancelled_job_never_runs_again,
