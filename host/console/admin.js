@@ -1,11 +1,18 @@
 // Administration: the users (make one, change its role, disable or enable it, delete it) and
 // the audit log, newest first, paged. Over /admin/users and /admin/audit; a user who is not
-// an administrator is told so.
+// an administrator is told so. Projects have a page of their own (projects.js).
 
 import { ApiError, get, request } from './api.js';
 import { fill, h, notice, page, when } from './dom.js';
 
 const ROLES = ['admin', 'member', 'viewer'];
+
+// The administration's pages, `current` marked.
+export function adminNav(current) {
+  const link = (name, href, text) => h('a', { href, 'aria-current': name === current ? 'page' : null }, text);
+  return h('nav', { class: 'subnav', 'aria-label': 'Administration' },
+    link('users', '#/admin', 'Users and audit log'), link('projects', '#/admin/projects', 'Projects'));
+}
 
 export function adminPage() {
   const users = h('tbody', {});
@@ -22,14 +29,14 @@ export function adminPage() {
   let left = false;
   let before = null;
 
-  page('Administration',
+  page('Administration', adminNav('users'),
     h('section', { 'aria-labelledby': 'users-heading' }, h('h2', { id: 'users-heading' }, 'Users'),
-      h('div', { class: 'table-wrap' }, h('table', { class: 'users' },
+      h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Users table' }, h('table', { class: 'users' },
         h('thead', {}, h('tr', {}, ['User', 'Role', 'State', 'Created', 'Actions'].map((name) => h('th', { scope: 'col' }, name)))),
         users)),
       form),
     h('section', { 'aria-labelledby': 'audit-heading' }, h('h2', { id: 'audit-heading' }, 'Audit log'),
-      h('div', { class: 'table-wrap' }, h('table', { class: 'audit' },
+      h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Audit log table' }, h('table', { class: 'audit' },
         h('thead', {}, h('tr', {}, ['When', 'Who', 'What', 'To', 'Detail'].map((name) => h('th', { scope: 'col' }, name)))),
         events)),
       older));

@@ -4,8 +4,13 @@
 
 let token = null;
 let username = '';
+// The user's role (admin, member or viewer), as the login answered it.
+let role = null;
 // The project the console shows and launches in; null for the user's personal one.
 let project = null;
+// The user's projects (GET /projects): the personal one's id, and each one's role there.
+let personalProject = null;
+const projectRoles = new Map();
 const signOutListeners = [];
 
 export class ApiError extends Error {
@@ -24,8 +29,33 @@ export function currentUser() {
   return username;
 }
 
+export function currentRole() {
+  return role;
+}
+
+export function isAdmin() {
+  return role === 'admin';
+}
+
 export function currentProject() {
   return project;
+}
+
+// Keeps the user's projects as GET /projects lists them, for `mayChange`.
+export function setProjects(listed) {
+  projectRoles.clear();
+  for (const entry of listed) {
+    if (entry.personal) personalProject = entry.id;
+    else projectRoles.set(entry.id, entry.role);
+  }
+}
+
+// Whether the user may launch, cancel, finish and rerun in a project (the chosen one by
+// default; a job's `project`): a viewer reads only, and so does a viewer of a project.
+export function mayChange(projectId = project) {
+  if (role === 'viewer') return false;
+  if (projectId === null || projectId === undefined || projectId === personalProject) return true;
+  return projectRoles.get(projectId) === 'member';
 }
 
 export function setProject(id) {
@@ -52,13 +82,17 @@ export async function login(name, password) {
   if (!response.ok) throw new ApiError(response.status, body);
   token = body.access_token;
   username = name;
+  role = body.role ?? null;
 }
 
 export function signOut() {
   if (token === null) return;
   token = null;
   username = '';
+  role = null;
   project = null;
+  personalProject = null;
+  projectRoles.clear();
   signOutListeners.forEach((listener) => listener());
 }
 
@@ -84,12 +118,12 @@ export async function request(method, path, { json, body, headers = {}, signal, 
 
 export const get = (path, options) => request('GET', path, options);
 
-// Uploads a file as a dataset, telling `progress(sent, total)` as it goes (fetch cannot
+// Uploads a file as a dataset (to the chosen project), telling `progress(sent, total)` as it goes (fetch cannot
 // report upload progress; XMLHttpRequest can).
 export function upload(file, progress) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
-    xhr.open('POST', `/data_file?filename=${encodeURIComponent(file.name)}`);
+    xhr.open('POST', inProject(`/data_file?filename=${encodeURIComponent(file.name)}`));
     xhr.setRequestHeader('authorization', `Bearer ${token}`);
     xhr.setRequestHeader('content-type', file.type || 'application/octet-stream');
     xhr.responseType = 'json';

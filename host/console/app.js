@@ -1,13 +1,16 @@
 // The console's entry: sign-in, then one page per route of the location's hash
 // (#/jobs, #/job/<id>, #/usecases, #/usecase/<name>, #/experiments, #/experiment/<id>,
-// #/service, #/admin).
+// #/service, #/keys, #/admin, #/admin/projects). The sections an administrator alone may
+// use are shown to administrators alone.
 
 import { adminPage } from './admin.js';
-import { ApiError, currentProject, currentUser, get, login, onSignOut, setProject, signOut, signedIn } from './api.js';
+import { ApiError, currentProject, currentUser, get, isAdmin, login, onSignOut, setProject, setProjects, signOut, signedIn } from './api.js';
 import { fill, h, page } from './dom.js';
 import { experimentPage, experimentsPage } from './experiments.js';
 import { jobPage } from './job.js';
 import { jobsPage } from './jobs.js';
+import { keysPage } from './keys.js';
+import { projectsPage } from './projects.js';
 import { servicePage } from './service.js';
 import { useCasePage, useCasesPage } from './usecases.js';
 
@@ -19,6 +22,7 @@ let leave = null;
 async function listProjects() {
   try {
     const listed = await get('/projects');
+    setProjects(listed.projects);
     const select = document.getElementById('project');
     fill(select, listed.projects.map((project) =>
       h('option', { value: project.personal ? '' : project.id, selected: (currentProject() ?? '') === (project.personal ? '' : project.id) },
@@ -39,6 +43,7 @@ function route() {
   leave = null;
   const signed = signedIn();
   document.getElementById('nav').hidden = !signed;
+  document.querySelector('#nav a[href="#/admin"]').hidden = !isAdmin();
   document.getElementById('sign-out').hidden = !signed;
   document.getElementById('who').textContent = signed ? currentUser() : '';
   if (!signed) {
@@ -60,6 +65,8 @@ function route() {
   else if (section === 'experiments') leave = experimentsPage();
   else if (section === 'experiment' && argument) leave = experimentPage(argument);
   else if (section === 'service') leave = servicePage();
+  else if (section === 'keys') leave = keysPage();
+  else if (section === 'admin' && argument === 'projects') leave = projectsPage();
   else if (section === 'admin') leave = adminPage();
   else leave = jobsPage();
 }
@@ -82,6 +89,8 @@ function signInPage() {
     message.textContent = '';
     try {
       await login(username.value, password.value);
+      // The pages show what the user may do in each project: known before the first one.
+      await listProjects();
       route();
     } catch (error) {
       message.textContent = error instanceof ApiError ? error.message : `Cannot reach the server: ${error.message}`;

@@ -1,7 +1,28 @@
 // Small charts on a canvas: lines over time, or bars per minute. Each canvas carries a text
-// summary (aria-label) of what it shows.
+// summary (aria-label) of what it shows, and is drawn again when its size changes (a window
+// resized, a phone turned), so that it is never a stretched bitmap.
 
 const COLORS = ['#1f6feb', '#d9480f', '#2f9e44', '#7048e8'];
+
+// What draws each canvas again; one observer for them all. A canvas taken out of the page
+// is let go at its next change of size (to none).
+const redraws = new WeakMap();
+const resized = typeof ResizeObserver === 'function' ? new ResizeObserver((entries) => {
+  for (const { target } of entries) {
+    if (!target.isConnected) {
+      resized.unobserve(target);
+      redraws.delete(target);
+    } else {
+      redraws.get(target)?.();
+    }
+  }
+}) : null;
+
+// Draws `canvas` with `draw()` again whenever its size on the page changes.
+export function redrawOnResize(canvas, draw) {
+  if (!redraws.has(canvas)) resized?.observe(canvas);
+  redraws.set(canvas, draw);
+}
 
 function sized(canvas) {
   const ratio = window.devicePixelRatio || 1;
@@ -24,6 +45,7 @@ function label(value) {
 
 // series: [{ name, points: [[x, y], …] }]; x in milliseconds.
 export function lineChart(canvas, series, { title = '' } = {}) {
+  redrawOnResize(canvas, () => lineChart(canvas, series, { title }));
   const { context, width, height } = sized(canvas);
   const points = series.flatMap((one) => one.points);
   if (points.length === 0) {
@@ -59,6 +81,7 @@ export function lineChart(canvas, series, { title = '' } = {}) {
 
 // bars: [{ label, values: [a, b] }] drawn as grouped bars, one colour per value.
 export function barChart(canvas, bars, names, { title = '' } = {}) {
+  redrawOnResize(canvas, () => barChart(canvas, bars, names, { title }));
   const { context, width, height } = sized(canvas);
   const top = Math.max(1, ...bars.flatMap((bar) => bar.values));
   const left = 40;

@@ -58,8 +58,43 @@ export function localToUtc(value) {
 }
 
 export function seconds(milliseconds) {
-  if (milliseconds < 1000) return `${milliseconds} ms`;
-  return `${(milliseconds / 1000).toFixed(milliseconds < 10000 ? 2 : 1)} s`;
+  if (milliseconds < 1000) return `${Math.round(milliseconds)} ms`;
+  if (milliseconds < 600000) return `${(milliseconds / 1000).toFixed(milliseconds < 10000 ? 2 : 1)} s`;
+  const minutes = Math.floor(milliseconds / 60000);
+  return `${minutes} min ${Math.round((milliseconds - minutes * 60000) / 1000)} s`;
+}
+
+// A number as a person reads it: at most six significant digits ("1,343.94" for
+// 1343.9411904925628), in the browser's language.
+const READABLE_NUMBER = new Intl.NumberFormat(undefined, { maximumSignificantDigits: 6 });
+
+export function readable(value) {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return String(value);
+  return READABLE_NUMBER.format(value);
+}
+
+// `readable(value)` in a <data> element whose value and title are the number in full.
+export function numberElement(value, props = {}) {
+  if (typeof value !== 'number') return '–';
+  return h('data', { ...props, value: String(value), title: String(value) }, readable(value));
+}
+
+// JSON as a person edits it: indented, with arrays of plain values (an edge, a matrix's
+// row, a partition) on one line each.
+export function prettyJson(value, indent = '') {
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    if (value.every((item) => item === null || typeof item !== 'object')) return `[${value.map((item) => JSON.stringify(item)).join(', ')}]`;
+    const inner = `${indent}  `;
+    return `[\n${value.map((item) => inner + prettyJson(item, inner)).join(',\n')}\n${indent}]`;
+  }
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value);
+    if (entries.length === 0) return '{}';
+    const inner = `${indent}  `;
+    return `{\n${entries.map(([key, item]) => `${inner}${JSON.stringify(key)}: ${prettyJson(item, inner)}`).join(',\n')}\n${indent}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 // A short, announced message at the bottom of the page.

@@ -1,11 +1,13 @@
 // One job: status and timestamps, the version it is bound to (and the job it reran), every
-// execution, the best objective over time (from the incumbents the plugin reports, else from
-// its progress messages), the log as it is written, the output (pretty, downloadable), a picture of the answer, and a rerun on the
-// same version or another.
+// execution (a running one's duration ticking), a race's entrants by version and seed with
+// its winner marked, the best objective over time (from the incumbents the plugin reports,
+// else from its progress messages), the log as it is written, the output (pretty,
+// downloadable), a picture of the answer, and, for who may change the job, cancel, finish
+// now and a rerun on the same version or another.
 
-import { ApiError, follow, get, request } from './api.js';
+import { ApiError, follow, get, mayChange, request } from './api.js';
 import { lineChart } from './chart.js';
-import { fill, h, notice, page, seconds, statusBadge, when } from './dom.js';
+import { fill, h, notice, numberElement, page, seconds, statusBadge, when } from './dom.js';
 import { drawView } from './views.js';
 
 // Outputs larger than this are downloadable but not shown in full.
@@ -22,6 +24,18 @@ export function jobPage(id) {
   let downloadUrl = null;
   const state = h('dl', { class: 'facts' });
   const executions = h('tbody', {});
+  const executionsFirst = h('th', { scope: 'col' }, 'Attempt');
+  const entrants = h('tbody', {});
+  const entrantsSection = h('section', { 'aria-labelledby': 'entrants-heading', hidden: true },
+    h('h2', { id: 'entrants-heading' }, 'Entrants'),
+    h('p', { class: 'hint' }, 'A race runs its entrants at once and keeps the best.'),
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Entrants table' },
+      h('table', { class: 'entrants' },
+        h('thead', {}, h('tr', {}, ['Entrant', 'State', 'Objective', 'Job'].map((name) => h('th', { scope: 'col' }, name)))),
+        entrants)));
+  // The race's winner, once its output names it.
+  let winner = null;
+  let lastView = null;
   const progressBar = h('progress', { max: '1', value: '0', 'aria-label': 'Progress of the current attempt' });
   const progressText = h('span', { class: 'progress-text' });
   const chart = h('canvas', { class: 'chart wide', role: 'img', 'aria-label': 'Best objective over time' });
@@ -47,9 +61,10 @@ export function jobPage(id) {
     h('section', { 'aria-label': 'Status' }, state, finish, cancel, rerun),
     h('section', { 'aria-labelledby': 'progress-heading' }, h('h2', { id: 'progress-heading' }, 'Progress'),
       h('p', {}, progressBar, ' ', progressText), chart),
+    entrantsSection,
     h('section', { 'aria-labelledby': 'executions-heading' }, h('h2', { id: 'executions-heading' }, 'Executions'),
-      h('div', { class: 'table-wrap' }, h('table', {},
-        h('thead', {}, h('tr', {}, ['Attempt', 'State', 'Plugin', 'Digest', 'Started', 'Duration', 'Error'].map((name) => h('th', { scope: 'col' }, name)))),
+      h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Executions table' }, h('table', { class: 'executions' },
+        h('thead', {}, h('tr', {}, executionsFirst, ['State', 'Plugin', 'Digest', 'Started', 'Duration', 'Error'].map((name) => h('th', { scope: 'col' }, name)))),
         executions))),
     h('section', { 'aria-labelledby': 'log-heading' }, h('h2', { id: 'log-heading' }, 'Log'), log),
     h('section', { 'aria-labelledby': 'answer-heading' }, h('h2', { id: 'answer-heading' }, 'Answer'), picture, output));
@@ -63,18 +78,34 @@ export function jobPage(id) {
         view.plugin ? [view.plugin.version, view.plugin.requested ? ` (pinned as ${view.plugin.requested})` : ' (current at launch)'] : '—'),
       view.rerun_of ? [h('dt', {}, 'Rerun of'), h('dd', {}, h('a', { href: `#/job/${encodeURIComponent(view.rerun_of)}` }, view.rerun_of))] : null,
       view.stopped_early ? [h('dt', {}, 'Stopped early'), h('dd', {}, 'Finished on request with the best found by then')] : null);
-    cancel.hidden = !['PENDING', 'RUNNING'].includes(view.status);
-    finish.hidden = view.status !== 'RUNNING';
-    rerun.hidden = false;
-    const attempts = Object.values(view.executions ?? {}).sort((a, b) => a.attempt - b.attempt);
-    fill(executions, attempts.length ? attempts.map((execution) => h('tr', {},
-      h('td', {}, execution.attempt),
-      h('td', {}, statusBadge(execution.status)),
-      h('td', {}, `${execution.plugin.name} ${execution.plugin.version}`),
-      h('td', { class: 'mono', title: execution.plugin.digest }, execution.plugin.digest.slice(0, 19)),
-      h('td', {}, when(execution.began_at)),
-      h('td', {}, seconds(execution.duration_ms)),
-      h('td', {}, execution.error ? `${execution.error.code}: ${execution.error.message}` : ''))) :
+    // Only who may change the job (not a viewer of its project) is offered to.
+    const changing = mayChange(view.project);
+    cancel.hidden = !changing || !['PENDING', 'RUNNING'].includes(view.status);
+    finish.hidden = !changing || view.status !== 'RUNNING';
+    rerun.hidden = !changing;
+    lastView = view;
+    showEntrants(view);
+    // A race's executions are its entrants': each named by its entrant.
+    const byExecution = new Map((view.race?.entrants ?? []).filter((entrant) => entrant.execution)
+      .map((entrant) => [entrant.execution, entrant]));
+    executionsFirst.textContent = view.race ? 'Entrant' : 'Attempt';
+    const readAt = performance.now();
+    const attempts = Object.entries(view.executions ?? {}).sort(([, a], [, b]) => a.attempt - b.attempt);
+    fill(executions, attempts.length ? attempts.map(([executionId, execution]) => {
+      const entrant = byExecution.get(executionId);
+      const name = view.race ? (entrant ? entrantName(entrant) : `attempt ${execution.attempt}`) : String(execution.attempt);
+      const running = execution.status === 'RUNNING';
+      return h('tr', { 'data-execution': executionId },
+        h('th', { scope: 'row' }, name),
+        h('td', {}, statusBadge(execution.status)),
+        h('td', {}, `${execution.plugin.name} ${execution.plugin.version}`),
+        h('td', { class: 'mono', title: execution.plugin.digest }, execution.plugin.digest.slice(0, 19)),
+        h('td', {}, when(execution.began_at)),
+        // A running execution's duration goes on between reads.
+        h('td', { class: 'duration', 'data-running': running ? String(execution.duration_ms) : null, 'data-read-at': running ? String(readAt) : null },
+          seconds(execution.duration_ms)),
+        h('td', {}, execution.error ? `${execution.error.code}: ${execution.error.message}` : ''));
+    }) :
       h('tr', {}, h('td', { colspan: '7' }, 'Not started yet.')));
     const latest = attempts.at(-1);
     if (latest?.progress) showProgress(latest.progress);
@@ -120,12 +151,27 @@ export function jobPage(id) {
     }
   }
 
+  // A race's entrants, each by version and seed, the winner marked once the race names it.
+  function showEntrants(view) {
+    entrantsSection.hidden = !view.race;
+    if (!view.race) return;
+    fill(entrants, view.race.entrants.map((entrant) => h('tr', { 'data-entrant': entrant.job },
+      h('th', { scope: 'row' }, entrantName(entrant), entrant.job === winner ? h('span', { class: 'badge winner' }, 'winner') : null),
+      h('td', {}, statusBadge(entrant.status)),
+      h('td', {}, entrant.objective === null ? '–' : numberElement(entrant.objective)),
+      h('td', {}, h('a', { class: 'mono', href: `#/job/${encodeURIComponent(entrant.job)}` }, entrant.job)))));
+  }
+
   async function showAnswer(view) {
     try {
       const response = await get(`${path}/output`, { raw: true, signal: leaving.signal });
       const text = await response.text();
       if (left) return;
       const result = JSON.parse(text);
+      if (view.race && result?.winner?.job) {
+        winner = result.winner.job;
+        showEntrants(lastView ?? view);
+      }
       const pretty = JSON.stringify(result, null, 2);
       downloadUrl = URL.createObjectURL(new Blob([pretty], { type: 'application/json' }));
       const download = h('a', { class: 'button', download: `${id}.json`, href: downloadUrl }, 'Download output');
@@ -213,6 +259,14 @@ export function jobPage(id) {
     }
   }
 
+  // Running executions' durations, once a second.
+  const ticking = setInterval(() => {
+    for (const cell of executions.querySelectorAll('td.duration[data-running]')) {
+      const elapsed = performance.now() - Number(cell.dataset.readAt);
+      cell.textContent = seconds(Number(cell.dataset.running) + elapsed);
+    }
+  }, 1000);
+
   let stop = () => {};
   load().then((found) => {
     if (!found || left) return;
@@ -235,9 +289,15 @@ export function jobPage(id) {
   });
   return () => {
     left = true;
+    clearInterval(ticking);
     leaving.abort();
     stop();
     drawn?.stop?.();
     if (downloadUrl) URL.revokeObjectURL(downloadUrl);
   };
+}
+
+// An entrant of a race as a person names it: its version and seed.
+function entrantName(entrant) {
+  return `${entrant.version ?? 'version ?'}, seed ${entrant.seed ?? '?'}`;
 }

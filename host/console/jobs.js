@@ -1,15 +1,20 @@
-// The jobs page: counts per state, filters, a list that follows the event stream, cancel
-// one or a selection, start an experiment on a selection's inputs, and charts of jobs ended
-// per minute and of the queue.
+// The jobs page: counts per state, filters, a list that follows the jobs as they change
+// (the event stream of the user's own jobs; with a project chosen, its first page read again
+// every few seconds, so that a teammate's jobs show up too), each job's objective and
+// duration, cancel one or a selection, start an experiment on a selection's inputs, and
+// charts of jobs ended per minute and of the queue.
 
-import { ApiError, currentProject, follow, get, inProject, request } from './api.js';
+import { ApiError, currentProject, follow, get, inProject, mayChange, request } from './api.js';
 import { barChart, legend, lineChart } from './chart.js';
-import { fill, h, localToUtc, notice, page, statusBadge, when } from './dom.js';
+import { fill, h, localToUtc, notice, numberElement, page, seconds, statusBadge, when } from './dom.js';
 import { startExperimentWith } from './experiments.js';
 
 const STATES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'];
 const ENDED = ['COMPLETED', 'FAILED', 'CANCELLED'];
 const PAGE = 50;
+// How often a project's list is read again: /jobs/events follows the user's own jobs only.
+const PROJECT_POLL_MS = 3000;
+const COLUMNS = ['Job', 'Use case', 'State', 'Created', 'Ended', 'Objective', 'Duration', 'Labels'];
 
 export function jobsPage() {
   const filters = { status: '', problem: '', label: '', since: '', until: '' };
@@ -21,6 +26,8 @@ export function jobsPage() {
   let loadingOlder = false;
   const selected = new Set();
   const queueHistory = [];
+  // A viewer (of the service, or of the chosen project) cancels nothing, launches nothing.
+  const changing = mayChange();
 
   const counts = h('ul', { class: 'counts', 'aria-label': 'Jobs per state' });
   const body = h('tbody', {});
@@ -34,8 +41,8 @@ export function jobsPage() {
     }
     updateSelection();
   } });
-  const cancelSelected = h('button', { type: 'button', disabled: true, onclick: cancelSelection }, 'Cancel selected');
-  const experimentSelected = h('button', { type: 'button', disabled: true, onclick: () => {
+  const cancelSelected = h('button', { type: 'button', disabled: true, hidden: !changing, onclick: cancelSelection }, 'Cancel selected');
+  const experimentSelected = h('button', { type: 'button', disabled: true, hidden: !changing, onclick: () => {
     const ids = [...selected];
     const problems = new Set(ids.map((id) => rows.get(id)?.dataset.problem));
     startExperimentWith({ problem: problems.size === 1 ? [...problems][0] : '', inputs: ids });
@@ -65,11 +72,11 @@ export function jobsPage() {
       h('figure', {}, endedChart, h('figcaption', {}, 'Per minute, last hour', legend(['accepted', 'ended']))),
       h('figure', {}, queueChart, h('figcaption', {}, 'Pending, while this page is open'))),
     counts, search, filterForm,
-    h('div', { class: 'actions' }, cancelSelected, experimentSelected),
-    h('div', { class: 'table-wrap' },
-      h('table', { class: 'jobs' },
-        h('caption', { class: 'visually-hidden' }, 'Your jobs, newest first'),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, selectAll), ['Job', 'Use case', 'State', 'Created', 'Ended', 'Labels'].map((name) => h('th', { scope: 'col' }, name)))),
+    changing ? h('div', { class: 'actions' }, cancelSelected, experimentSelected) : null,
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Jobs table' },
+      h('table', { class: 'jobs stacking' },
+        h('caption', { class: 'visually-hidden' }, currentProject() === null ? 'Your jobs, newest first' : 'The project\'s jobs, newest first'),
+        h('thead', {}, h('tr', {}, changing ? h('th', { scope: 'col' }, selectAll) : null, COLUMNS.map((name) => h('th', { scope: 'col' }, name)))),
         body)),
     more);
 
@@ -94,8 +101,6 @@ export function jobsPage() {
   }
 
   function matches(job) {
-    // The event stream follows the caller's own jobs, not a project's.
-    if (currentProject() !== null) return false;
     if (filters.status && job.status !== filters.status) return false;
     if (filters.problem && job.problem !== filters.problem) return false;
     if (filters.label) {
@@ -138,7 +143,7 @@ export function jobsPage() {
       }
       next = list.next;
       more.hidden = next === null;
-      if (rows.size === 0) body.append(h('tr', {}, h('td', { colspan: '7' }, 'No jobs match.')));
+      if (rows.size === 0) body.append(h('tr', {}, h('td', { colspan: String(COLUMNS.length + 1) }, 'No jobs match.')));
       updateSelection();
     } catch (error) {
       notice(error.message, 'error');
@@ -154,14 +159,19 @@ export function jobsPage() {
       updateSelection();
     } });
     const labels = Object.entries(job.labels ?? {}).map(([key, value]) => h('span', { class: 'label' }, `${key}:${value}`));
-    return h('tr', { 'data-job': job.id, 'data-status': job.status, 'data-problem': job.problem },
-      h('td', {}, box),
-      h('td', {}, h('a', { href: `#/job/${encodeURIComponent(job.id)}`, class: 'mono' }, job.id)),
-      h('td', {}, job.problem),
-      h('td', {}, statusBadge(job.status)),
-      h('td', {}, when(job.created_at)),
-      h('td', {}, when(job.ended_at)),
-      h('td', {}, labels));
+    // From its launch to its end: the time a caller waited for it, queue included.
+    const took = job.ended_at ? Date.parse(job.ended_at) - Date.parse(job.created_at) : null;
+    const cell = (label, props, ...children) => h('td', { ...props, 'data-label': label }, ...children);
+    return h('tr', { 'data-job': job.id, 'data-status': job.status, 'data-problem': job.problem, 'data-seen': JSON.stringify(job) },
+      changing ? h('td', { class: 'select' }, box) : null,
+      cell('Job', {}, h('a', { href: `#/job/${encodeURIComponent(job.id)}`, class: 'mono' }, job.id)),
+      cell('Use case', {}, job.problem),
+      cell('State', {}, statusBadge(job.status)),
+      cell('Created', {}, when(job.created_at)),
+      cell('Ended', {}, when(job.ended_at, '—')),
+      cell('Objective', { class: 'objective', title: job.objective_sense ?? null }, job.objective === null || job.objective === undefined ? '—' : numberElement(job.objective)),
+      cell('Duration', { class: 'duration', title: 'From its launch to its end' }, took === null ? '—' : seconds(took)),
+      cell('Labels', {}, labels.length ? labels : '—'));
   }
 
   // Selected jobs that have not ended, which a cancel applies to.
@@ -189,7 +199,7 @@ export function jobsPage() {
 
   async function refreshCounts() {
     try {
-      const byState = await get('/jobs/counts');
+      const byState = await get(inProject('/jobs/counts'));
       fill(counts, STATES.map((state) => h('li', {},
         h('button', { type: 'button', class: 'count', 'aria-pressed': String(filters.status === state), onclick: () => {
           const select = document.getElementById('filter-status');
@@ -215,11 +225,11 @@ export function jobsPage() {
     }
   }
 
-  let countsDue = null;
-  const stopEvents = follow('/jobs/events', (name, job) => {
-    if (name !== 'status') return true;
+  // A job as it is now: its row replaced, or, if it is new and passes the filters, added on top.
+  function showJob(job) {
     const existing = rows.get(job.id);
     if (existing) {
+      if (existing.dataset.seen === JSON.stringify(job)) return;
       const row = renderRow(job);
       existing.replaceWith(row);
       rows.set(job.id, row);
@@ -228,12 +238,36 @@ export function jobsPage() {
       const row = renderRow(job);
       rows.set(job.id, row);
       body.prepend(row);
+    } else {
+      return;
     }
     updateSelection();
     clearTimeout(countsDue);
     countsDue = setTimeout(refreshCounts, 300);
-    return true;
-  });
+  }
+
+  let countsDue = null;
+  let stopEvents = () => {};
+  let pollTimer = null;
+  if (currentProject() === null) {
+    stopEvents = follow('/jobs/events', (name, job) => {
+      if (name === 'status') showJob(job);
+      return true;
+    });
+  } else {
+    // A project's jobs are its members': their first page is read again, newest first.
+    const poll = async () => {
+      try {
+        const generation = listGeneration;
+        const list = await get(inProject(`/jobs?${query(null)}`));
+        if (generation === listGeneration && pollTimer !== null) [...list.jobs].reverse().forEach(showJob);
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+      }
+      if (pollTimer !== null) pollTimer = setTimeout(poll, PROJECT_POLL_MS);
+    };
+    pollTimer = setTimeout(poll, PROJECT_POLL_MS);
+  }
 
   get('/problems').then((problems) => problems.forEach((problem) => problemSelect.append(h('option', { value: problem.name }, problem.name))))
     .catch((error) => notice(error.message, 'error'));
@@ -243,6 +277,8 @@ export function jobsPage() {
   const timer = setInterval(refreshService, 5000);
   return () => {
     stopEvents();
+    clearTimeout(pollTimer);
+    pollTimer = null;
     clearInterval(timer);
     clearTimeout(countsDue);
   };

@@ -3,6 +3,7 @@
 // and 20,000 edges stay interactive), or a summary table for larger graphs. QUBO: the
 // sample as a strip of cells, with its energy.
 
+import { redrawOnResize } from './chart.js';
 import { h } from './dom.js';
 
 // Graphs larger than this get the summary only.
@@ -336,6 +337,8 @@ class GraphView {
 
   listen() {
     const canvas = this.canvas;
+    // A new size (the window resized, a phone turned) is drawn anew, not stretched.
+    redrawOnResize(canvas, () => this.draw());
     canvas.addEventListener('wheel', (event) => {
       event.preventDefault();
       this.zoomBy(event.deltaY < 0 ? 1.2 : 1 / 1.2);

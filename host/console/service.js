@@ -12,11 +12,11 @@ export function servicePage() {
   const chart = h('canvas', { class: 'chart wide', role: 'img', 'aria-label': 'Jobs accepted and ended per minute' });
   page('Service',
     h('h2', {}, 'Replicas'),
-    h('div', { class: 'table-wrap' }, h('table', {},
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Replicas table' }, h('table', {},
       h('thead', {}, h('tr', {}, ['Replica', 'State', 'Workers', 'Busy', 'Idle', 'Accepted', 'Ended', 'Started', 'Last report'].map((name) => h('th', { scope: 'col' }, name)))),
       replicas)),
     h('h2', {}, 'Queue'),
-    h('div', { class: 'table-wrap' }, h('table', {},
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Queue table' }, h('table', {},
       h('thead', {}, h('tr', {}, ['Use case', 'Pending', 'Claimed or running'].map((name) => h('th', { scope: 'col' }, name)))),
       queue)),
     h('h2', {}, 'Per minute, last hour'),

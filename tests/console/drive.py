@@ -8,7 +8,12 @@ CASELOAD_CHROMEDRIVER, CASELOAD_CHROMIUM             the browser;
 CASELOAD_AXE                                         axe-core's axe.min.js;
 TZ                                                   the browser's time zone, not UTC
                                                      (times must show in it);
-CASELOAD_SCREENSHOTS (optional)                      a directory for the docs' screenshots.
+CASELOAD_SCREENSHOTS (optional)                      a directory for the docs' screenshots;
+CASELOAD_VERSIONED_V1, CASELOAD_VERSIONED_V2         builds 1.0.0 and 2.0.0 of the test guest
+                                                     `versioned`, to publish (some scenarios).
+
+Its one argument names the scenario (`tour` by default), one per test of tests/console.rs:
+`tour` goes through every page; the others each follow one part of the console closely.
 
 Fails on any step that does not happen, any script error or Content-Security-Policy
 violation in the browser's console, and any serious or critical axe-core violation.
@@ -186,6 +191,52 @@ class Console:
         assert len(buttons) == 1, f"{len(buttons)} buttons {text!r}"
         return buttons[0]
 
+    def sign_in(self, username=None, password=None):
+        """Loads the console afresh (which signs out whoever was signed in) and signs in."""
+        username = username or os.environ["CASELOAD_USERNAME"]
+        self.driver.get(BASE + "/")
+        self.wait(lambda: self.text("h1") == "Sign in", "the sign-in page")
+        self.driver.execute_script(RECORDER)
+        self.find("#username").send_keys(username)
+        self.find("#password").send_keys(password or os.environ["CASELOAD_PASSWORD"], Keys.ENTER)
+        self.wait(lambda: self.text("h1") == "Jobs", f"the jobs page after {username} signs in")
+
+    def click(self, selector, what):
+        """Clicks the element `selector` finds, again if the page drew it anew meanwhile."""
+        self.wait(lambda: self.all(selector) and (self.find(selector).click() or True), what)
+
+    def set_value(self, selector, value, event="input"):
+        """Sets a control's value as a paste would, and tells the page."""
+        self.driver.execute_script(
+            "arguments[0].value = arguments[1];"
+            "arguments[0].dispatchEvent(new Event(arguments[2], {bubbles: true}))", self.find(selector), value, event)
+
+    def type_into(self, selector, text):
+        """Replaces a control's text by typing, as a person would."""
+        element = self.find(selector)
+        element.send_keys(Keys.CONTROL, "a")
+        element.send_keys(Keys.BACKSPACE, text)
+
+    def editor(self):
+        """The launch editor's JSON, or None while it is not JSON."""
+        try:
+            return json.loads(self.find("#input-editor").get_property("value"))
+        except (json.JSONDecodeError, StaleElementReferenceException):
+            return None
+
+    def answer_confirm(self, accept):
+        """Answers the page's confirmation dialog; its text."""
+        alert = WebDriverWait(self.driver, 10).until(lambda driver: driver.switch_to.alert)
+        text = alert.text
+        if accept:
+            alert.accept()
+        else:
+            alert.dismiss()
+        return text
+
+    def value(self, selector):
+        return self.find(selector).get_property("value")
+
     def times(self, selector):
         """Each <time> under `selector`: [its text, its datetime]."""
         return self.driver.execute_script(
@@ -194,24 +245,51 @@ class Console:
 
 
 class Api:
-    """The API as a script calls it, beside the page: the same user, its own token."""
+    """The API as a script calls it, beside the page: a user (the test's by default), its
+    own token."""
 
-    def __init__(self):
+    def __init__(self, username=None, password=None):
         self.token = None
-        self.token = self.send("POST", "/login", {"username": os.environ["CASELOAD_USERNAME"],
-                                                  "password": os.environ["CASELOAD_PASSWORD"]})["access_token"]
+        self.token = self.send("POST", "/login", {"username": username or os.environ["CASELOAD_USERNAME"],
+                                                  "password": password or os.environ["CASELOAD_PASSWORD"]})["access_token"]
 
-    def send(self, method, path, body=None):
-        headers = {"content-type": "application/json"}
+    def send(self, method, path, body=None, data=None, content_type="application/json"):
+        headers = {"content-type": content_type}
         if self.token:
             headers["authorization"] = f"Bearer {self.token}"
-        data = None if body is None else json.dumps(body).encode()
+        if body is not None:
+            data = json.dumps(body).encode()
         request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
         with urllib.request.urlopen(request, timeout=60) as response:
-            return json.load(response)
+            text = response.read()
+            return json.loads(text) if text else None
 
     def job(self, job_id):
         return self.send("GET", f"/job/{urllib.parse.quote(job_id, safe='')}")["job"][job_id]
+
+    def launch(self, problem, body, project=None):
+        suffix = f"?project={project}" if project else ""
+        return self.send("POST", f"/problem/{problem}{suffix}", body)["job"]
+
+    def wait_ended(self, job_id):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            view = self.send("GET", f"/job/{urllib.parse.quote(job_id, safe='')}?wait=10")["job"][job_id]
+            if view["status"] in ("COMPLETED", "FAILED", "CANCELLED"):
+                return view
+        raise AssertionError(f"job {job_id} never ended")
+
+    def upload(self, text, filename, project=None):
+        query = urllib.parse.urlencode({"filename": filename, **({"project": project} if project else {})})
+        return self.send("POST", f"/data_file?{query}", data=text.encode(), content_type="application/json")
+
+    def publish(self, path, current=True):
+        with open(path, "rb") as file:
+            return self.send("POST", f"/plugins?current={'true' if current else 'false'}", data=file.read(),
+                             content_type="application/wasm")
+
+    def add_user(self, username, password, role):
+        self.send("POST", "/admin/users", {"username": username, "password": password, "role": role})
 
 
 def local_time(rfc3339):
@@ -230,10 +308,11 @@ def assert_times(shown, *expected):
 
 
 def main():
+    scenario = sys.argv[1] if len(sys.argv) > 1 else "tour"
     driver = start_browser()
     console = Console(driver)
     try:
-        run(console)
+        SCENARIOS[scenario](console)
     finally:
         console.collect_console()
         driver.quit()
@@ -241,7 +320,7 @@ def main():
     if problems:
         print("\n".join(problems))
         sys.exit(1)
-    print("console: every step passed")
+    print(f"console: every step passed ({scenario})")
 
 
 def completed_count(counts):
@@ -249,7 +328,7 @@ def completed_count(counts):
     return int(match.group(1)) if match else 0
 
 
-def run(c):
+def tour(c):
     driver = c.driver
     api = Api()
     driver.get(BASE + "/")
@@ -453,8 +532,9 @@ def run(c):
     c.find(f'tr[data-job="{small}"] input').click()
     c.button("Experiment on selected (1)").click()
     c.wait(lambda: c.text("h1") == "Experiments", "the experiments page")
-    c.wait(lambda: c.find("#experiment-inputs").get_attribute("value") == small, "the selected job as the input")
-    c.wait(lambda: c.find("#experiment-versions").get_attribute("value"), "the versions in service")
+    c.wait(lambda: [box.get_attribute("value") for box in c.all("input[name=experiment-job]:checked")] == [small],
+           "the selected job as the input")
+    c.wait(lambda: c.all("input[name=experiment-version]:checked"), "the versions in service")
     seeds = c.find("#experiment-seeds")
     seeds.clear()
     seeds.send_keys("1, 2")
@@ -473,7 +553,8 @@ def run(c):
     c.wait(lambda: c.all('.versions tr[data-source="built-in"]'), "maxcut's versions")
     c.button("Compare versions in an experiment").click()
     c.wait(lambda: c.text("h1") == "Experiments", "the experiments page from the use case")
-    c.wait(lambda: c.find("#experiment-versions").get_attribute("value") == "0.1.0", "maxcut's versions")
+    c.wait(lambda: [box.get_attribute("value") for box in c.all("input[name=experiment-version]:checked")] == ["0.1.0"],
+           "maxcut's versions")
     c.check_accessibility("experiments")
 
     # The service: this replica, live, with its workers.
@@ -515,6 +596,430 @@ def run(c):
         assert width[0] <= width[1] + 1, f"{route} is {width[0]} px wide on a {width[1]} px screen"
     c.check_accessibility("jobs on a phone")
 
+
+
+SMALL = {"num_nodes": 3, "edges": [[0, 1, 1], [1, 2, 1]]}
+SQUARE = {"num_nodes": 4, "edges": [[0, 1, 1], [1, 2, 1], [2, 3, 1], [3, 0, 1]]}
+
+
+def race_graph():
+    """A sparse graph with mixed weights: past enumeration, so no entrant proves its cut and
+    every entrant runs."""
+    n = 80
+    pairs = [(i, j) for i in range(n) for j in ((i + 1) % n, (i * 7 + 3) % n, (i * 13 + 5) % n) if i != j]
+    return {"num_nodes": n, "edges": [[i, j, -1 if (i + j) % 3 == 0 else 1] for i, j in pairs]}
+
+
+def checked_values(c, name):
+    return [box.get_attribute("value") for box in c.all(f"input[name={name}]:checked")]
+
+
+def races(c):
+    """A race launched from the use case's page, checked first as its launch is; its page
+    lists the entrants by version and seed and marks the winner."""
+    driver = c.driver
+    api = Api()
+    c.sign_in()
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the example to check valid")
+    body = race_graph()
+    body["options"] = {"seed": 3, "max_iterations": 2000, "race": {"seeds": 1}}
+    c.set_value("#input-editor", json.dumps(body))
+    # A race of one entrant is refused by the check, as its launch would be.
+    c.wait(lambda: "/options/race" in c.text("#input-verdict"), "the check to refuse a race of one")
+    body["options"]["race"] = {"seeds": 3}
+    c.set_value("#input-editor", json.dumps(body))
+    c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the race to check valid, as its launch is")
+    c.find(".launch button[type=submit]").click()
+    c.wait(lambda: "#/job/" in driver.current_url, "the race's page")
+    race = c.job_id()
+    c.wait(lambda: c.job_state() == "COMPLETED", "the race to end", timeout=120)
+    view = api.job(race)
+    winner = api.send("GET", f"/job/{race}/output")["winner"]
+    entrants = view["race"]["entrants"]
+    assert len(entrants) == 3, view
+    c.wait(lambda: len(c.all("table.entrants tr[data-entrant]")) == 3, "the race's three entrants")
+    rows = c.texts("table.entrants tr[data-entrant]")
+    for entrant, row in zip(entrants, rows):
+        assert f"seed {entrant['seed']}" in row and entrant["version"] in row, (entrant, row)
+    c.wait(lambda: len(c.all("table.entrants .badge.winner")) == 1, "the winner marked")
+    marked = c.find("table.entrants .badge.winner").find_element(By.XPATH, "./ancestor::tr")
+    assert marked.get_attribute("data-entrant") == winner["job"], (marked.text, winner)
+    # Each execution is named by its entrant, not three "Attempt 1" rows.
+    names = c.texts("table.executions tbody th")
+    assert sorted(names) == sorted(f"{e['version']}, seed {e['seed']}" for e in entrants), names
+    c.check_accessibility("race")
+
+
+def launch_form(c):
+    """The launch form made from max-cut's schema and the JSON editor beside it, each
+    following the other; the options as fields; a data file picked from the caller's."""
+    driver = c.driver
+    api = Api()
+    earlier = api.launch("maxcut", SQUARE)
+    api.wait_ended(earlier)
+    square = api.upload(json.dumps(SQUARE), "square.json")["data_file_identifier"]
+    c.sign_in()
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.all("#input-num_nodes") and c.value("#input-num_nodes") == "5", "the form, on the first example")
+    assert "edges" in Select(c.find("#input-form")).first_selected_option.text, "the edge-list form is not chosen"
+    assert c.value("#input-edges-0") == "0, 1, 1", c.value("#input-edges-0")
+    # The form writes the editor.
+    c.type_into("#input-num_nodes", "6")
+    c.wait(lambda: (c.editor() or {}).get("num_nodes") == 6, "the editor to follow the node count")
+    c.find("#input-edges-add-row").click()
+    c.wait(lambda: c.all("#input-edges-6"), "a new edge row")
+    assert driver.switch_to.active_element.get_attribute("id") == "input-edges-6", "the new row has no focus"
+    driver.switch_to.active_element.send_keys(Keys.CONTROL, "a")
+    driver.switch_to.active_element.send_keys(Keys.BACKSPACE, "4, 5, 2")
+    c.wait(lambda: (c.editor() or {}).get("edges", [None])[-1] == [4, 5, 2], "the editor to follow the new edge")
+    c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the edited input to check valid")
+    # The editor writes the form, its form chosen by what the input holds.
+    c.set_value("#input-editor", json.dumps({"num_nodes": 3, "adj_matrix": [[0, 1, 0], [1, 0, 1], [0, 1, 0]]}))
+    c.wait(lambda: c.all("#input-adj_matrix-2") and c.value("#input-adj_matrix-2") == "0, 1, 0", "the matrix in the form")
+    assert "adj_matrix" in Select(c.find("#input-form")).first_selected_option.text
+    assert not c.all("#input-edges-0"), "the edge rows stayed beside the matrix"
+    # The options, as fields.
+    c.type_into("#option-time-limit", "2")
+    c.type_into("#option-seed", "7")
+    c.type_into("#option-labels", "team:ops, sweep:a")
+    c.wait(lambda: (c.editor() or {}).get("options") == {"time_limit_s": 2, "seed": 7}, "the options in the editor")
+    c.wait(lambda: (c.editor() or {}).get("labels") == {"team": "ops", "sweep": "a"}, "the labels in the editor")
+    c.type_into("#option-race-seeds", "2")
+    c.wait(lambda: (c.editor() or {}).get("options", {}).get("race") == {"seeds": 2}, "the race in the editor")
+    c.type_into("#option-race-seeds", "")
+    c.wait(lambda: "race" not in (c.editor() or {}).get("options", {}), "the race gone from the editor")
+    c.wait(lambda: any(option.get_attribute("value") == earlier for option in c.all("#option-warm-start option")),
+           "the completed job offered as a warm start")
+    Select(c.find("#option-warm-start")).select_by_value(earlier)
+    c.wait(lambda: (c.editor() or {}).get("options", {}).get("warm_start") == earlier, "the warm start in the editor")
+    Select(c.find("#option-warm-start")).select_by_value("")
+    # And back: options typed in the editor show in the fields.
+    c.set_value("#input-editor", json.dumps({**SMALL, "options": {"seed": 11, "time_limit_s": 3}, "labels": {"k": "v"}}))
+    c.wait(lambda: c.value("#option-seed") == "11" and c.value("#option-time-limit") == "3", "the editor's options in the fields")
+    assert c.value("#option-labels") == "k:v", c.value("#option-labels")
+    c.check_accessibility("launch form")
+    # A data file of the caller's, picked from the list: the form then holds only the
+    # parameters that may stand beside it.
+    c.find("#launch-source-data-file").click()
+    c.wait(lambda: any(square == option.get_attribute("value") for option in c.all("#launch-data-file option")),
+           "the uploaded file in the list")
+    assert "square.json" in c.text("#launch-data-file"), c.text("#launch-data-file")
+    Select(c.find("#launch-data-file")).select_by_value(square)
+    c.wait(lambda: (c.editor() or {}).get("data_file_identifier") == square, "the data file in the editor")
+    assert "num_nodes" not in c.editor(), c.editor()
+    c.wait(lambda: c.all("#input-initial_partition") and not c.all("#input-num_nodes"), "the dataset's parameters alone")
+    c.type_into("#input-initial_partition", "0, 1, 0, 1")
+    c.wait(lambda: (c.editor() or {}).get("initial_partition") == [0, 1, 0, 1], "the parameter in the editor")
+    c.wait(lambda: c.text("#input-verdict") == "Valid input.", "the dataset launch to check valid")
+    c.check_accessibility("launch on a data file")
+    c.find(".launch button[type=submit]").click()
+    c.wait(lambda: "#/job/" in driver.current_url, "the dataset job's page")
+    job = c.job_id()
+    request = urllib.request.Request(f"{BASE}/job/{job}/input", headers={"authorization": f"Bearer {api.token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert response.headers["caseload-data-file"] == square, dict(response.headers)
+    listed = api.send("GET", f"/jobs?ids={job}")["jobs"][0]
+    assert listed["labels"] == {"k": "v"}, listed
+
+
+def experiment_form(c):
+    """The experiment form: versions and inputs picked from lists (the use case's versions,
+    jobs and data files), each list the chosen use case's."""
+    driver = c.driver
+    api = Api()
+    ring = api.launch("maxcut", {**SQUARE, "labels": {"instance": "ring"}})
+    star = api.launch("maxcut", {**SMALL, "labels": {"instance": "star"}})
+    quboish = api.launch("qubo", {"num_variables": 2, "linear": [[0, -1]]})
+    for job in (ring, star, quboish):
+        api.wait_ended(job)
+    square = api.upload(json.dumps(SQUARE), "square.json")["data_file_identifier"]
+    c.sign_in()
+    c.wait(lambda: c.all(f'tr[data-job="{ring}"] input'), "the ring job's row")
+    c.find(f'tr[data-job="{ring}"] input').click()
+    c.button("Experiment on selected (1)").click()
+    c.wait(lambda: c.text("h1") == "Experiments", "the experiments page")
+    c.wait(lambda: checked_values(c, "experiment-job") == [ring], "the selected job, checked")
+    jobs = c.wait(lambda: [box.get_attribute("value") for box in c.all("input[name=experiment-job]")], "the jobs to pick from")
+    assert star in jobs and quboish not in jobs, jobs
+    assert "instance:ring" in c.text(f'label[for="experiment-job-{ring}"]'), c.text(f'label[for="experiment-job-{ring}"]')
+    c.wait(lambda: [box.get_attribute("value") for box in c.all("input[name=experiment-data-file]")] == [square],
+           "the data file to pick")
+    maxcut = {v["digest"] for v in api.send("GET", "/problem/maxcut/versions")["versions"]}
+    qubo = {v["digest"] for v in api.send("GET", "/problem/qubo/versions")["versions"]}
+    digests = lambda: {box.get_attribute("data-digest") for box in c.all("input[name=experiment-version]")}
+    c.wait(lambda: digests() == maxcut, "maxcut's versions")
+    c.check_accessibility("experiment form")
+    # Another use case: its own versions and jobs, none of the previous one's.
+    Select(c.find("#experiment-problem")).select_by_value("qubo")
+    c.wait(lambda: digests() == qubo, "qubo's versions in place of maxcut's")
+    c.wait(lambda: [box.get_attribute("value") for box in c.all("input[name=experiment-job]")] == [quboish], "qubo's jobs")
+    assert checked_values(c, "experiment-version"), "no version of qubo checked"
+    Select(c.find("#experiment-problem")).select_by_value("maxcut")
+    c.wait(lambda: digests() == maxcut, "maxcut's versions again")
+    c.wait(lambda: checked_values(c, "experiment-job") == [ring], "the job handed over, checked again")
+    c.find(f'#experiment-data-file-{square}').click()
+    c.type_into("#experiment-seeds", "1")
+    c.button("Launch experiment").click()
+    c.wait(lambda: "#/experiment/" in driver.current_url, "the experiment's page")
+    experiment = urllib.parse.unquote(driver.current_url.split("#/experiment/")[1])
+    inputs = api.send("GET", f"/experiments/{experiment}")["inputs"]
+    assert inputs == [{"job": ring}, {"data_file": square}], inputs
+
+
+def projects(c):
+    """With a project chosen: its counts, a teammate's new job showing up, and an experiment
+    launched there staying there."""
+    driver = c.driver
+    api = Api()
+    api.add_user("teammate", "teammate-password-1", "member")
+    teammate = Api("teammate", "teammate-password-1")
+    project = api.send("POST", "/admin/projects", {"name": "console-project"})["id"]
+    for member in (os.environ["CASELOAD_USERNAME"], "teammate"):
+        api.send("PUT", f"/admin/projects/{project}/members/{member}", {"role": "member"})
+    for _ in range(2):
+        api.wait_ended(api.launch("maxcut", SMALL))
+    first = api.launch("maxcut", SMALL, project)
+    api.wait_ended(first)
+    c.sign_in()
+    c.wait(lambda: c.find("#project-label").is_displayed(), "the project switcher")
+    Select(c.find("#project")).select_by_visible_text("console-project")
+    c.wait(lambda: [row.get_attribute("data-job") for row in c.all("tr[data-job]")] == [first], "the project's jobs")
+    c.wait(lambda: completed_count(c.text(".counts")) == 1, "the project's counts, not the personal ones")
+    theirs = teammate.launch("maxcut", SQUARE, project)
+    c.wait(lambda: c.all(f'tr[data-job="{theirs}"]'), "the teammate's new job to show up", timeout=30)
+    teammate.wait_ended(theirs)
+    c.wait(lambda: completed_count(c.text(".counts")) == 2, "the counts to follow", timeout=30)
+    c.wait(lambda: c.all(f'tr[data-job="{theirs}"][data-status="COMPLETED"]'), "the teammate's job to end", timeout=30)
+    c.find(f'tr[data-job="{theirs}"] input').click()
+    c.button("Experiment on selected (1)").click()
+    c.wait(lambda: checked_values(c, "experiment-job") == [theirs], "the teammate's job as the input")
+    c.type_into("#experiment-seeds", "1")
+    c.button("Launch experiment").click()
+    c.wait(lambda: "#/experiment/" in driver.current_url, "the experiment's page")
+    experiment = urllib.parse.unquote(driver.current_url.split("#/experiment/")[1])
+    assert api.send("GET", f"/experiments/{experiment}")["project"] == project, "the experiment is not the project's"
+    in_project = [e["id"] for e in api.send("GET", f"/experiments?project={project}")["experiments"]]
+    assert in_project == [experiment], in_project
+    c.go("#/experiments", "Experiments")
+    c.wait(lambda: c.all(f'tr[data-experiment="{experiment}"]'), "the project's experiment in the list")
+    c.check_accessibility("experiments of a project")
+
+
+def roles(c):
+    """Each control shown only to who may use it; API keys for every user, projects for
+    administrators; retiring a version asks first; a plugins directory's file over the
+    registry's current version is said so."""
+    api = Api()
+    api.add_user("mia", "mia-password-1", "member")
+    api.add_user("vic", "vic-password-1", "viewer")
+    api.publish(os.environ["CASELOAD_VERSIONED_V1"])
+    api.publish(os.environ["CASELOAD_VERSIONED_V2"], current=False)
+    shared = api.send("POST", "/admin/projects", {"name": "roles-project"})["id"]
+    api.send("PUT", f"/admin/projects/{shared}/members/mia", {"role": "member"})
+    api.send("PUT", f"/admin/projects/{shared}/members/vic", {"role": "viewer"})
+    watched = api.send("POST", "/admin/projects", {"name": "watched-project"})["id"]
+    api.send("PUT", f"/admin/projects/{watched}/members/mia", {"role": "viewer"})
+
+    # A member: no Admin, nothing of the registry's to change, launches.
+    c.sign_in("mia", "mia-password-1")
+    assert not c.displayed('#nav a[href="#/admin"]'), "a member sees the Admin link"
+    assert c.displayed('#nav a[href="#/keys"]'), "no Keys link"
+    c.go("#/usecase/versioned", "Use case versioned")
+    c.wait(lambda: c.all('.versions tr[data-version="2.0.0"]'), "versioned's versions")
+    assert not c.all(".versions button") and not c.displayed("#plugin-file"), "a member is offered the registry's changes"
+    assert c.displayed(".launch button[type=submit]"), "a member cannot launch"
+    # Her keys: made with what she may grant, shown once, listed, revoked after a question.
+    c.go("#/keys", "API keys")
+    assert checked_values(c, "scope") == ["read"], checked_values(c, "scope")
+    offered = [box.get_attribute("value") for box in c.all("input[name=scope]")]
+    assert offered == ["read", "launch"], offered
+    c.find("#key-name").send_keys("ci")
+    c.find('input[name=scope][value="launch"]').click()
+    c.set_value("#key-expires", (datetime.now() + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M"), "change")
+    c.wait(lambda: any(o.get_attribute("value") == shared for o in c.all("#key-project option")), "the projects to bind to")
+    Select(c.find("#key-project")).select_by_value(shared)
+    c.button("Create key").click()
+    key = c.wait(lambda: c.text("#new-key"), "the new key, shown once")
+    assert key.startswith("cl_"), key
+    mine = Api("mia", "mia-password-1")
+    listed = mine.send("GET", "/api_keys")["api_keys"]
+    assert [(k["name"], k["scopes"], k["project"]) for k in listed] == [("ci", ["read", "launch"], shared)], listed
+    assert listed[0]["expires_at"], listed
+    c.wait(lambda: c.all(f'tr[data-key="{listed[0]["id"]}"]'), "the key in the list")
+    c.check_accessibility("keys")
+    c.go("#/jobs", "Jobs")
+    c.go("#/keys", "API keys")
+    c.wait(lambda: c.all(f'tr[data-key="{listed[0]["id"]}"]'), "the key in the list again")
+    assert key not in driver_text(c), "the key's text shown again"
+    c.button("Revoke ci").click()
+    c.answer_confirm(False)
+    assert len(mine.send("GET", "/api_keys")["api_keys"]) == 1, "revoked without asking"
+    c.button("Revoke ci").click()
+    c.answer_confirm(True)
+    c.wait(lambda: not c.all(f'tr[data-key="{listed[0]["id"]}"]'), "the revoked key gone")
+    assert mine.send("GET", "/api_keys")["api_keys"] == []
+
+    # A viewer: reads, launches nothing, cancels nothing.
+    c.sign_in("vic", "vic-password-1")
+    assert not c.displayed('#nav a[href="#/admin"]')
+    assert not c.displayed(".actions button"), "a viewer is offered to cancel or experiment"
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.all('.versions tr[data-source="built-in"]'), "maxcut's versions")
+    assert not c.displayed(".launch button[type=submit]") and not c.displayed(".upload"), "a viewer is offered to launch"
+    c.go("#/experiments", "Experiments")
+    c.wait(lambda: c.all("table.experiments"), "the experiments list")
+    assert not c.displayed("form.experiment"), "a viewer is offered to launch an experiment"
+    c.go("#/keys", "API keys")
+    assert [box.get_attribute("value") for box in c.all("input[name=scope]")] == ["read"]
+    c.check_accessibility("a viewer's keys")
+    # A member who views a project launches nothing there, and cancels nothing.
+    c.sign_in("mia", "mia-password-1")
+    Select(c.find("#project")).select_by_visible_text("watched-project (viewer)")
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.all('.versions tr[data-source="built-in"]'), "maxcut's versions")
+    assert not c.displayed(".launch button[type=submit]"), "a project's viewer is offered to launch in it"
+    c.go("#/jobs", "Jobs")
+    assert not c.displayed(".actions button"), "a project's viewer is offered to cancel"
+    Select(c.find("#project")).select_by_visible_text("roles-project")
+    c.go("#/usecase/maxcut", "Use case maxcut")
+    c.wait(lambda: c.displayed(".launch button[type=submit]"), "her launch in the project she is a member of")
+
+    # The administrator: Admin, with its projects page.
+    c.sign_in()
+    assert c.displayed('#nav a[href="#/admin"]')
+    c.go("#/admin/projects", "Projects")
+    c.find("#new-project-name").send_keys("console-made")
+    c.button("Make project").click()
+    made = c.wait(lambda: c.all('section[data-project="console-made"]'), "the new project")[0]
+    made_id = next(p["id"] for p in api.send("GET", "/admin/projects")["projects"] if p["name"] == "console-made")
+    Select(c.find(f"#add-member-{made_id}")).select_by_value("mia")
+    c.find('section[data-project="console-made"] .add-member button').click()
+    c.wait(lambda: c.all('section[data-project="console-made"] tr[data-member="mia"]'), "mia in the project")
+    c.type_into(f"#cap-{made_id}", "5")
+    c.find('section[data-project="console-made"] .project-cap button').click()
+    c.wait(lambda: project_named(api, "console-made")["max_pending_jobs"] == 5, "the project's cap")
+    c.wait(lambda: "Cap on pending jobs\n5" in c.text('section[data-project="console-made"] .facts'), "the cap shown")
+    Select(c.find('section[data-project="console-made"] tr[data-member="mia"] select')).select_by_value("viewer")
+    c.wait(lambda: project_named(api, "console-made")["members"] == [{"username": "mia", "role": "viewer"}], "mia a viewer")
+    c.wait(lambda: c.all('section[data-project="console-made"] tr[data-member="mia"]'), "the members again")
+    c.click('section[data-project="console-made"] tr[data-member="mia"] button', "mia's Remove")
+    c.answer_confirm(True)
+    c.wait(lambda: project_named(api, "console-made")["members"] == [], "mia removed")
+    c.check_accessibility("projects")
+    # Retiring asks first.
+    c.go("#/usecase/versioned", "Use case versioned")
+    c.wait(lambda: c.all('.versions tr[data-version="2.0.0"] button.danger'), "the retire button")
+    c.button("Retire 2.0.0").click()
+    assert "2.0.0" in c.answer_confirm(False)
+    assert not version_of(api, "versioned", "2.0.0")["retired"], "retired without asking"
+    c.button("Retire 2.0.0").click()
+    c.answer_confirm(True)
+    c.wait(lambda: version_of(api, "versioned", "2.0.0")["retired"], "2.0.0 retired")
+    # A plugins directory's file serves over the registry's current version: said so.
+    shutil.copy(os.environ["CASELOAD_VERSIONED_V3"], os.path.join(os.environ["CASELOAD_PLUGINS_DIR"], "versioned.wasm"))
+    c.wait(lambda: any(v["source"] == "directory" and v["current"] for v in api.send("GET", "/problem/versioned/versions")["versions"]),
+           "the directory's file to serve")
+    c.go("#/usecases", "Use cases")
+    c.go("#/usecase/versioned", "Use case versioned")
+    note = c.wait(lambda: c.text("#versions-note"), "the note on the directory's file")
+    assert "versioned.wasm" in note and "1.0.0" in note, note
+    c.check_accessibility("versions with a directory's file")
+
+
+def driver_text(c):
+    return c.driver.execute_script("return document.body.innerText + [...document.querySelectorAll('input, textarea, output')].map((e) => e.value).join(' ')")
+
+
+def project_named(api, name):
+    return next(p for p in api.send("GET", "/admin/projects")["projects"] if p["name"] == name)
+
+
+def version_of(api, problem, version):
+    return next(v for v in api.send("GET", f"/problem/{problem}/versions")["versions"] if v["version"] == version)
+
+
+def readability(c):
+    """Numbers, names and durations a person reads at a glance; the jobs list's objective and
+    duration; tables on a phone; charts redrawn when the window changes; contrast."""
+    driver = c.driver
+    api = Api()
+    api.publish(os.environ["CASELOAD_VERSIONED_V1"])
+    api.publish(os.environ["CASELOAD_VERSIONED_V2"], current=False)
+    ring = api.launch("versioned", {"value": 1.2345678912, "labels": {"instance": "ring"}})
+    api.wait_ended(ring)
+    euler = api.upload(json.dumps({"value": 2.718281828459}), "euler.json")["data_file_identifier"]
+    experiment = api.send("POST", "/experiments", {"problem": "versioned", "versions": ["1.0.0", "2.0.0"],
+                                                   "inputs": [ring, euler, {"value": 3.14159265358979}],
+                                                   "seeds": [1, 2]})["experiment"]
+    c.sign_in()
+    c.go(f"#/experiment/{experiment}", "Experiment")
+    c.wait(lambda: "Done." in c.text("#experiment-progress-text"), "the experiment to end", timeout=120)
+    cells = c.texts(".experiment-results td")
+    assert cells and not any(re.search(r"\d\.\d{7,}", cell) for cell in cells), cells
+    c.wait(lambda: c.texts(".experiment-results tbody th") == ["instance:ring", "euler.json", "inline input 3"],
+           "the inputs named by their labels and file names")
+    assert c.all(".experiment-results .badge.best"), "no best marked"
+    c.check_accessibility("experiment, the best marked")
+
+    # The jobs list: objective and duration.
+    c.go("#/jobs", "Jobs")
+    headings = c.texts("table.jobs thead th")
+    assert "Objective" in headings and "Duration" in headings, headings
+    c.wait(lambda: c.all(f'tr[data-job="{ring}"]'), "the ring job's row")
+    objective = api.job(ring)["objective"]
+    assert c.text(f'tr[data-job="{ring}"] td.objective') == f"{objective:.6g}", c.text(f'tr[data-job="{ring}"] td.objective')
+    assert re.fullmatch(r"\d+ ms|\d+(\.\d+)? s", c.text(f'tr[data-job="{ring}"] td.duration')), \
+        c.text(f'tr[data-job="{ring}"] td.duration')
+
+    # A running execution's duration goes on.
+    long = api.launch("runaway", {"mode": "spin", "options": {"time_limit_s": 30}})
+    c.go(f"#/job/{long}", f"Job {long}")
+    c.wait(lambda: c.job_state() == "RUNNING", "the long job to run")
+    first = c.wait(lambda: c.text("table.executions td.duration"), "its duration")
+    c.wait(lambda: c.text("table.executions td.duration") not in ("", first), "the duration to tick", timeout=5)
+    api.send("DELETE", f"/job/{long}")
+
+    # A picture follows the window's size once its layout settled: drawn again, not stretched.
+    square = api.launch("maxcut", SQUARE)
+    api.wait_ended(square)
+    c.go(f"#/job/{square}", f"Job {square}")
+    picture = c.wait(lambda: c.all("canvas.graph[data-settled=true]"), "the square's layout to settle")[0]
+    drawn = lambda: driver.execute_script(
+        "const canvas = arguments[0]; return canvas.width === Math.round(canvas.clientWidth * (window.devicePixelRatio || 1))", picture)
+    assert drawn(), "the picture is not drawn to its size"
+    driver.set_window_size(900, 800)
+    c.wait(drawn, "the picture drawn again at the window's size", timeout=10)
+
+    # On a phone: every table either fits or scrolls in a region the keyboard reaches.
+    driver.set_window_size(390, 844)
+    for route, heading in [("#/jobs", "Jobs"), ("#/admin", "Administration"), (f"#/experiment/{experiment}", "Experiment"),
+                           ("#/experiments", "Experiments"), (f"#/job/{ring}", "Job"), ("#/keys", "API keys")]:
+        c.go(route, heading)
+        c.wait(lambda: c.all("table tbody tr"), f"the tables of {route}")
+        time.sleep(0.5)
+        width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1] + 1, f"{route} is {width[0]} px wide on a {width[1]} px screen"
+        cut = driver.execute_script("""
+            return [...document.querySelectorAll('table')].filter((table) => {
+              const region = table.closest('[role=region][tabindex="0"]');
+              const box = (region ?? table).getBoundingClientRect();
+              return box.right > window.innerWidth + 1 || (!region && table.scrollWidth > table.clientWidth + 1
+                  || !region && table.getBoundingClientRect().right > window.innerWidth + 1);
+            }).map((table) => table.className || table.querySelector('th')?.innerText);""")
+        assert not cut, f"{route} cuts tables {cut}"
+        c.check_accessibility(f"{route} on a phone")
+
+
+SCENARIOS = {
+    "tour": tour,
+    "races": races,
+    "launch_form": launch_form,
+    "experiment_form": experiment_form,
+    "projects": projects,
+    "roles": roles,
+    "readability": readability,
+}
 
 if __name__ == "__main__":
     main()

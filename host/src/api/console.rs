@@ -60,6 +60,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../console/usecases.js"),
     ),
     (
+        "schemaform.js",
+        JAVASCRIPT,
+        include_bytes!("../../console/schemaform.js"),
+    ),
+    (
         "views.js",
         JAVASCRIPT,
         include_bytes!("../../console/views.js"),
@@ -83,6 +88,16 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         "admin.js",
         JAVASCRIPT,
         include_bytes!("../../console/admin.js"),
+    ),
+    (
+        "projects.js",
+        JAVASCRIPT,
+        include_bytes!("../../console/projects.js"),
+    ),
+    (
+        "keys.js",
+        JAVASCRIPT,
+        include_bytes!("../../console/keys.js"),
     ),
 ];
 
