@@ -37,8 +37,15 @@ fn main() {
         .expect("host/ sits in the workspace")
         .to_owned();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
-    // A target directory of its own: the outer cargo holds a lock on its own one.
-    let target_dir = workspace.join("target").join("wasm-plugins");
+    // A target directory of its own, beside the outer one (CARGO_TARGET_DIR's, when set, so
+    // that a build directory kept outside the clone keeps the plugins too): the outer cargo
+    // holds a lock on its own one.
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+    let outer_target = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| if dir.is_relative() { workspace.join(dir) } else { dir })
+        .unwrap_or_else(|| workspace.join("target"));
+    let target_dir = outer_target.join("wasm-plugins");
 
     for watched in [
         "plugins",

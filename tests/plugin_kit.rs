@@ -37,10 +37,10 @@ fn kit_command(dir: &Path, args: &[&str]) -> Command {
     if std::env::var_os("RUSTUP_TOOLCHAIN").is_none() {
         command.env("RUSTUP_TOOLCHAIN", workspace_toolchain());
     }
-    command.env(
-        "CARGO_TARGET_DIR",
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugin-kit-tests"),
-    );
+    let outer_target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    command.env("CARGO_TARGET_DIR", outer_target.join("plugin-kit-tests"));
     command
 }
 
