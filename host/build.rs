@@ -43,7 +43,13 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
     let outer_target = env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .map(|dir| if dir.is_relative() { workspace.join(dir) } else { dir })
+        .map(|dir| {
+            if dir.is_relative() {
+                workspace.join(dir)
+            } else {
+                dir
+            }
+        })
         .unwrap_or_else(|| workspace.join("target"));
     let target_dir = outer_target.join("wasm-plugins");
 

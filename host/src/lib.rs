@@ -18,9 +18,7 @@ pub mod key_command;
 pub mod kit;
 pub mod listener;
 pub mod metrics;
-pub mod objective;
 pub mod oidc;
-pub mod options;
 pub mod plugins;
 pub mod private_file;
 pub mod readiness;
@@ -28,7 +26,6 @@ pub mod registry_command;
 pub mod replica;
 pub mod runtime;
 pub mod sandbox_process;
-pub mod store;
 pub mod telemetry;
 pub mod upkeep;
 pub mod user_command;
@@ -36,6 +33,10 @@ pub mod user_name;
 pub mod violation;
 pub mod webhooks;
 pub mod worker;
+
+/// The job store, its own crate below everything here.
+pub use caseload_store as store;
+pub use caseload_store::{objective, options};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

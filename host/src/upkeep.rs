@@ -7,10 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::ServeArgs;
+use crate::store::sweep::{purge_before, sweep_blobs};
 use crate::store::{JobEvents, JobStore, Millis, now_millis};
-
-/// Retention deletes this many jobs per transaction, so it never holds the database for long.
-const PURGE_BATCH: u32 = 1000;
 
 /// How often retention runs.
 const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
@@ -26,9 +24,6 @@ pub const UPLOAD_ALIVE_EVERY: Duration = Duration::from_secs(60);
 
 /// How often dataset bytes nothing refers to and cut-off uploads are swept.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Blobs deleted per statement by the sweep.
-const SWEEP_BATCH: u32 = 100;
 
 /// How often each replica ends races whose entrants all ended without the race being
 /// settled by the worker that ended the last one (it stopped first, or the entrant never
@@ -121,38 +116,5 @@ async fn purge(store: Arc<dyn JobStore>, retention: Duration) {
             Ok(deleted) => tracing::info!(jobs = deleted, "deleted finished jobs past retention"),
             Err(error) => tracing::warn!(%error, "cannot apply retention"),
         }
-    }
-}
-
-/// Deletes every blob nothing refers to and every upload untouched since `stale_before`.
-pub async fn sweep_blobs(
-    store: &dyn JobStore,
-    stale_before: Millis,
-) -> Result<u64, crate::store::StoreError> {
-    let mut deleted = 0;
-    loop {
-        let batch = store.sweep_blobs(stale_before, SWEEP_BATCH).await?;
-        deleted += batch;
-        if batch == 0 {
-            return Ok(deleted);
-        }
-        tokio::task::yield_now().await;
-    }
-}
-
-/// Deletes every finished job that ended before `cutoff`, one batch at a time.
-pub async fn purge_before(
-    store: &dyn JobStore,
-    cutoff: Millis,
-) -> Result<u64, crate::store::StoreError> {
-    let mut deleted = 0;
-    loop {
-        let batch = store.purge_finished(cutoff, PURGE_BATCH).await?;
-        deleted += batch;
-        if batch < u64::from(PURGE_BATCH) {
-            return Ok(deleted);
-        }
-        // Let the writes waiting behind this batch through.
-        tokio::task::yield_now().await;
     }
 }

@@ -31,147 +31,111 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The schema, one script per version, applied in order at start; numbered as PostgreSQL's.
 pub(super) const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("../../migrations/sqlite/0001_initial.sql")),
+    (1, include_str!("../migrations/sqlite/0001_initial.sql")),
     (
         2,
-        include_str!("../../migrations/sqlite/0002_leases_idempotency.sql"),
+        include_str!("../migrations/sqlite/0002_leases_idempotency.sql"),
     ),
-    (3, include_str!("../../migrations/sqlite/0003_datasets.sql")),
-    (4, include_str!("../../migrations/sqlite/0004_cancel.sql")),
-    (
-        5,
-        include_str!("../../migrations/sqlite/0005_user_access.sql"),
-    ),
-    (
-        6,
-        include_str!("../../migrations/sqlite/0006_fair_share.sql"),
-    ),
-    (7, include_str!("../../migrations/sqlite/0007_quotas.sql")),
-    (
-        8,
-        include_str!("../../migrations/sqlite/0008_user_quotas.sql"),
-    ),
+    (3, include_str!("../migrations/sqlite/0003_datasets.sql")),
+    (4, include_str!("../migrations/sqlite/0004_cancel.sql")),
+    (5, include_str!("../migrations/sqlite/0005_user_access.sql")),
+    (6, include_str!("../migrations/sqlite/0006_fair_share.sql")),
+    (7, include_str!("../migrations/sqlite/0007_quotas.sql")),
+    (8, include_str!("../migrations/sqlite/0008_user_quotas.sql")),
     (
         9,
-        include_str!("../../migrations/sqlite/0009_output_quota.sql"),
+        include_str!("../migrations/sqlite/0009_output_quota.sql"),
     ),
-    (
-        10,
-        include_str!("../../migrations/sqlite/0010_priority.sql"),
-    ),
-    (11, include_str!("../../migrations/sqlite/0011_labels.sql")),
-    (
-        12,
-        include_str!("../../migrations/sqlite/0012_webhooks.sql"),
-    ),
-    (
-        13,
-        include_str!("../../migrations/sqlite/0013_replicas.sql"),
-    ),
+    (10, include_str!("../migrations/sqlite/0010_priority.sql")),
+    (11, include_str!("../migrations/sqlite/0011_labels.sql")),
+    (12, include_str!("../migrations/sqlite/0012_webhooks.sql")),
+    (13, include_str!("../migrations/sqlite/0013_replicas.sql")),
     (
         14,
-        include_str!("../../migrations/sqlite/0014_pending_count.sql"),
+        include_str!("../migrations/sqlite/0014_pending_count.sql"),
     ),
-    (
-        15,
-        include_str!("../../migrations/sqlite/0015_kept_bytes.sql"),
-    ),
+    (15, include_str!("../migrations/sqlite/0015_kept_bytes.sql")),
     (
         16,
-        include_str!("../../migrations/sqlite/0016_webhook_claims.sql"),
+        include_str!("../migrations/sqlite/0016_webhook_claims.sql"),
     ),
-    (17, include_str!("../../migrations/sqlite/0017_admins.sql")),
+    (17, include_str!("../migrations/sqlite/0017_admins.sql")),
     (
         18,
-        include_str!("../../migrations/sqlite/0018_plugin_registry.sql"),
+        include_str!("../migrations/sqlite/0018_plugin_registry.sql"),
     ),
-    (
-        19,
-        include_str!("../../migrations/sqlite/0019_objectives.sql"),
-    ),
-    (20, include_str!("../../migrations/sqlite/0020_finish.sql")),
-    (
-        21,
-        include_str!("../../migrations/sqlite/0021_warm_start.sql"),
-    ),
+    (19, include_str!("../migrations/sqlite/0019_objectives.sql")),
+    (20, include_str!("../migrations/sqlite/0020_finish.sql")),
+    (21, include_str!("../migrations/sqlite/0021_warm_start.sql")),
     (
         22,
-        include_str!("../../migrations/sqlite/0022_time_to_best.sql"),
+        include_str!("../migrations/sqlite/0022_time_to_best.sql"),
     ),
     (
         23,
-        include_str!("../../migrations/sqlite/0023_experiments.sql"),
+        include_str!("../migrations/sqlite/0023_experiments.sql"),
     ),
-    (24, include_str!("../../migrations/sqlite/0024_races.sql")),
-    (
-        25,
-        include_str!("../../migrations/sqlite/0025_incumbents.sql"),
-    ),
-    (
-        26,
-        include_str!("../../migrations/sqlite/0026_api_keys.sql"),
-    ),
-    (27, include_str!("../../migrations/sqlite/0027_roles.sql")),
-    (28, include_str!("../../migrations/sqlite/0028_audit.sql")),
-    (
-        29,
-        include_str!("../../migrations/sqlite/0029_projects.sql"),
-    ),
+    (24, include_str!("../migrations/sqlite/0024_races.sql")),
+    (25, include_str!("../migrations/sqlite/0025_incumbents.sql")),
+    (26, include_str!("../migrations/sqlite/0026_api_keys.sql")),
+    (27, include_str!("../migrations/sqlite/0027_roles.sql")),
+    (28, include_str!("../migrations/sqlite/0028_audit.sql")),
+    (29, include_str!("../migrations/sqlite/0029_projects.sql")),
     (
         30,
-        include_str!("../../migrations/sqlite/0030_api_key_projects.sql"),
+        include_str!("../migrations/sqlite/0030_api_key_projects.sql"),
     ),
     (
         31,
-        include_str!("../../migrations/sqlite/0031_replica_pools.sql"),
+        include_str!("../migrations/sqlite/0031_replica_pools.sql"),
     ),
     (
         32,
-        include_str!("../../migrations/sqlite/0032_project_quotas.sql"),
+        include_str!("../migrations/sqlite/0032_project_quotas.sql"),
     ),
     (
         33,
-        include_str!("../../migrations/sqlite/0033_project_webhook_secrets.sql"),
+        include_str!("../migrations/sqlite/0033_project_webhook_secrets.sql"),
     ),
     (
         34,
-        include_str!("../../migrations/sqlite/0034_project_experiments.sql"),
+        include_str!("../migrations/sqlite/0034_project_experiments.sql"),
     ),
     (
         35,
-        include_str!("../../migrations/sqlite/0035_user_counts.sql"),
+        include_str!("../migrations/sqlite/0035_user_counts.sql"),
     ),
     (
         36,
-        include_str!("../../migrations/sqlite/0036_quota_allowances.sql"),
+        include_str!("../migrations/sqlite/0036_quota_allowances.sql"),
     ),
     (
         37,
-        include_str!("../../migrations/sqlite/0037_job_indexes.sql"),
+        include_str!("../migrations/sqlite/0037_job_indexes.sql"),
     ),
     (
         38,
-        include_str!("../../migrations/sqlite/0038_output_counts_per_statement.sql"),
+        include_str!("../migrations/sqlite/0038_output_counts_per_statement.sql"),
     ),
     (
         39,
-        include_str!("../../migrations/sqlite/0039_claims_counted_once.sql"),
+        include_str!("../migrations/sqlite/0039_claims_counted_once.sql"),
     ),
     (
         40,
-        include_str!("../../migrations/sqlite/0040_launches_counted_per_statement.sql"),
+        include_str!("../migrations/sqlite/0040_launches_counted_per_statement.sql"),
     ),
     (
         41,
-        include_str!("../../migrations/sqlite/0041_replica_stops.sql"),
+        include_str!("../migrations/sqlite/0041_replica_stops.sql"),
     ),
     (
         42,
-        include_str!("../../migrations/sqlite/0042_shared_inputs.sql"),
+        include_str!("../migrations/sqlite/0042_shared_inputs.sql"),
     ),
     (
         43,
-        include_str!("../../migrations/sqlite/0043_waiting_jobs.sql"),
+        include_str!("../migrations/sqlite/0043_waiting_jobs.sql"),
     ),
 ];
 

@@ -3,12 +3,12 @@
 
 use std::sync::LazyLock;
 
-pub(in crate::store) const START_EXECUTION: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at)
+pub(crate) const START_EXECUTION: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at)
      SELECT $1, id, $2, 'RUNNING', $3, $4, $5, $6 FROM jobs
      WHERE id = $7 AND lease_token = $8 AND status = 'RUNNING'";
 
 /// What is not given (null) stays as it was.
-pub(in crate::store) const RECORD_PROGRESS: &str = "UPDATE executions
+pub(crate) const RECORD_PROGRESS: &str = "UPDATE executions
      SET progress_fraction = COALESCE($1, progress_fraction),
          progress_message = COALESCE($2, progress_message),
          log_tail = COALESCE($6, log_tail),
@@ -20,20 +20,20 @@ pub(in crate::store) const RECORD_PROGRESS: &str = "UPDATE executions
 
 /// A lease whose job's cancellation was asked for is not renewed: its holder hears it as lost
 /// and interrupts the run (the backstop of the cancel notification).
-pub(in crate::store) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
+pub(crate) const HEARTBEAT: &str = "UPDATE jobs SET lease_expires_at = $1
      WHERE id = $2 AND lease_token = $3 AND status = 'RUNNING' AND NOT cancel_requested";
 
 /// The lease check of every end: only the holder of the current token moves a running job.
 /// `$1`/`$2` are the job's status and end (`outcome::JobEnds`), `$5`/`$6` those if its
 /// cancellation was asked for.
-pub(in crate::store) const FINISH_JOB: &str = "UPDATE jobs
+pub(crate) const FINISH_JOB: &str = "UPDATE jobs
      SET status = CASE WHEN cancel_requested THEN $5 ELSE $1 END,
          ended_at = CASE WHEN cancel_requested THEN $6 ELSE $2 END,
          lease_expires_at = NULL, objective = $7, objective_sense = $8, time_to_best = $9,
          stopped_early = finish_requested AND NOT cancel_requested AND $1 = 'COMPLETED'
      WHERE id = $3 AND lease_token = $4 AND status = 'RUNNING'";
 
-pub(in crate::store) const FINISH_EXECUTION: &str = "UPDATE executions
+pub(crate) const FINISH_EXECUTION: &str = "UPDATE executions
      SET status = $1, ended_at = $2, error_code = $3, error_message = $4, log_tail = $5,
          log_truncated = $6,
          progress_fraction = CASE WHEN $1 = 'COMPLETED' THEN 1.0 ELSE progress_fraction END,
@@ -55,7 +55,7 @@ const OUTPUT_AND_HELD: &str = "output AS (
 
 /// [`FINISH_JOB`], then [`FINISH_EXECUTION`] (`$10`…`$19`, its `$1`…`$10`) and
 /// [`INSERT_OUTPUT`] if the job's row changed, in one statement: PostgreSQL's.
-pub(in crate::store) static FINISH_IN_ONE: LazyLock<String> = LazyLock::new(|| {
+pub(crate) static FINISH_IN_ONE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH {job},
          execution AS (
@@ -73,7 +73,7 @@ pub(in crate::store) static FINISH_IN_ONE: LazyLock<String> = LazyLock::new(|| {
 /// [`FINISH_IN_ONE`] for an attempt whose start was not written: the execution is inserted
 /// ended (`$16`, `$17`: its id and job's; `$22`…`$26`: its attempt, plugin name, version and
 /// digest, and start) instead of updated, under the same lease check.
-pub(in crate::store) static START_AND_FINISH_IN_ONE: LazyLock<String> = LazyLock::new(|| {
+pub(crate) static START_AND_FINISH_IN_ONE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH {job},
          execution AS (
@@ -90,21 +90,21 @@ pub(in crate::store) static START_AND_FINISH_IN_ONE: LazyLock<String> = LazyLock
 
 /// A claimed job that never started goes back, its attempt uncounted (`$5`/`$6`, its status
 /// and end); unless its cancellation was asked for meanwhile (`$3`/`$4`).
-pub(in crate::store) const RELEASE_UNSTARTED: &str = "UPDATE jobs
+pub(crate) const RELEASE_UNSTARTED: &str = "UPDATE jobs
      SET status = CASE WHEN cancel_requested THEN $3 ELSE $5 END,
          ended_at = CASE WHEN cancel_requested THEN $4 ELSE $6 END,
          attempts = attempts - 1, lease_expires_at = NULL
      WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING'";
 
 /// The trigger `job_outputs_counted` adds the output's bytes (`$3`) to its owner's counts.
-pub(in crate::store) const INSERT_OUTPUT: &str =
+pub(crate) const INSERT_OUTPUT: &str =
     "INSERT INTO job_outputs (job_id, output, bytes) VALUES ($1, $2, $3)";
 
 /// Expired leases (or, with `$3`, every running job) go back to the queue, or fail once they
 /// used their attempts (`$1`): the statuses and ends `outcome::ReapedEnds` binds, if the
 /// job's cancellation was asked for (`$4`/`$5`), if it had its attempts (`$6`/`$7`), and
 /// otherwise (`$8`/`$9`). The token is bumped, so the lost worker's late writes change nothing.
-pub(in crate::store) const REAP_JOBS: &str = "UPDATE jobs
+pub(crate) const REAP_JOBS: &str = "UPDATE jobs
      SET status = CASE WHEN cancel_requested THEN $4 WHEN attempts >= $1 THEN $6 ELSE $8 END,
          ended_at = CASE WHEN cancel_requested THEN $5 WHEN attempts >= $1 THEN $7 ELSE $9 END,
          lease_expires_at = NULL, lease_token = lease_token + 1
@@ -113,12 +113,12 @@ pub(in crate::store) const REAP_JOBS: &str = "UPDATE jobs
 
 /// A reaped attempt whose start was never recorded (its worker died first, or had only
 /// claimed it) still gets its entry in the job's history.
-pub(in crate::store) const ABANDON_UNSTARTED: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at, ended_at, error_code, error_message)
+pub(crate) const ABANDON_UNSTARTED: &str = "INSERT INTO executions (id, job_id, attempt, status, plugin_name, plugin_version, plugin_digest, started_at, ended_at, error_code, error_message)
      SELECT $1, id, attempts, 'ABANDONED', problem, '', '', $2, $2, 'worker_lost', $3 FROM jobs
      WHERE id = $4 AND NOT EXISTS (SELECT 1 FROM executions
                                    WHERE executions.job_id = jobs.id
                                      AND executions.attempt = jobs.attempts)";
 
 /// The message of an attempt reaped before its start was recorded.
-pub(in crate::store) const LOST_BEFORE_START: &str = "its worker stopped before this attempt's start was recorded (the process died or \
+pub(crate) const LOST_BEFORE_START: &str = "its worker stopped before this attempt's start was recorded (the process died or \
      was cut off)";

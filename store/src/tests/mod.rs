@@ -15,7 +15,7 @@ use super::postgres::PostgresStore;
 use super::postgres_ends;
 use super::statement::SqlxConnection;
 use super::*;
-use crate::store::scratch::ScratchDatabase;
+use crate::scratch::ScratchDatabase;
 
 mod api_keys;
 mod datasets;
@@ -225,9 +225,9 @@ fn completed(execution_id: &str, output: &str) -> ExecutionEnd {
         retry: Retry::No,
         error: None,
         output: Some(output.into()),
-        objective: Some(crate::objective::Objective {
+        objective: Some(objective::Objective {
             value: 4.0,
-            sense: crate::objective::Sense::Maximize,
+            sense: objective::Sense::Maximize,
         }),
         time_to_best_s: Some(0.5),
         log_tail: "done\n".into(),
@@ -447,9 +447,9 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
         .await
         .expect("connects");
     for script in [
-        include_str!("../../../migrations/postgres/0001_initial.sql"),
-        include_str!("../../../migrations/postgres/0003_datasets.sql"),
-        include_str!("../../../migrations/postgres/0004_cancel.sql"),
+        include_str!("../../migrations/postgres/0001_initial.sql"),
+        include_str!("../../migrations/postgres/0003_datasets.sql"),
+        include_str!("../../migrations/postgres/0004_cancel.sql"),
         "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL);
          INSERT INTO schema_migrations VALUES (1, 0), (2, 0), (3, 0);",
     ] {

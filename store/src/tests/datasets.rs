@@ -154,7 +154,7 @@ pub(super) async fn a_job_keeps_its_dataset_after_the_file_is_deleted(backend: B
             .await
             .expect("delete")
     );
-    crate::upkeep::sweep_blobs(store, now_millis())
+    sweep::sweep_blobs(store, now_millis())
         .await
         .expect("sweep");
     // The bytes the job keeps still count against alice.
@@ -179,10 +179,10 @@ pub(super) async fn a_job_keeps_its_dataset_after_the_file_is_deleted(backend: B
             .await
             .expect("end")
     );
-    crate::upkeep::purge_before(store, now_millis())
+    sweep::purge_before(store, now_millis())
         .await
         .expect("purge");
-    crate::upkeep::sweep_blobs(store, now_millis() + 1)
+    sweep::sweep_blobs(store, now_millis() + 1)
         .await
         .expect("sweep");
     assert_eq!(blob_count(store, &[&file.blob_id]).await, 0);
@@ -372,7 +372,7 @@ pub(super) async fn an_input_kept_for_a_launch_waits_for_it_then_counts_once(bac
     // The same bytes are kept once.
     assert_eq!(store.keep_input(bytes, &sha256).await.expect("kept"), kept);
     // A sweep leaves a blob kept lately, though nothing refers to it yet.
-    crate::upkeep::sweep_blobs(store, now_millis() - 60_000)
+    sweep::sweep_blobs(store, now_millis() - 60_000)
         .await
         .expect("sweep");
     assert_eq!(blob_count(store, &[&kept]).await, 1);
@@ -391,7 +391,7 @@ pub(super) async fn an_input_kept_for_a_launch_waits_for_it_then_counts_once(bac
     // A blob kept for a launch that never came goes with the next sweep once stale.
     let orphan_sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"{}"));
     let orphan = store.keep_input(b"{}", &orphan_sha256).await.expect("kept");
-    crate::upkeep::sweep_blobs(store, now_millis() + 1)
+    sweep::sweep_blobs(store, now_millis() + 1)
         .await
         .expect("sweep");
     assert_eq!(blob_count(store, &[&orphan]).await, 0);

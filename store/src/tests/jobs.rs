@@ -202,12 +202,7 @@ pub(super) async fn retention_deletes_old_finished_jobs_only(backend: Backend) {
 
     let cutoff = now_millis() - 86_400_000;
     assert_eq!(store.purge_finished(cutoff, 1).await.expect("purge"), 1);
-    assert_eq!(
-        crate::upkeep::purge_before(store, cutoff)
-            .await
-            .expect("purge"),
-        2
-    );
+    assert_eq!(sweep::purge_before(store, cutoff).await.expect("purge"), 2);
     assert!(
         store
             .job(&alice.id, &called.id)

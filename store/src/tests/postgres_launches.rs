@@ -10,7 +10,7 @@ use super::super::postgres::{PostgresStore, PostgresWriter};
 use super::super::postgres_launches;
 use super::super::statement::SqlxConnection;
 use super::*;
-use crate::store::scratch::ScratchDatabase;
+use crate::scratch::ScratchDatabase;
 
 /// What writing launches stored: each launch's answer, the jobs' rows ([`job_rows`]), and
 /// alice's and bob's usage ([`usages`]).

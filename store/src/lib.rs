@@ -22,6 +22,8 @@ mod incumbents;
 mod jobs;
 mod jobs_page;
 mod launch_quotas;
+pub mod objective;
+pub mod options;
 mod outcome;
 mod plugins;
 mod postgres;
@@ -39,6 +41,7 @@ mod sql;
 mod sqlite;
 mod sqlite_writer;
 mod statement;
+pub mod sweep;
 #[cfg(test)]
 mod tests;
 mod users;

@@ -40,9 +40,9 @@ pub(super) async fn a_race_ends_with_its_best_entrant_once_every_entrant_ended(b
     let (claim, execution_id) = claim_and_start(store, LONG).await;
     assert_eq!(claim.lease.job_id, second.id);
     let better = ExecutionEnd {
-        objective: Some(crate::objective::Objective {
+        objective: Some(objective::Objective {
             value: 6.0,
-            sense: crate::objective::Sense::Maximize,
+            sense: objective::Sense::Maximize,
         }),
         ..completed(&execution_id, r#"{"cut": 6}"#)
     };
