@@ -28,6 +28,7 @@ mod outcome;
 mod plugins;
 mod postgres;
 mod postgres_allowances;
+mod postgres_backend;
 mod postgres_ends;
 mod postgres_launches;
 mod postgres_notices;
@@ -39,6 +40,7 @@ pub mod scratch;
 mod service;
 mod sql;
 mod sqlite;
+mod sqlite_backend;
 mod sqlite_writer;
 mod statement;
 pub mod sweep;
@@ -65,12 +67,12 @@ pub use self::outcome::{JobEnd, Retry};
 pub use self::plugins::{
     Actor, Catalog, PluginBinding, PluginCatalog, PluginEvent, Published, StoredVersion,
 };
-pub use self::postgres::PostgresStore;
+pub use self::postgres_backend::PostgresStore;
 pub use self::projects::{ProjectMember, ProjectRecord, Projects};
 pub use self::races::{RaceEntrant, Races};
 pub use self::schema::{Migrations, latest_migration, missing_migrations};
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
-pub use self::sqlite::SqliteStore;
+pub use self::sqlite_backend::SqliteStore;
 pub use self::users::{Role, Usage, User, UserAccess, UserChange, UserEntry, UserQuotas, Users};
 pub use self::webhooks::{SecretHolder, WebhookClaim, WebhookDelivery, WebhookOutcome, Webhooks};
 

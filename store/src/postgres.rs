@@ -1,162 +1,27 @@
-//! The shared store: PostgreSQL, for any number of replicas behind a load balancer. Claims
-//! skip rows other replicas hold locked (`FOR UPDATE SKIP LOCKED`), idle workers wake through
-//! `LISTEN/NOTIFY`, and migrations run under an advisory lock so replicas may start together.
+//! The shared store: PostgreSQL, for any number of replicas behind a load balancer. This
+//! file opens it (migrations run under an advisory lock so replicas may start together) and
+//! writes its group-commit batches; what the backend does its own way (claims that skip rows
+//! other replicas hold, wake-ups through `LISTEN/NOTIFY`) is in `postgres_backend`.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Postgres;
-use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions, PgQueryResult};
-use tokio::sync::Notify;
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 
-use super::backend::{Backend, FINISH_PREFIX, apply};
+use super::backend::apply;
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
-use super::commit_gate::CommitGate;
 use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;
-use super::outcome::ReapedEnds;
 use super::postgres_allowances::{self, launched};
+use super::postgres_backend::{CHANGES_CHANNEL, CHANNEL, PostgresStore};
 use super::postgres_ends::{self, End};
 use super::postgres_launches::{self, Launches};
-use super::postgres_notices::{self, Notices};
-use super::rows::Columns;
+use super::postgres_notices::Notices;
 use super::schema::{self, Migrations};
-use super::service::REPLICA_LIVE_MILLIS;
-use super::statement::{SqlxConnection, Statement, WriteConnection};
-use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
-
-/// The schema, one script per version, applied in order at start; numbered as SQLite's.
-pub(super) const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("../migrations/postgres/0001_initial.sql")),
-    (
-        2,
-        include_str!("../migrations/postgres/0002_leases_idempotency.sql"),
-    ),
-    (3, include_str!("../migrations/postgres/0003_datasets.sql")),
-    (4, include_str!("../migrations/postgres/0004_cancel.sql")),
-    (
-        5,
-        include_str!("../migrations/postgres/0005_user_access.sql"),
-    ),
-    (
-        6,
-        include_str!("../migrations/postgres/0006_fair_share.sql"),
-    ),
-    (7, include_str!("../migrations/postgres/0007_quotas.sql")),
-    (
-        8,
-        include_str!("../migrations/postgres/0008_user_quotas.sql"),
-    ),
-    (
-        9,
-        include_str!("../migrations/postgres/0009_output_quota.sql"),
-    ),
-    (10, include_str!("../migrations/postgres/0010_priority.sql")),
-    (11, include_str!("../migrations/postgres/0011_labels.sql")),
-    (12, include_str!("../migrations/postgres/0012_webhooks.sql")),
-    (13, include_str!("../migrations/postgres/0013_replicas.sql")),
-    (
-        14,
-        include_str!("../migrations/postgres/0014_pending_count.sql"),
-    ),
-    (
-        15,
-        include_str!("../migrations/postgres/0015_kept_bytes.sql"),
-    ),
-    (
-        16,
-        include_str!("../migrations/postgres/0016_webhook_claims.sql"),
-    ),
-    (17, include_str!("../migrations/postgres/0017_admins.sql")),
-    (
-        18,
-        include_str!("../migrations/postgres/0018_plugin_registry.sql"),
-    ),
-    (
-        19,
-        include_str!("../migrations/postgres/0019_objectives.sql"),
-    ),
-    (20, include_str!("../migrations/postgres/0020_finish.sql")),
-    (
-        21,
-        include_str!("../migrations/postgres/0021_warm_start.sql"),
-    ),
-    (
-        22,
-        include_str!("../migrations/postgres/0022_time_to_best.sql"),
-    ),
-    (
-        23,
-        include_str!("../migrations/postgres/0023_experiments.sql"),
-    ),
-    (24, include_str!("../migrations/postgres/0024_races.sql")),
-    (
-        25,
-        include_str!("../migrations/postgres/0025_incumbents.sql"),
-    ),
-    (26, include_str!("../migrations/postgres/0026_api_keys.sql")),
-    (27, include_str!("../migrations/postgres/0027_roles.sql")),
-    (28, include_str!("../migrations/postgres/0028_audit.sql")),
-    (29, include_str!("../migrations/postgres/0029_projects.sql")),
-    (
-        30,
-        include_str!("../migrations/postgres/0030_api_key_projects.sql"),
-    ),
-    (
-        31,
-        include_str!("../migrations/postgres/0031_replica_pools.sql"),
-    ),
-    (
-        32,
-        include_str!("../migrations/postgres/0032_project_quotas.sql"),
-    ),
-    (
-        33,
-        include_str!("../migrations/postgres/0033_project_webhook_secrets.sql"),
-    ),
-    (
-        34,
-        include_str!("../migrations/postgres/0034_project_experiments.sql"),
-    ),
-    (
-        35,
-        include_str!("../migrations/postgres/0035_user_counts.sql"),
-    ),
-    (
-        36,
-        include_str!("../migrations/postgres/0036_quota_allowances.sql"),
-    ),
-    (
-        37,
-        include_str!("../migrations/postgres/0037_job_indexes.sql"),
-    ),
-    (
-        38,
-        include_str!("../migrations/postgres/0038_output_counts_per_statement.sql"),
-    ),
-    (
-        39,
-        include_str!("../migrations/postgres/0039_claims_counted_once.sql"),
-    ),
-    (
-        40,
-        include_str!("../migrations/postgres/0040_launches_counted_per_statement.sql"),
-    ),
-    (
-        41,
-        include_str!("../migrations/postgres/0041_replica_stops.sql"),
-    ),
-    (
-        42,
-        include_str!("../migrations/postgres/0042_shared_inputs.sql"),
-    ),
-    (
-        43,
-        include_str!("../migrations/postgres/0043_waiting_jobs.sql"),
-    ),
-];
+use super::statement::SqlxConnection;
+use super::{StoreError, now_millis};
 
 /// The advisory lock that serialises migrations across replicas starting at once.
 const MIGRATION_LOCK: i64 = 0x6361_7365_6c6f_6164; // "caseload"
@@ -171,72 +36,6 @@ const WRITE_LANES: usize = 2;
 
 /// Connections for reads (status, lists, outputs, logins).
 const READ_CONNECTIONS: usize = 6;
-
-/// The channel a replica notifies when it makes a job pending.
-const CHANNEL: &str = "caseload_jobs";
-
-/// The channel that carries the id of a running job whose cancellation was asked for, or
-/// [`FINISH_PREFIX`] and the id of one asked to finish now.
-const CANCEL_CHANNEL: &str = "caseload_cancel";
-
-/// The channel that carries the jobs that changed as clients see them: `owner_id job_id`
-/// lines, at most [`postgres_notices::CHANGES_PAYLOAD`] bytes per notification.
-const CHANGES_CHANNEL: &str = "caseload_job_changes";
-
-/// The channel every change to the plugins the store lists is announced on.
-const PLUGINS_CHANNEL: &str = "caseload_plugins";
-
-/// The channel every replica's report is announced on.
-const REPLICAS_CHANNEL: &str = "caseload_replicas";
-
-/// How many replicas reported in the last `$1` milliseconds and did not say they stopped,
-/// by the database's clock, so that every replica counting gets the same answer whatever
-/// its own clock says.
-const REPLICAS_LIVE: &str = "SELECT COUNT(*) FROM replicas
-     WHERE stopped_at IS NULL
-         AND seen_at >= (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint - $1";
-
-/// Claims the oldest pending jobs no other transaction holds, of the use cases `condition`
-/// lets through. The selection is a CTE, which runs once: as an `IN (subquery)` the planner
-/// may run it again and claim more than `$2`. The claimed jobs stay on their owners'
-/// pending counts until they start (migration 0043), so the claim counts nothing. It
-/// returns the columns of a [`super::ClaimedJob`].
-fn claim(condition: &str) -> String {
-    format!(
-        "WITH picked AS (
-             SELECT id AS picked_id FROM jobs WHERE status = 'PENDING' AND race IS NULL {condition}
-             ORDER BY fair_key, id
-             LIMIT $2 FOR UPDATE SKIP LOCKED)
-         UPDATE jobs
-         SET status = 'RUNNING', attempts = attempts + 1, lease_token = lease_token + 1,
-             lease_expires_at = $1, started = FALSE
-         FROM picked WHERE jobs.id = picked.picked_id
-         RETURNING id, owner_id, COALESCE(project_id, owner_id) AS project_id, problem, input, options, attempts, lease_token, created_at, data_file_id, data_blob_id, data_media_type, plugin_version, plugin_digest, version_requested, race_of"
-    )
-}
-
-static CLAIM: LazyLock<String> = LazyLock::new(|| claim(""));
-static CLAIM_ONLY: LazyLock<String> =
-    LazyLock::new(|| claim("AND problem IN (SELECT jsonb_array_elements_text($3::jsonb))"));
-static CLAIM_EXCEPT: LazyLock<String> =
-    LazyLock::new(|| claim("AND problem NOT IN (SELECT jsonb_array_elements_text($3::jsonb))"));
-
-/// Serialises webhook claims across replicas, so that each counts the deliveries in flight
-/// that the others claimed ("webhooks" in ASCII).
-const LOCK_WEBHOOK_CLAIMS: &str = "SELECT pg_advisory_xact_lock(x'776562686f6f6b73'::bigint)";
-
-const ABANDON_EXECUTIONS: &str = "UPDATE executions
-     SET status = 'ABANDONED', ended_at = $1, error_code = 'worker_lost', error_message = $2
-     WHERE status = 'RUNNING' AND job_id = ANY($3)";
-
-#[derive(Debug, Clone)]
-pub struct PostgresStore {
-    /// The group-commit lanes, the reaper and retention: never starved by a burst of reads,
-    /// so that heartbeats and ends always find a connection.
-    writer: PgPool,
-    readers: PgPool,
-    batcher: Batcher,
-}
 
 impl PostgresStore {
     /// Connects and brings the schema up to date (one replica at a time).
@@ -346,7 +145,7 @@ async fn carry_over_versions(connection: &mut PgConnection) -> Result<(), StoreE
 async fn apply_migrations(connection: &mut PgConnection) -> Result<(), StoreError> {
     carry_over_versions(&mut *connection).await?;
     let mut applied_now = Vec::new();
-    for &(version, script) in MIGRATIONS {
+    for &(version, script) in schema::POSTGRES_MIGRATIONS {
         let applied: Option<i64> =
             sqlx::query_scalar("SELECT version FROM caseload_migrations WHERE version = $1")
                 .bind(version)
@@ -370,31 +169,6 @@ async fn apply_migrations(connection: &mut PgConnection) -> Result<(), StoreErro
         applied_now.push(version);
     }
     schema::log_applied(&applied_now);
-    Ok(())
-}
-
-/// Tells every replica's idle workers that a job is pending. Delivered at commit, and only
-/// if the transaction commits.
-async fn notify(connection: &mut PgConnection) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(CHANNEL)
-        .execute(connection)
-        .await?;
-    Ok(())
-}
-
-/// Tells every replica, at commit, which jobs changed.
-async fn notify_changes(
-    connection: &mut PgConnection,
-    changes: &[JobChange],
-) -> Result<(), StoreError> {
-    for payload in postgres_notices::payloads(changes) {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANGES_CHANNEL)
-            .bind(payload)
-            .execute(&mut *connection)
-            .await?;
-    }
     Ok(())
 }
 
@@ -484,11 +258,6 @@ impl BatchWriter for PostgresWriter {
     }
 }
 
-/// One array of a statement that writes many rows at once: `value` of each of `items`.
-pub(super) fn column<I, T>(items: &[I], value: impl Fn(&I) -> T) -> Vec<T> {
-    items.iter().map(value).collect()
-}
-
 /// Locks the rows of the shared projects whose jobs the batch launches, in the order of
 /// their ids, so that every lane takes them in one order. The quota checks of the launches
 /// lock them again, which then waits for nothing.
@@ -516,199 +285,3 @@ async fn lock_projects(connection: &mut PgConnection, writes: &[Write]) -> Resul
 
 /// Locks projects `$1`, in the order of their ids.
 const LOCK_PROJECTS: &str = "SELECT id FROM projects WHERE id = ANY($1) ORDER BY id FOR UPDATE";
-
-/// Locks user `$1`'s row for a quota check. Not `FOR UPDATE`: the key share every job stored
-/// for the user takes of the row (its foreign key) goes on beside it.
-const LOCK_USER: &str = "SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE";
-
-/// See [`Backend::RECLAIM_ALLOWANCES`]. It locks only the slots that hold an allowance: the
-/// others stay free for the counts of other transactions.
-const RECLAIM_ALLOWANCES: &str = "UPDATE user_counts SET pending_allowance = 0, bytes_allowance = 0
-     WHERE user_id = $1 AND (pending_allowance <> 0 OR bytes_allowance <> 0)";
-
-#[async_trait]
-impl Backend for PostgresStore {
-    type Db = Postgres;
-
-    fn claim_statement(filter: &ClaimFilter) -> &'static str {
-        match filter {
-            ClaimFilter::All => CLAIM.as_str(),
-            ClaimFilter::Only(_) => CLAIM_ONLY.as_str(),
-            ClaimFilter::Except(_) => CLAIM_EXCEPT.as_str(),
-        }
-    }
-
-    const LOCK_WEBHOOK_CLAIMS: Option<&'static str> = Some(LOCK_WEBHOOK_CLAIMS);
-    const ANNOUNCE_PLUGINS: Option<&'static str> = Some("NOTIFY caseload_plugins");
-    const ANNOUNCE_REPLICAS: Option<&'static str> = Some("NOTIFY caseload_replicas");
-
-    const LOCK_USER: Option<&'static str> = Some(LOCK_USER);
-    const RECLAIM_ALLOWANCES: Option<&'static str> = Some(RECLAIM_ALLOWANCES);
-    const LOCK_PROJECT: Option<&'static str> =
-        Some("SELECT id FROM projects WHERE id = $1 FOR UPDATE");
-    const FINISH_IN_ONE: bool = true;
-
-    fn rows_affected(result: &PgQueryResult) -> u64 {
-        result.rows_affected()
-    }
-
-    fn writer(&self) -> &PgPool {
-        &self.writer
-    }
-
-    fn readers(&self) -> &PgPool {
-        &self.readers
-    }
-
-    fn batcher(&self) -> &Batcher {
-        &self.batcher
-    }
-
-    async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {
-        let now = now_millis();
-        let mut transaction = self.writer.begin().await?;
-        let ends = ReapedEnds::at(now);
-        let reap = Statement::new(sql::REAP_JOBS)
-            .bind(i64::from(max_attempts))
-            .bind(now)
-            .bind(every_running);
-        let changes = SqlxConnection::<Self>(&mut transaction)
-            .fetch_all(ends.bind(reap))
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(JobChange {
-                    owner_id: row.text("owner_id")?,
-                    job_id: row.text("id")?,
-                    project_id: row.text("project_id")?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        if changes.is_empty() {
-            return Ok(0);
-        }
-        let reaped: Vec<String> = changes.iter().map(|change| change.job_id.clone()).collect();
-        for job_id in &reaped {
-            sqlx::query(sql::ABANDON_UNSTARTED)
-                .bind(uuid::Uuid::now_v7().to_string())
-                .bind(now)
-                .bind(sql::LOST_BEFORE_START)
-                .bind(job_id)
-                .execute(&mut *transaction)
-                .await?;
-        }
-        sqlx::query(ABANDON_EXECUTIONS)
-            .bind(now)
-            .bind(sql::WORKER_LOST)
-            .bind(&reaped)
-            .execute(&mut *transaction)
-            .await?;
-        notify(&mut transaction).await?;
-        notify_changes(&mut transaction, &changes).await?;
-        transaction.commit().await?;
-        Ok(reaped.len() as u64)
-    }
-
-    /// Tells every replica, at commit, to interrupt the job if it runs it.
-    async fn announce_cancel(
-        transaction: &mut sqlx::Transaction<'_, Postgres>,
-        job_id: &str,
-    ) -> Result<(), StoreError> {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CANCEL_CHANNEL)
-            .bind(job_id)
-            .execute(&mut **transaction)
-            .await?;
-        Ok(())
-    }
-
-    async fn announce_changes(
-        transaction: &mut sqlx::Transaction<'_, Postgres>,
-        changes: &[JobChange],
-    ) -> Result<(), StoreError> {
-        notify_changes(transaction, changes).await
-    }
-
-    fn label_condition(key: usize, value: usize) -> String {
-        format!("(labels::jsonb ->> ${key}) = ${value}")
-    }
-
-    /// Every replica hears the announcement, this one included.
-    fn changes_committed(&self, _changes: &[JobChange]) {}
-
-    /// Other replicas may be running the `RUNNING` jobs: only expired leases are reaped.
-    async fn recover(&self, max_attempts: u32) -> Result<u64, StoreError> {
-        self.reap(max_attempts, false).await
-    }
-
-    async fn watch(&self, events: Arc<dyn JobEvents>) {
-        let pool = self.writer.clone();
-        let reported = Arc::new(Notify::new());
-        tokio::spawn(share_lanes(
-            pool.clone(),
-            self.batcher.gate(),
-            reported.clone(),
-        ));
-        tokio::spawn(async move {
-            loop {
-                if let Err(error) = listen(&pool, &reported, events.as_ref()).await {
-                    tracing::warn!(%error, "lost the job notifications; listening again in 1 s");
-                    // Workers still poll, slowly, in the meantime.
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        });
-    }
-}
-
-/// Wakes the local workers on every new-job notification, interrupts the local run of a
-/// cancelled job, and shares the lanes anew whenever a replica reports, until the connection
-/// fails.
-async fn listen(
-    pool: &PgPool,
-    reported: &Notify,
-    events: &dyn JobEvents,
-) -> Result<(), sqlx::Error> {
-    let mut listener = PgListener::connect_with(pool).await?;
-    listener
-        .listen_all([
-            CHANNEL,
-            CANCEL_CHANNEL,
-            CHANGES_CHANNEL,
-            PLUGINS_CHANNEL,
-            REPLICAS_CHANNEL,
-        ])
-        .await?;
-    loop {
-        let notification = listener.recv().await?;
-        match notification.channel() {
-            CANCEL_CHANNEL => match notification.payload().strip_prefix(FINISH_PREFIX) {
-                Some(job_id) => events.finish_requested(job_id),
-                None => events.cancel_requested(notification.payload()),
-            },
-            CHANGES_CHANNEL => {
-                events.jobs_changed(&postgres_notices::parse_payload(notification.payload()))
-            }
-            PLUGINS_CHANNEL => events.plugins_changed(),
-            REPLICAS_CHANNEL => reported.notify_one(),
-            _ => events.jobs_pending(),
-        }
-    }
-}
-
-/// Shares this replica's group-commit lanes with the live replicas ([`CommitGate::share`])
-/// each time a replica reported, one count at a time, so that the last count is the one
-/// that holds.
-async fn share_lanes(pool: PgPool, gate: Arc<CommitGate>, reported: Arc<Notify>) {
-    loop {
-        reported.notified().await;
-        match sqlx::query_scalar::<_, i64>(REPLICAS_LIVE)
-            .bind(REPLICA_LIVE_MILLIS)
-            .fetch_one(&pool)
-            .await
-        {
-            Ok(replicas) => gate.share(usize::try_from(replicas).unwrap_or(1)).await,
-            Err(error) => tracing::warn!(%error, "cannot count the live replicas"),
-        }
-    }
-}

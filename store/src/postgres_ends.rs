@@ -15,7 +15,7 @@ use sqlx::postgres::PgConnection;
 
 use super::batch::Write;
 use super::executions::{self, ExecutionEnd, ExecutionStart};
-use super::postgres::{PostgresStore, column};
+use super::postgres_backend::{PostgresStore, column};
 use super::statement::SqlxConnection;
 use super::{Lease, StoreError};
 

@@ -26,7 +26,7 @@ use sqlx::postgres::PgConnection;
 use super::batch::Write;
 use super::jobs::{self, Inserted, NewJob};
 use super::launch_quotas::LaunchQuotas;
-use super::postgres::{PostgresStore, column};
+use super::postgres_backend::{PostgresStore, column};
 use super::statement::SqlxConnection;
 use super::{StoreError, sql};
 

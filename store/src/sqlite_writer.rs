@@ -22,7 +22,7 @@ use super::backend::{Backend, apply};
 use super::batch::{self, BatchWriter, Outcome, Write};
 use super::launch_quotas::LaunchQuotas;
 use super::rows::Columns;
-use super::sqlite::{SqliteStore, tell};
+use super::sqlite_backend::{SqliteStore, tell};
 use super::statement::{Statement, Value, WriteConnection};
 use super::{ClaimFilter, JobEvents, StoreError};
 

@@ -11,7 +11,7 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
 use super::backend::Backend as _;
-use super::postgres::PostgresStore;
+use super::postgres_backend::PostgresStore;
 use super::postgres_ends;
 use super::statement::SqlxConnection;
 use super::*;
@@ -473,7 +473,7 @@ async fn on_postgres_the_former_numbering_is_carried_over() {
             .await
             .expect("versions");
     // Every migration there is, each once.
-    let every: Vec<i64> = postgres::MIGRATIONS
+    let every: Vec<i64> = schema::POSTGRES_MIGRATIONS
         .iter()
         .map(|(version, _)| *version)
         .collect();

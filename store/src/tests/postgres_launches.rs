@@ -6,7 +6,8 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
 use super::super::batch::{BatchWriter, Outcome, Write};
-use super::super::postgres::{PostgresStore, PostgresWriter};
+use super::super::postgres::PostgresWriter;
+use super::super::postgres_backend::PostgresStore;
 use super::super::postgres_launches;
 use super::super::statement::SqlxConnection;
 use super::*;
