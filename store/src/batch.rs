@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use super::commit_gate::CommitGate;
-use super::experiments::ExperimentRecord;
+use super::records::ExperimentRecord;
 use super::{ClaimFilter, JobStatus, StoreError};
 use super::{
     ClaimedJob, ExecutionEnd, ExecutionStart, Inserted, JobChange, Lease, LiveUpdate, Millis,
@@ -151,6 +151,11 @@ type Reply = oneshot::Sender<Result<Outcome, StoreError>>;
 /// them in order; claims take the lanes in turn. Every launch of one owner goes to the same
 /// lane too: one transaction's launches of an owner are checked together, with one quota
 /// read or one allowance taken.
+/// A backend whose writes go through a [`Batcher`]: every capability's queued writes.
+pub(crate) trait Batched {
+    fn batcher(&self) -> &Batcher;
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Batcher {
     lanes: Vec<mpsc::UnboundedSender<(Write, Reply)>>,

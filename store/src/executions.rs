@@ -7,40 +7,20 @@ use async_trait::async_trait;
 use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::batch::Batched;
 use super::batch::Write;
 use super::incumbents::NewIncumbent;
 use super::jobs::JobDataset;
 use super::outcome::{JobEnds, Retry};
 use super::plugins::PluginBinding;
+use super::records::{ExecutionError, ExecutionRecord, PluginRef, Progress};
 use super::rows::{Columns, FromRow};
 use super::statement::{Statement, WriteConnection};
-use super::{ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis, sql};
+use super::{
+    ClaimFilter, ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis,
+    sql,
+};
 use crate::objective::Objective;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluginRef {
-    pub name: String,
-    pub version: String,
-    pub digest: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct ExecutionRecord {
-    pub id: String,
-    pub attempt: u32,
-    pub status: ExecutionStatus,
-    pub plugin: PluginRef,
-    pub started_at: Millis,
-    pub ended_at: Option<Millis>,
-    pub progress: Option<Progress>,
-    pub error: Option<ExecutionError>,
-    pub log_tail: String,
-    pub log_truncated: bool,
-    /// Its output's objective, once it completed, where its use case declares one.
-    pub objective: Option<Objective>,
-    /// How many incumbents it reported (the number of the newest).
-    pub incumbents: u32,
-}
 
 /// What a running execution shows before it ends: its latest progress, its log so far, the
 /// incumbents it reported since the last update.
@@ -60,18 +40,6 @@ impl From<Progress> for LiveUpdate {
             ..LiveUpdate::default()
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub fraction: f64,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutionError {
-    pub code: ErrorCode,
-    pub message: String,
 }
 
 /// A job a worker claimed and must now run.
@@ -193,7 +161,7 @@ pub trait Executions: Send + Sync + 'static {
 #[async_trait]
 impl<B> Executions for B
 where
-    B: Backend,
+    B: Backend + Batched,
     for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
     for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
     usize: ColumnIndex<DbRow<B>>,
@@ -409,29 +377,6 @@ impl FromRow for ExecutionRecord {
             objective: super::jobs::objective_from(row)?,
             incumbents: u32::try_from(row.count("incumbents")?).unwrap_or(u32::MAX),
         })
-    }
-}
-
-/// The use cases whose jobs a claim may take: a worker pool's share of the queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClaimFilter {
-    /// Every use case's.
-    All,
-    /// Only these use cases'.
-    Only(Vec<String>),
-    /// Every use case's but these.
-    Except(Vec<String>),
-}
-
-impl ClaimFilter {
-    /// The use cases named, as the JSON array the claim statements read (`$3`).
-    pub(super) fn names_json(&self) -> String {
-        match self {
-            ClaimFilter::All => "[]".to_owned(),
-            ClaimFilter::Only(names) | ClaimFilter::Except(names) => {
-                serde_json::to_string(names).unwrap_or_else(|_| "[]".to_owned())
-            }
-        }
     }
 }
 

@@ -6,26 +6,12 @@ use async_trait::async_trait;
 use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::batch::Batched;
 use super::jobs::objective_from;
+use super::records::ExperimentRecord;
 use super::rows::{self, Columns, FromRow};
 use super::{Inserted, JobChange, JobStatus, Millis, NewJob, StoreError, sql};
 use crate::objective::Objective;
-
-/// An experiment as stored: its definition is the API's to read (JSON).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExperimentRecord {
-    pub id: String,
-    pub owner_id: String,
-    /// The use case's name.
-    pub problem: String,
-    /// The request as resolved, JSON.
-    pub definition: String,
-    pub created_at: Millis,
-    /// When its owner cancelled what had not run.
-    pub cancelled_at: Option<Millis>,
-    /// The shared project it belongs to; `None` for its owner's personal one.
-    pub project_id: Option<String>,
-}
 
 /// What cancelling an experiment did to its jobs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -100,7 +86,7 @@ pub trait Experiments: Send + Sync + 'static {
 #[async_trait]
 impl<B> Experiments for B
 where
-    B: Backend,
+    B: Backend + Batched,
     for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
     for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
     usize: ColumnIndex<DbRow<B>>,

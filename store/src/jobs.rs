@@ -6,10 +6,11 @@ use async_trait::async_trait;
 use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, FINISH_PREFIX, Param};
-use super::executions::ExecutionRecord;
+use super::batch::Batched;
 use super::jobs_page::{Argument, JobsPage};
 use super::plugins::PluginBinding;
-use super::races::RaceEntrant;
+use super::records::ExecutionRecord;
+use super::records::RaceEntrant;
 use super::rows::{self, Columns, FromRow};
 use super::statement::{Statement, WriteConnection};
 use super::{
@@ -304,7 +305,7 @@ pub trait JobQueue: Send + Sync + 'static {
 #[async_trait]
 impl<B> JobQueue for B
 where
-    B: Backend,
+    B: Backend + Batched,
     for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
     for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
     usize: ColumnIndex<DbRow<B>>,

@@ -10,6 +10,7 @@
 //! is where throughput comes from, without weakening durability.
 
 mod api_keys;
+mod apply;
 mod audit;
 mod backend;
 mod batch;
@@ -34,6 +35,7 @@ mod postgres_launches;
 mod postgres_notices;
 mod projects;
 mod races;
+mod records;
 mod rows;
 mod schema;
 pub mod scratch;
@@ -51,13 +53,11 @@ mod webhooks;
 
 pub use self::api_keys::{ApiKeyRecord, ApiKeys, ProjectOwned};
 pub use self::audit::{Audit, AuditEvent};
+pub use self::backend::ClaimFilter;
 pub use self::batch::QueuedWrite;
 pub use self::datasets::{CHUNK_BYTES, DataFile, DataSets};
-pub use self::executions::{
-    ClaimFilter, ClaimedJob, ExecutionEnd, ExecutionError, ExecutionRecord, ExecutionStart,
-    Executions, LiveUpdate, PluginRef, Progress,
-};
-pub use self::experiments::{CancelledRuns, ExperimentRecord, ExperimentRun, Experiments};
+pub use self::executions::{ClaimedJob, ExecutionEnd, ExecutionStart, Executions, LiveUpdate};
+pub use self::experiments::{CancelledRuns, ExperimentRun, Experiments};
 pub use self::incumbents::{IncumbentRecord, Incumbents, NewIncumbent};
 pub use self::jobs::{
     CancelOutcome, FinishOutcome, Idempotency, Inserted, JobDataset, JobFilter, JobInput,
@@ -69,7 +69,10 @@ pub use self::plugins::{
 };
 pub use self::postgres_backend::PostgresStore;
 pub use self::projects::{ProjectMember, ProjectRecord, Projects};
-pub use self::races::{RaceEntrant, Races};
+pub use self::races::Races;
+pub use self::records::{
+    ExecutionError, ExecutionRecord, ExperimentRecord, PluginRef, Progress, RaceEntrant,
+};
 pub use self::schema::{Migrations, latest_migration, missing_migrations};
 pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
 pub use self::sqlite_backend::SqliteStore;

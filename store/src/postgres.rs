@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 
-use super::backend::apply;
+use super::apply::apply;
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
 use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;

@@ -12,7 +12,7 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgQueryResult};
 use tokio::sync::Notify;
 
 use super::backend::{Backend, FINISH_PREFIX};
-use super::batch::Batcher;
+use super::batch::{Batched, Batcher};
 use super::commit_gate::CommitGate;
 use super::outcome::ReapedEnds;
 use super::postgres_notices;
@@ -126,6 +126,12 @@ pub(super) fn column<I, T>(items: &[I], value: impl Fn(&I) -> T) -> Vec<T> {
     items.iter().map(value).collect()
 }
 
+impl Batched for PostgresStore {
+    fn batcher(&self) -> &Batcher {
+        &self.batcher
+    }
+}
+
 #[async_trait]
 impl Backend for PostgresStore {
     type Db = Postgres;
@@ -158,10 +164,6 @@ impl Backend for PostgresStore {
 
     fn readers(&self) -> &PgPool {
         &self.readers
-    }
-
-    fn batcher(&self) -> &Batcher {
-        &self.batcher
     }
 
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {

@@ -9,26 +9,11 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::jobs::objective_from;
+use super::records::RaceEntrant;
 use super::rows::{self, Columns, FromRow};
 use super::{JobChange, JobStatus, StoreError, now_millis, sql};
 use crate::objective::{Objective, Sense};
 use crate::options::JobOptions;
-
-/// One entrant of a race.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RaceEntrant {
-    pub job_id: String,
-    /// As clients see it.
-    pub status: JobStatus,
-    pub version: Option<String>,
-    pub seed: Option<u64>,
-    pub objective: Option<Objective>,
-    pub time_to_best_s: Option<f64>,
-    /// Its latest execution, if it started.
-    pub execution_id: Option<String>,
-    /// It completed with what it had when a finish asked it to stop.
-    pub stopped_early: bool,
-}
 
 #[async_trait]
 pub trait Races: Send + Sync + 'static {
@@ -232,6 +217,7 @@ impl FromRow for RaceEntrant {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objective::Objective;
 
     fn entrant(id: &str, status: JobStatus, value: Option<f64>, sense: Sense) -> RaceEntrant {
         RaceEntrant {

@@ -10,7 +10,7 @@ use sqlx::Sqlite;
 use sqlx::sqlite::{SqlitePool, SqliteQueryResult};
 
 use super::backend::Backend;
-use super::batch::Batcher;
+use super::batch::{Batched, Batcher};
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
 use super::statement::{SqlxConnection, Statement, WriteConnection};
@@ -62,6 +62,12 @@ pub(super) fn tell(events: &OnceLock<Arc<dyn JobEvents>>, changes: &[JobChange])
     }
 }
 
+impl Batched for SqliteStore {
+    fn batcher(&self) -> &Batcher {
+        &self.batcher
+    }
+}
+
 #[async_trait]
 impl Backend for SqliteStore {
     type Db = Sqlite;
@@ -99,10 +105,6 @@ impl Backend for SqliteStore {
 
     async fn begin_write(&self) -> Result<sqlx::Transaction<'_, Sqlite>, StoreError> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
-    }
-
-    fn batcher(&self) -> &Batcher {
-        &self.batcher
     }
 
     async fn reap(&self, max_attempts: u32, every_running: bool) -> Result<u64, StoreError> {

@@ -18,7 +18,8 @@ use futures_util::FutureExt;
 use rusqlite::types::{Value as SqliteValue, ValueRef};
 use rusqlite::{OpenFlags, TransactionBehavior};
 
-use super::backend::{Backend, apply};
+use super::apply::apply;
+use super::backend::Backend;
 use super::batch::{self, BatchWriter, Outcome, Write};
 use super::launch_quotas::LaunchQuotas;
 use super::rows::Columns;

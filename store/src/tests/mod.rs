@@ -11,6 +11,7 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 
 use super::backend::Backend as _;
+use super::batch::Batched as _;
 use super::postgres_backend::PostgresStore;
 use super::postgres_ends;
 use super::statement::SqlxConnection;
