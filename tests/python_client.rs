@@ -22,7 +22,7 @@ async fn the_python_client_s_tests_pass() {
             .env("CASELOAD_URL", &base_url)
             .env("CASELOAD_USERNAME", "admin")
             .env("CASELOAD_PASSWORD", ADMIN_PASSWORD)
-            .env("CASELOAD_TEST_GUESTS_DIR", env!("CASELOAD_TEST_GUESTS_DIR"))
+            .env("CASELOAD_TEST_GUESTS_DIR", caseload::TEST_GUESTS_DIR)
             .output()
             .unwrap_or_else(|error| panic!("cannot start {python}: {error}"))
     })

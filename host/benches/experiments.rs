@@ -60,7 +60,7 @@ fn args() -> anyhow::Result<Args> {
 }
 
 fn guest(variant: &str) -> anyhow::Result<Vec<u8>> {
-    let path = std::path::Path::new(env!("CASELOAD_TEST_GUESTS_DIR"))
+    let path = std::path::Path::new(caseload::TEST_GUESTS_DIR)
         .join(format!("caseload_guest_versioned_{variant}.wasm"));
     std::fs::read(&path).with_context(|| format!("{}", path.display()))
 }

@@ -88,8 +88,8 @@ impl Args {
 
 /// The bench component declaring `9.0.0-r<number>`.
 fn version_bytes(number: usize) -> anyhow::Result<(String, Vec<u8>)> {
-    let path = std::path::Path::new(env!("CASELOAD_TEST_GUESTS_DIR"))
-        .join("caseload_guest_versioned_bench.wasm");
+    let path =
+        std::path::Path::new(caseload::TEST_GUESTS_DIR).join("caseload_guest_versioned_bench.wasm");
     let mut bytes = std::fs::read(&path).with_context(|| format!("{}", path.display()))?;
     let version = format!("9.0.0-r{number:02}");
     ensure!(version.len() == MARKER.len(), "at most 100 versions");

@@ -19,24 +19,23 @@ pub mod kit;
 pub mod listener;
 pub mod metrics;
 pub mod oidc;
-pub mod plugins;
 pub mod private_file;
 pub mod readiness;
 pub mod registry_command;
 pub mod replica;
-pub mod runtime;
-pub mod sandbox_process;
 pub mod telemetry;
 pub mod upkeep;
 pub mod user_command;
 pub mod user_name;
-pub mod violation;
 pub mod webhooks;
 pub mod worker;
 
 /// The job store, its own crate below everything here.
 pub use caseload_store as store;
 pub use caseload_store::{objective, options};
+
+/// Where plugins run, its own crate between the store and everything here.
+pub use caseload_runtime::{TEST_GUESTS_DIR, plugins, runtime, sandbox_process, violation};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

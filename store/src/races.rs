@@ -12,7 +12,7 @@ use super::jobs::objective_from;
 use super::records::RaceEntrant;
 use super::rows::{self, Columns, FromRow};
 use super::{JobChange, JobStatus, StoreError, now_millis, sql};
-use crate::objective::{Objective, Sense};
+use crate::objective::Sense;
 use crate::options::JobOptions;
 
 #[async_trait]

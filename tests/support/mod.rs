@@ -82,7 +82,7 @@ pub fn assert_openapi_contract(document: &Value, component: &str, body: &Value) 
 
 /// A compiled test guest, by crate name (`caseload-guest-runaway` is `caseload_guest_runaway`).
 pub fn guest_wasm(artifact: &str) -> PathBuf {
-    Path::new(env!("CASELOAD_TEST_GUESTS_DIR")).join(format!("{artifact}.wasm"))
+    Path::new(caseload::TEST_GUESTS_DIR).join(format!("{artifact}.wasm"))
 }
 
 /// A build of the test guest `versioned`, by its variant (`v1`, `v2`, `other_bytes`...).

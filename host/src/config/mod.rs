@@ -8,14 +8,15 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::store::Role;
 
-mod limits;
 mod plugin;
 
-pub use self::limits::{
+pub use self::plugin::{BuildArgs, CheckArgs, Language, PluginCommand};
+pub use caseload_runtime::limits::{
     DEFAULT_POOL, JobLimits, LimitOverrides, SandboxPlace, UseCaseLimits, check_pool_name,
     read_limit_overrides,
 };
-pub use self::plugin::{BuildArgs, CheckArgs, Language, PluginCommand};
+pub use caseload_runtime::limits::{parse_bytes, parse_duration};
+pub use caseload_runtime::sandbox_process::SandboxArgs;
 
 /// caseload: run optimization jobs over HTTP, each use case a WebAssembly plugin.
 #[derive(Debug, Parser)]
@@ -378,7 +379,7 @@ pub struct ServeArgs {
     /// The worker pool this replica's workers are in: they claim only the jobs of the use
     /// cases bound to it (`pools = ["NAME"]` in `--plugin-limits`), or, in the default pool,
     /// those of every use case not bound elsewhere.
-    #[arg(long, env = "CASELOAD_POOL", default_value = limits::DEFAULT_POOL, value_parser = parse_pool)]
+    #[arg(long, env = "CASELOAD_POOL", default_value = caseload_runtime::limits::DEFAULT_POOL, value_parser = parse_pool)]
     pub pool: String,
 
     /// Apply no migration: refuse to start on a database that lacks one of this build's
@@ -601,18 +602,6 @@ pub struct ServeArgs {
     pub sandbox_processes_from: Duration,
 }
 
-/// A sandbox process's settings: the flags of `caseload sandbox`, which the server that
-/// starts it passes (`sandbox_process`).
-#[derive(Debug, Clone, Args)]
-pub struct SandboxArgs {
-    /// The memory slot's size: the largest memory cap of any use case, in bytes.
-    #[arg(long)]
-    pub memory_bytes: usize,
-    /// The server's compile cache.
-    #[arg(long)]
-    pub compile_cache_dir: Option<PathBuf>,
-}
-
 /// A duration, or `off` for one no time limit reaches.
 fn parse_threshold(text: &str) -> Result<Duration, String> {
     if text.trim() == "off" {
@@ -627,37 +616,6 @@ fn parse_threshold(text: &str) -> Result<Duration, String> {
 /// cap.
 pub const DEFAULT_MAX_HELD_REQUESTS_PER_USER: usize = 100;
 
-/// Parses a byte count: a plain number, or one with a unit `KiB`, `MiB`, `GiB`, `kB`, `MB`,
-/// `GB` (`B` alone is bytes).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|character: char| !character.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size such as 1048576, 256MiB or 1GiB"))?;
-    let unit: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "kB" | "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        other => {
-            return Err(format!(
-                "unknown size unit {other:?}; use B, KiB, MiB, GiB, kB, MB or GB"
-            ));
-        }
-    };
-    number
-        .checked_mul(unit)
-        .ok_or_else(|| format!("{text:?} is too large"))
-}
-
-/// Parses `500ms`, `10s`, `5m`, `1h`, `30d`, or a plain number of seconds.
 /// The header trusted proxies name the client in (`--forwarded-header`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ForwardedHeader {
@@ -677,30 +635,6 @@ fn parse_forwarded_header(text: &str) -> Result<ForwardedHeader, String> {
              client in"
         )),
     }
-}
-
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 10s, 5m or 1h"))?;
-    let seconds = match unit.trim() {
-        "ms" => number / 1000.0,
-        "" | "s" => number,
-        "m" | "min" => number * 60.0,
-        "h" => number * 3600.0,
-        "d" => number * 86400.0,
-        other => {
-            return Err(format!(
-                "unknown duration unit {other:?}; use ms, s, m, h or d"
-            ));
-        }
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

@@ -159,7 +159,7 @@ pub fn read_limit_overrides(
         let within = |what: &str, result: Result<Duration, String>| named(&use_case, what, result);
         let duration = |what: &str, text: &Option<String>| {
             text.as_deref()
-                .map(|text| within(what, super::parse_duration(text)))
+                .map(|text| within(what, parse_duration(text)))
                 .transpose()
         };
         let output_bytes = match &entry.max_output_bytes {
@@ -172,7 +172,7 @@ pub fn read_limit_overrides(
             Some(toml::Value::String(text)) => Some(named(
                 &use_case,
                 "max_output_bytes",
-                super::parse_bytes(text).map(|bytes| bytes as usize),
+                parse_bytes(text).map(|bytes| bytes as usize),
             )?),
             Some(_) => {
                 return Err(format!(
@@ -236,6 +236,61 @@ pub fn check_pool_name(name: &str) -> Result<(), String> {
             "{name:?} is not a pool name: 1 to 63 lowercase letters, digits and '-'"
         ))
     }
+}
+
+/// Parses a byte count: a plain number, or one with a unit `KiB`, `MiB`, `GiB`, `kB`, `MB`,
+/// `GB` (`B` alone is bytes).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|character: char| !character.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size such as 1048576, 256MiB or 1GiB"))?;
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?}; use B, KiB, MiB, GiB, kB, MB or GB"
+            ));
+        }
+    };
+    number
+        .checked_mul(unit)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Parses `500ms`, `10s`, `5m`, `1h`, `30d`, or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 500ms, 10s, 5m or 1h"))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        "d" => number * 86400.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?}; use ms, s, m, h or d"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

@@ -26,8 +26,20 @@ use std::time::{Duration, Instant};
 pub use self::child::{ChildError, serve_child};
 use self::process::{SandboxProcess, Unavailable};
 use self::recent_runs::{RecentRuns, thread_cpu_time};
-use crate::config::{SandboxArgs, SandboxPlace};
+use crate::limits::SandboxPlace;
 use crate::runtime::{CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport};
+
+/// A sandbox process's settings: the flags of `caseload sandbox`, which the server that
+/// starts it passes (`sandbox_process`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SandboxArgs {
+    /// The memory slot's size: the largest memory cap of any use case, in bytes.
+    #[arg(long)]
+    pub memory_bytes: usize,
+    /// The server's compile cache.
+    #[arg(long)]
+    pub compile_cache_dir: Option<PathBuf>,
+}
 
 /// A process keeps at most this many components; one that would take another is retired
 /// and a fresh one starts, so that plugins reloaded all day do not pile up in it.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{Plugin, PluginRegistry, PluginSource};
-use crate::config::UseCaseLimits;
+use crate::limits::UseCaseLimits;
 use crate::options::JobOptions;
 use crate::runtime::{
     BoundedLog, CallError, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,

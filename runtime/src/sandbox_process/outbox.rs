@@ -16,7 +16,7 @@ use crate::runtime::{BoundedLog, ExecutionObserver};
 const REPORT_INTERVAL: Duration = Duration::from_millis(10);
 
 /// At most this many incumbents wait for the next report; older ones are dropped, as the
-/// server's own writer does ([`crate::worker`]'s progress writer keeps 20).
+/// server's own writer does (the host's worker's progress writer keeps 20).
 const PENDING_INCUMBENTS: usize = 20;
 
 /// Frames on their way to the server, and the report being gathered.

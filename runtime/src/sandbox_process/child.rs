@@ -9,9 +9,9 @@ use std::io::{self, BufReader};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 
+use super::SandboxArgs;
 use super::frame::{ToChild, ToServer, read_frame};
 use super::outbox::{ChildObserver, Outbox};
-use crate::config::SandboxArgs;
 use crate::runtime::{CallError, CompiledPlugin, Runtime, RuntimeConfig, RuntimeError};
 
 /// Why a sandbox process could not start serving.
