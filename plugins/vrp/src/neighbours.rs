@@ -9,21 +9,47 @@
 
 use std::collections::BinaryHeap;
 
-use crate::problem::{NeighbourSettings, Problem};
+use crate::travel::Travel;
+
+/// Settings of the granular neighbourhood.
+#[derive(Debug, Clone, Copy)]
+pub struct NeighbourSettings {
+    /// Neighbours per client (Γ).
+    pub count: usize,
+    /// Weight of the wait a visit to `j` after `i` implies (time windows only).
+    pub wait_weight: f64,
+    /// Weight of the lateness a visit to `j` after `i` implies (time windows only).
+    pub warp_weight: f64,
+}
+
+/// What the neighbourhoods are measured on: the problem's tables, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct Tables<'a> {
+    pub num_clients: usize,
+    pub travel: &'a Travel,
+    pub service: &'a [i64],
+    pub early: &'a [i64],
+    pub late: &'a [i64],
+    /// Whether schedules matter (windows or a duration limit).
+    pub timed: bool,
+    /// The clients the search moves.
+    pub movable: &'a [u32],
+    pub coordinates: Option<&'a (Vec<f64>, Vec<f64>)>,
+}
 
 /// The most clients whose neighbours are found by measuring every pair.
 pub const EXACT_LIMIT: usize = 3000;
 
 /// Neighbour lists per location `0..=n`: empty for the depot and clients that never move.
-pub fn granular(problem: &Problem, settings: NeighbourSettings) -> Vec<Vec<u32>> {
+pub fn granular(problem: &Tables<'_>, settings: NeighbourSettings) -> Vec<Vec<u32>> {
     let n = problem.num_clients;
-    let movable = &problem.movable;
+    let movable = problem.movable;
     let count = settings.count.min(movable.len().saturating_sub(1));
     let mut nearest: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
     if count == 0 {
         return nearest;
     }
-    match &problem.coordinates {
+    match problem.coordinates {
         Some((x, y)) if movable.len() > EXACT_LIMIT => {
             // The proximity's extra terms need a wider spatial pool to choose from.
             let pool = if problem.timed { 3 * count } else { count };
@@ -87,7 +113,7 @@ pub fn granular(problem: &Problem, settings: NeighbourSettings) -> Vec<Vec<u32>>
 
 /// How close visiting `j` after `i`, or `i` after `j`, is: the distance, plus with time
 /// windows the weighted wait and lateness it implies; the smaller of the two orders.
-pub fn proximity(problem: &Problem, settings: NeighbourSettings, i: u32, j: u32) -> f64 {
+pub fn proximity(problem: &Tables<'_>, settings: NeighbourSettings, i: u32, j: u32) -> f64 {
     let one_way = |from: u32, to: u32| -> f64 {
         let distance = problem.travel.dist(from, to) as f64;
         if !problem.timed {

@@ -3,7 +3,7 @@
 //! around the depot. Built once per run; everything the search reads about the instance.
 
 use crate::model::{Model, TIME_INFINITY};
-use crate::neighbours;
+use crate::neighbours::{self, NeighbourSettings, Tables};
 use crate::segment::Segment;
 use crate::travel::Travel;
 
@@ -20,17 +20,6 @@ pub struct RouteStart {
     /// The depot, then the prefix.
     pub segment: Segment,
     pub prefix: Vec<u32>,
-}
-
-/// Settings of the granular neighbourhood.
-#[derive(Debug, Clone, Copy)]
-pub struct NeighbourSettings {
-    /// Neighbours per client (Γ).
-    pub count: usize,
-    /// Weight of the wait a visit to `j` after `i` implies (time windows only).
-    pub wait_weight: f64,
-    /// Weight of the lateness a visit to `j` after `i` implies (time windows only).
-    pub warp_weight: f64,
 }
 
 /// Everything the search reads about the instance.
@@ -176,7 +165,17 @@ impl Problem {
                 fixed_slots
             },
         };
-        let lists = neighbours::granular(&problem, settings);
+        let tables = Tables {
+            num_clients: problem.num_clients,
+            travel: &problem.travel,
+            service: &problem.service,
+            early: &problem.early,
+            late: &problem.late,
+            timed: problem.timed,
+            movable: &problem.movable,
+            coordinates: problem.coordinates.as_ref(),
+        };
+        let lists = neighbours::granular(&tables, settings);
         let mut start = Vec::with_capacity(n + 2);
         let mut list = Vec::new();
         start.push(0);
