@@ -4,6 +4,256 @@
 //! Start at [`serve`]; the request path runs through [`api`] (HTTP), [`auth`], [`store`]
 //! (the durable job queue), [`worker`] (workers), [`plugins`] (the use cases) and [`runtime`]
 //! (the wasmtime sandbox). ARCHITECTURE.md draws the whole path.
+//!
+//! # The path of a request, from socket to sandbox and back
+//!
+//! Each step with what it answers when it refuses; the background tasks, the group commit,
+//! cancellation, finish, experiments and races after it.
+//!
+//! ```text
+//! POST /problem/maxcut  {num_nodes, adj_matrix | edges, options?}  or  {data_file_identifier, options?}
+//!  │
+//!  ├─ listener: headers within --header-timeout, body parts within --body-timeout; at
+//!  │     --max-connections, the oldest idle connection closes, else the oldest (after its request in flight;
+//!  │     a held request — stream, long-poll — answers at once; cut off after 5 s)
+//!  ├─ tower-http: SetRequestId (x-request-id) → TraceLayer span {id, method, path}
+//!  ├─ AuthUser extractor: Bearer JWT, EdDSA pinned, kid checked, exp checked ─── 401 + WWW-Authenticate
+//!  │     the user exists, is enabled, has not revoked the token (cached 2 s; a stale
+//!  │     entry read once for all who wait), and whether it is an administrator ── 401
+//!  │     (a byte-identical token verified before is remembered until it expires)
+//!  │     or an OIDC issuer's RS256/ES256 JWT: its JWKS key by kid, iss, aud, exp; its
+//!  │     user made on first use (a local user's name refused) ───────────────────── 401
+//!  │     or Bearer cl_<id>_<secret>: the key by id (cached 2 s), SHA-256 of the secret
+//!  │     compared in constant time, not expired ────────────────────────────────── 401
+//!  │     the user's role (viewer, member, admin) and the key's scopes grant what the
+//!  │     method and path need ─────────────────────────────────────────────────── 403
+//!  ├─ PluginRegistry::resolve_request(name | alias | URN [@version | @sha256:hex]):
+//!  │     a pinned version this replica lacks → one PluginSync::sync first ───────── 404
+//!  │     (naming the versions that serve)
+//!  ├─ Content-Type JSON? ─────────────────────────────────────────────────────── 415
+//!  ├─ Content-Length ≥ 4,000,000? (refused before a byte is read) ────────────── 413
+//!  ├─ room in the body budget (16 × declared length) within 2 s? ──── 503 + Retry-After
+//!  ├─ read body, cut off at the limit if chunked ─────────────────────────────── 413
+//!  ├─ Idempotency-Key seen before for this user? same body → the same 202; else 422
+//!  ├─ serde_json parse (over 64 KiB: on a blocking thread) ───────────────────── 400
+//!  ├─ split off `options` → JobOptions (time limit ≤ server max, seed, budget)
+//!  ├─ `data_file_identifier`? dataset form: fields beside it other than the use
+//!  │     case's parameters (its schema's `x-caseload-dataset-parameters`) ──────── 422
+//!  │     the caller's data file? ──────────────────────────────────────────────── 404
+//!  │     its bytes → JSON input: JSON as it is; another media type the plugin
+//!  │     declares → `decode(media-type, bytes)` in the sandbox (line-numbered) ── 422
+//!  │     the parameters set in that input (an input that is not an object ─────── 422)
+//!  ├─ plugin's input JSON Schema (jsonschema), every violation with its pointer ─ 422
+//!  ├─ spawn_blocking → CompiledPlugin::validate: fresh Store, InstancePre,
+//!  │     `validate(input)` under a 5 s deadline ───────────────────────────────── 422
+//!  ├─ JobStore::insert_job  bound to the plugin's version and digest (and what `@` asked);
+//!  │                        queued for the next group commit; answered once committed
+//!  │                        in that transaction, out of an allowance (PostgreSQL) or
+//!  │                        with the owner's row locked: pending jobs
+//!  │                        (a batch counted whole) ──────────────────────────────── 429
+//!  │                        and kept input bytes under their quotas ────────────── 507
+//!  │                        its stored outputs under theirs ────────────────────── 507
+//!  │                        the owner still exists ───────────────────────────────── 401
+//!  │                        (a dataset job stores its own reference to the blob and the
+//!  │                        parameters given beside it, not the input;
+//!  │                        its data file deleted during the checks above ────────── 404)
+//!  │                        (PostgreSQL: once committed, its notice goes to every replica)
+//!  ├─ LocalJobs::job_added  (wakes one idle worker)
+//!  └─ 202 {detail, job}, Location: /job/<id>
+//!
+//! worker thread (host/src/worker/pool.rs), one of --workers:
+//!  ├─ local queue first: jobs this process claimed but has not started (any worker takes them;
+//!  │                             one that waits 500 ms, every worker busy, goes back to PENDING)
+//!  ├─ JobStore::claim_jobs(N)    the N first PENDING by fair_key → RUNNING, attempts+1, lease_token+1, lease
+//!  │                             expiry (SQLite: BEGIN IMMEDIATE; PostgreSQL: SKIP LOCKED);
+//!  │                             the previous jobs' ends ride in the same commit. One claim at
+//!  │                             a time per process (worker/claim_turn.rs): an idle worker that
+//!  │                             finds another claiming waits for that claim. A worker's share
+//!  │                             doubles (to 32) while jobs run under 20 ms, back to 1 after a
+//!  │                             longer one; N is the share times the workers not in a run of
+//!  │                             20 ms or more, or, after a long run, 1 plus the workers waiting
+//!  ├─ the component the job was bound to at acceptance (its digest): loaded here, else
+//!  │     fetched from the store and compiled; a directory file's old build that is gone →
+//!  │     what serves the name here, unless the job pinned it (an Arc: the version it starts
+//!  │     with is the one it runs)
+//!  ├─ dataset job: JobStore::blob → the same bytes → JSON input as at submission
+//!  ├─ DeferredStart (worker/start.rs): the execution row, lease-checked, queued (not awaited)
+//!  │     20 ms into the run, before any progress write (what the run reported meanwhile is
+//!  │     held until then); a run that ends sooner writes it with its end
+//!  │     (start_and_finish_execution: one statement on PostgreSQL, with the batch's
+//!  │     other ends: store/src/postgres_ends.rs)
+//!  │     heartbeat task: renews every held lease each lease/3; a lost lease interrupts its run
+//!  ├─ CompiledPlugin::run        fresh Store: empty WASI ctx (no dirs, env, sockets),
+//!  │                             stdout/stderr → BoundedLog, SummedMemoryLimiter,
+//!  │                             epoch callback: deadline = time limit + grace, cancel flag
+//!  │   or SandboxProcesses::run (runtime/src/sandbox_process), for a time limit ≥
+//!  │   --sandbox-processes-from (1 s) of a component one of whose last 8 runs took ≥ 10 ms
+//!  │   (the worker thread's CPU time for a run in the server's process; the clock for one in
+//!  │   a child)
+//!  │   (or a use case with sandbox = "process"): an idle `caseload sandbox` child (or a new
+//!  │   one) loads the component once (compile cache), runs it the same way without epoch
+//!  │   checks, and sends its reports every 10 ms over its stdout; the worker waits in 10 ms
+//!  │   ticks and kills the child at the deadline, on the cancel flag, or after finish-now's
+//!  │   grace
+//!  │     guest → host imports: log(), progress(), incumbent() (the newest progress, the log
+//!  │                           tail and the incumbents since written together, at most every
+//!  │                           500 ms, async; the last incumbents queued before the end),
+//!  │                           cancelled()
+//!  ├─ output JSON checked against the plugin's output schema (invalid_output otherwise)
+//!  └─ JobStore::finish_execution queued: execution end, job status, output in one transaction;
+//!                                changes nothing if the lease token moved on; confirmed
+//!                                (and retried on a database error) after the next claim
+//!
+//! every replica, in the background (host/src/upkeep.rs):
+//!  ├─ reaper, every --reaper-interval: RUNNING jobs with an expired lease → PENDING (or FAILED
+//!  │     after --max-attempts), their execution ABANDONED/worker_lost, token bumped
+//!  ├─ retention, hourly: finished jobs older than --retention deleted, 1,000 per transaction
+//!  └─ blob sweep, each minute: dataset bytes no data file and no job refers to, and uploads,
+//!        untouched for 5 minutes (a live upload touches its blob each minute; a publish or
+//!        upload whose server died leaves its blob that long); SQLite drops every unfinished
+//!        upload at start
+//!
+//! POST /data_file  (raw body + Content-Type [+ ?filename=], or multipart with one file part)
+//!  ├─ declared length over --max-dataset-bytes (multipart: + 64 KiB) ──────────── 413
+//!  ├─ JobStore::begin_blob: a blob row with no sha256 yet (invisible to every query)
+//!  ├─ stream: sha256 as bytes arrive; each full MiB → write_blob_chunk (own transaction);
+//!  │     the first byte over the cap ────────────────────────────────────────── 413
+//!  ├─ JobStore::complete_upload, one transaction: a blob with this sha256 already? use it and
+//!  │     drop this one; else seal this one; insert the data_files row
+//!  └─ 201 {data_file_identifier, size, sha256, media_type, filename, created_at}
+//!     Any error, or the client hanging up (the handler is dropped), drops the `Upload` guard,
+//!     which deletes the unfinished blob and its chunks.
+//!
+//! group commit (store/src/batch.rs): a writer task per lane (SQLite: one lane; PostgreSQL:
+//! two, every write of one job in the same lane, every launch of one owner in the same lane)
+//! takes every write queued on its lane since its last commit (up to 256) and applies them in one
+//! transaction, in queue order (PostgreSQL: the launches last, after the rows of their owners and
+//! projects were locked in id order, the plain ones first and together, store/src/postgres_launches.rs); if that transaction fails, each write is retried in its
+//! own, so one bad write fails alone. On PostgreSQL the batch's notices (jobs pending, jobs
+//! changed) go out after the commit, from one task per replica (store/src/postgres_notices.rs).
+//! Replicas sharing a PostgreSQL database share its lanes too (store/src/commit_gate.rs): a lane
+//! takes a turn of its replica's `CommitGate` for each batch, and a replica opens its two lanes
+//! divided by the replicas that reported in the last 15 s (`REPLICA_LIVE_MILLIS`, by the
+//! database's clock) and did not say they stopped, at least one. Every report is announced
+//! (`NOTIFY caseload_replicas`) and every replica counts again, so two replicas write one batch
+//! at a time each, as many at once as one replica alone.
+//! On SQLite the lane is a thread of its own (`Batcher::on_thread`) that owns a connection
+//! opened through rusqlite (store/src/sqlite_writer.rs): a write reaches it in one hand-off, and a
+//! batch runs there from `BEGIN IMMEDIATE` to `COMMIT`, its statements prepared once for the
+//! connection's life. sqlx's writer connection (upkeep, accounts, uploads, cancels) is the
+//! file's second writer: its transactions take the write lock as they begin
+//! (`Backend::begin_write`), so neither writer's transaction is refused for a commit of the
+//! other's; they wait for each other up to the busy timeout (10 s).
+//!
+//! DELETE /job/<id> → JobStore::cancel_job, one transaction: PENDING → CANCELLED; RUNNING →
+//!                    cancel_requested (PostgreSQL: NOTIFY caseload_cancel with the id)
+//!                  → LocalJobs::cancel(id) here, and on every replica from the notification
+//!                    (JobEvents::cancel_requested):
+//!                    claimed but not started (in the local queue): out of the queue, and
+//!                    `release_unstarted` gives it back at once → CANCELLED, no execution;
+//!                    running: the held lease's interrupt flag → epoch callback traps (a
+//!                    sandbox process: the waiting worker kills it),
+//!                    cancelled() is true → the worker ends the execution CANCELLED and the
+//!                    job CANCELLED
+//!                  → the handler waits up to 2 s for the end (200), else 202
+//!                    backstops: a cancelled lease is not renewed by the heartbeat (its holder
+//!                    hears it as lost); a reaped, released or given-back job ends CANCELLED
+//!
+//! POST /job/<id>/finish → JobStore::finish_job: a job whose execution runs → finish_requested
+//!                    (PostgreSQL: NOTIFY caseload_cancel "finish:<id>") → LocalJobs::finish here and
+//!                    on every replica: the held lease's finish flag → cancelled() is true, the
+//!                    epoch callback gives the run its grace (a tenth of the time limit, ≥ 1 s),
+//!                    then interrupts it; a returned output ends the job COMPLETED, stopped_early.
+//!                    Anything else is a cancel.
+//!
+//! POST /experiments → each version resolved (objective declared, not retired), each input read
+//!                    (the caller's job or data file, or inline) → each version × input checked
+//!                    once as a launch is (problems::prepare_with), the seeds varying only the
+//!                    options → Experiments::insert_experiment: the experiment and its jobs in
+//!                    one group-commit write, all or none → ordinary jobs with experiment_id
+//!                    and labels, the versions rotated per input and seed
+//! GET /experiments/<id> → Experiments::experiment_runs (status, labels, objective, time to best)
+//!                    → experiment_summary::summarize (pure) → progress, summary, results
+//! POST /problem/<id> with options.race → the race (race set: never claimed) and its entrants
+//!                    (race_of: ordinary jobs, one per version × seed) in one insert_jobs → each
+//!                    entrant's end (worker::race, after its commit): an output proven optimal
+//!                    cancels the other entrants; Races::settle_race ends the race once every
+//!                    entrant ended, with the best output and its winner, in one transaction;
+//!                    upkeep settles, each second, races a stopped worker left unsettled
+//! POST /plugins?gate= → stored, not current → an experiment of the current version against it →
+//!                    waited for (≤ 600 s) → promoted only with no loss, no failure, every input
+//!                    compared
+//!
+//! GET /job/<id>  → JobStore::job(owner, id) → wire::JobStatusResponse
+//!                  {job: {<id>: {status, started_at, end_at, created_at, ended_at, executions}}}
+//! ```
+//!
+//! # Invariants in full
+//!
+//! What ARCHITECTURE.md says in a line each, with the detail (the store's and the
+//! runtime's are in their crates' docs).
+//!
+//! - Who may read a job, and who may cancel or finish it, is said once, in SQL (`READABLE`,
+//!   `WRITABLE` in `store/sql/mod.rs`; `READABLE_EXPERIMENT`, `WRITABLE_EXPERIMENT` for
+//!   experiments): its owner, and the members (for reading, the viewers too) of its project. Every statement that reads a job for a client, or changes it for one,
+//!   uses them; a user's personal project is implicit (its id is the user's).
+//! - A job is committed before its 202 is sent; group commit shares commits, it never skips one.
+//! - A worker claims only the jobs its pool runs (`ClaimFilter`, made in `worker/claim_filter.rs` from `--pool` and the `pools` of
+//!   `--plugin-limits`, fixed at start); the filter is in the claim statement itself, so a job is
+//!   never claimed and given back for being in the wrong pool.
+//! - A panic while running a job fails that job (`worker_lost`) and leaves the worker serving.
+//!   A sandbox process that dies (a crash, the OOM killer) fails the run it held (`trap`); one
+//!   that died idle is never handed a run, and a run it could not take runs in the server's
+//!   process. Sandbox processes have a process group of their own: a signal to the server's
+//!   group (Ctrl-C; the systemd unit sends SIGTERM to the server alone, `KillMode=mixed`) is
+//!   the server's to handle, so a shutdown drains them as it drains its own runs.
+//! - Argon2 verifications and `validate` calls run off the async runtime: `validate` (and the
+//!   parsing and schema check of bodies over 64 KiB) at most one per CPU at a time, argon2 under
+//!   permits of its own (half the CPUs), so that logins cannot take submissions' capacity. A
+//!   login from an address with 5 or more recent failures is answered 429 before any hash.
+//! - Handlers and workers see the store only through `JobStore`.
+//! - No module imports one above it: `store`, `runtime`, `plugins`, `auth`, `config`,
+//!   `options` and `violation` use nothing of `api`, `worker` or `kit`, and `worker` nothing of
+//!   `api`; `kit` uses `plugins`, `runtime` and `config` (where its commands' arguments live).
+//! - `caseload plugin check` loads a file with the registry's own `load` and runs inputs with
+//!   the same schema checks and calls as a job: what it passes, the server serves.
+//! - A `{pointer, message}` problem is a `Violation` everywhere in the host; it is converted
+//!   only where it crosses a boundary: from WIT in `runtime`, to problem+json in `api/error.rs`.
+//! - The console's pages run no inline script and load nothing from another origin (its CSP
+//!   says so and the browser test fails on a violation); the token lives in a module's closure,
+//!   never in storage another script or tab could read. Text from the API enters the page as
+//!   text nodes, never as HTML. It reads only the API's RFC 3339 times, never the spec's
+//!   zoneless ones, and shows them in the browser's zone with the zone.
+//! - Every time the API sends is made in `api/wire.rs`: the spec's `started_at`/`end_at` by
+//!   `format_timestamp`, every other one (and each spec time's RFC 3339 twin) by
+//!   `format_rfc3339`.
+//! - `GET /service` reads the whole service from the store (replica reports, jobs), never one
+//!   process's memory, so every replica shows the same numbers.
+//! - Errors become HTTP only in `api/error.rs`; a 500 body says nothing internal, the log line
+//!   (inside the request's span, with its id) says everything.
+//! - Wire types are built field by field in `api/wire.rs`; internal structs are never serialized
+//!   to clients. An experiment's summary is computed in `api/experiment_summary.rs` in the
+//!   shapes the wire carries, from the runs' stored objectives, never from their outputs.
+//! - Another user's job or data file answers exactly like a missing one (404).
+//! - A job whose cancellation was asked for never goes back to `PENDING`: every path that would
+//!   requeue it (reaper, release, shutdown) ends it `CANCELLED`.
+//! - A warm start's value is written into the job's stored input (or beside its dataset) when
+//!   it is accepted, so a retry or a rerun starts from the same place.
+//! - A use case's schema keywords (objective, view, warm start, dataset parameters, media
+//!   types) are checked when it loads: a plugin that declares one wrongly never serves.
+//! - A job's options can lower its use case's limits, never raise them; the resolved options
+//!   are stored with the job, so a retry runs under the same limits.
+//! - A dataset becomes a plugin's input the same way at submission and at run time, the
+//!   launch's parameters set in it (`Plugin::dataset_input`), so what passed the checks is what
+//!   runs.
+//! - Max-cut's `cut_value` is recomputed from the partition it returns, never carried over from
+//!   incremental bookkeeping. `optimal` is true only when the kernel was enumerated to the end;
+//!   the reductions are exact, so that proves the whole cut.
+//! - Max-cut's heuristics decide only from the seed, the iteration count and the kernel's
+//!   weights (which pick `i32` or `f64` gains: `Graph::has_small_whole_weights`), never from the
+//!   clock or the platform; the clock only stops them (and, without an iteration budget, paces
+//!   annealing's cooling). With `max_iterations` a run returns the same partition natively and
+//!   in the sandbox, which the benchmark checks on every instance.
 
 pub mod api;
 pub mod api_client;

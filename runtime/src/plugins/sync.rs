@@ -4,6 +4,37 @@
 //! connection); loads the listed components this replica lacks (compile cache first) and
 //! swaps in the new current versions. It also writes this replica's own plugin events
 //! (directory loads, refusals) to the store.
+//!
+//! # A published component, from `POST /plugins` to every replica
+//!
+//! The publish (the API's registry routes) stores it; every replica's sync then serves it.
+//!
+//! ```text
+//! POST /plugins (admin; raw .wasm or one multipart file part) ─────────── 403 not an admin
+//!  ├─ read whole, at most --max-plugin-bytes ───────────────────────────── 413; nothing stored
+//!  ├─ Checker (plugins/check.rs, the check `caseload plugin check` makes) on this server's
+//!  │     engine: compile (cache), link, describe, schemas, examples through schema,
+//!  │     validate, run, output schema ───────────────── 422 plugin-refused, check's message
+//!  ├─ a built-in with this name and version and other bytes? ──────────────────────── 409
+//!  ├─ bytes → an unfinished blob in 1 MiB chunks (dropped on any error or hang-up)
+//!  ├─ PluginCatalog::publish_version, one transaction: the name and version published
+//!  │     with other bytes? 409 (versions are immutable); with these bytes? 200, blob dropped;
+//!  │     else the blob sealed (or dropped for the blob with the same sha256), the version
+//!  │     row, the current row (unless ?current=false), the events; PostgreSQL: NOTIFY
+//!  │     caseload_plugins (two replicas publishing one component at once: one row; the
+//!  │     loser's retry finds it)
+//!  └─ this replica: the checked plugin kept, PluginSync::sync; 201
+//!
+//! every replica: PluginSync (plugins/sync.rs), at start before listening, on NOTIFY, and every
+//! 1 s when plugin_events has a newer seq
+//!  ├─ plugin_catalog: versions, current rows, last event, in one read
+//!  ├─ current, not compiled here → bytes from the store → compile (cache) and describe, 4 at
+//!  │     a time; its digest, name and version must be the listed ones ─ refused here (logged,
+//!  │     a `refused` event once), the others serve. Other versions compile when a launch first
+//!  │     pins one or a job bound to one runs (PluginSync::component)
+//!  └─ PluginRegistry::set_catalog: one new snapshot. Unpinned launches of a name get this
+//!        replica's directory file, else the current row's version, else the built-in
+//! ```
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};

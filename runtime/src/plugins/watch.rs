@@ -19,6 +19,27 @@
 //! changes and the other loaders load other files. A path being loaded waits for that load to
 //! end before it is looked at again, so one path's loads and unloads apply in order. Jobs
 //! never wait for any of it, since lookups read the registry's snapshot.
+//!
+//! # A plugin file, from the disk to service
+//!
+//! What the reloader does with one file, and what it answers when a step fails.
+//!
+//! ```text
+//! data/plugins/x.wasm  created | written | renamed in | removed      (x.wasm.tmp, .x.wasm: ignored)
+//!  │
+//!  ├─ notify (inotify) → channel → reloader thread (this file)
+//!  ├─ debounce per path: --plugins-debounce of quiet, and size + mtime unchanged since the last event
+//!  ├─ a load of this path still running? → looked at again after it ends
+//!  ├─ gone? → PluginRegistry::unload_file: the name goes, or its built-in serves again
+//!  ├─ handed to one of 4 loader threads (at start too), so a slow `describe` holds back no other file
+//!  ├─ same bytes as loaded? → nothing
+//!  ├─ Runtime::compile: compile cache <sha256>-<engine hash>.cwasm (checksum checked) or Cranelift
+//!  │     link against caseload:plugin@0.2.x ───────────── refused, logged; the old version serves
+//!  ├─ describe() in a fresh Store, 5 s, memory cap ──────── refused, logged; the old version serves
+//!  ├─ name valid, input/output schemas compile ────────── refused, logged; the old version serves
+//!  └─ PluginRegistry::load_file: files[path] = plugin; one new snapshot published (RwLock swap)
+//!        new submissions and newly claimed jobs resolve the new version; running jobs keep theirs
+//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
