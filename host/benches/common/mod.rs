@@ -12,7 +12,8 @@ use anyhow::{Context, bail};
 use caseload::config::{SandboxArgs, SandboxPlace, UseCaseLimits};
 use caseload::options::JobOptions;
 use caseload::runtime::{
-    BoundedLog, CompiledPlugin, ExecutionObserver, Limits, RunOptions, Runtime, RuntimeConfig,
+    BoundedLog, CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport, Runtime,
+    RuntimeConfig,
 };
 use caseload::sandbox_process::SandboxProcesses;
 use caseload_sdk::{RunContext, UseCase};
@@ -89,31 +90,12 @@ impl Sandbox {
 
     /// Runs the component on an input, as a job with these options.
     pub fn run(&self, name: &str, json: &str, options: &JobOptions) -> anyhow::Result<SandboxRun> {
-        let run_options = RunOptions {
-            time_limit: options.time_limit(),
-            seed: options.seed,
-            max_iterations: options.max_iterations,
-        };
-        let limits = self.limits.for_run(options);
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let report = match &self.processes {
-            Some(processes) => processes.run(
-                &self.plugin,
-                SandboxPlace::Process,
-                json,
-                &run_options,
-                &limits,
-                cancelled,
-                Arc::new(IgnoreProgress),
-            ),
-            None => self.plugin.run(
-                json,
-                &run_options,
-                &limits,
-                cancelled,
-                Arc::new(IgnoreProgress),
-            ),
-        };
+        let report = self.run_observed(
+            json,
+            options,
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(IgnoreProgress),
+        );
         let output = report
             .result
             .map_err(|error| anyhow::anyhow!("{name}: the sandboxed run failed: {error}"))?;
@@ -121,6 +103,37 @@ impl Sandbox {
             output: serde_json::from_str(&output)?,
             peak_memory_bytes: report.peak_memory_bytes,
         })
+    }
+
+    /// Runs the component on an input, as a job with these options, telling `observer` what
+    /// it reports; setting `cancelled` cancels the run.
+    pub fn run_observed(
+        &self,
+        json: &str,
+        options: &JobOptions,
+        cancelled: Arc<AtomicBool>,
+        observer: Arc<dyn ExecutionObserver>,
+    ) -> RunReport {
+        let run_options = RunOptions {
+            time_limit: options.time_limit(),
+            seed: options.seed,
+            max_iterations: options.max_iterations,
+        };
+        let limits = self.limits.for_run(options);
+        match &self.processes {
+            Some(processes) => processes.run(
+                &self.plugin,
+                SandboxPlace::Process,
+                json,
+                &run_options,
+                &limits,
+                cancelled,
+                observer,
+            ),
+            None => self
+                .plugin
+                .run(json, &run_options, &limits, cancelled, observer),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ pub mod construction;
 pub mod crossover;
 pub mod genetic;
 pub mod input;
+mod linked_routes;
 pub mod local_search;
 pub mod model;
 pub mod neighbours;

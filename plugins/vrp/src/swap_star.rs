@@ -4,56 +4,9 @@
 //! first; the best reinsertion of `u` into `v`'s route without `v` is then one of them or
 //! `v`'s own place. Relocations of one client into the other route come free with these
 //! numbers and are evaluated too. Untimed instances with coordinates only, on route pairs
-//! whose polar sectors overlap (`local_search.rs`).
+//! whose polar sectors overlap (`local_search.rs`), on the state of `linked_routes.rs`.
 
-use crate::local_search::LocalSearch;
-
-/// The most entries (routes times clients) SWAP*'s insertion cache holds, 48 bytes each;
-/// above, insertions are computed afresh for every route pair.
-pub const MAX_CACHE_ENTRIES: usize = 1 << 20;
-
-/// The three cheapest places to insert a client into a route: after which node, and the
-/// added distance; and when they were computed (the search's clock).
-#[derive(Debug, Clone, Copy)]
-pub struct ThreeBest {
-    cost: [i64; 3],
-    after: [u32; 3],
-    computed: i64,
-}
-
-impl Default for ThreeBest {
-    fn default() -> ThreeBest {
-        ThreeBest {
-            cost: [i64::MAX; 3],
-            after: [u32::MAX; 3],
-            computed: -1,
-        }
-    }
-}
-
-impl ThreeBest {
-    fn add(&mut self, cost: i64, after: u32) {
-        if cost >= self.cost[2] {
-            return;
-        }
-        if cost >= self.cost[1] {
-            self.cost[2] = cost;
-            self.after[2] = after;
-        } else if cost >= self.cost[0] {
-            self.cost[2] = self.cost[1];
-            self.after[2] = self.after[1];
-            self.cost[1] = cost;
-            self.after[1] = after;
-        } else {
-            self.cost[2] = self.cost[1];
-            self.after[2] = self.after[1];
-            self.cost[1] = self.cost[0];
-            self.after[1] = self.after[0];
-            self.cost[0] = cost;
-            self.after[0] = after;
-        }
-    }
-}
+use crate::linked_routes::{LocalSearch, ThreeBest};
 
 /// The best SWAP* (or relocation) found for a route pair.
 #[derive(Debug, Clone, Copy)]

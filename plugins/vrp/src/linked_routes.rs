@@ -1,0 +1,585 @@
+//! The plan a local search works on: routes as doubly linked lists over node numbers, with
+//! each node's cumulative load and distance and its forward and backward time segments, each
+//! route's penalised cost, polar sector and change clock, and SWAP*'s insertion caches. The
+//! moves (`local_search.rs`, `swap_star.rs`) read and update it through the primitives here.
+//!
+//! Clients keep their node numbers (`1..=n`), route `r` starts at node `n + 1 + r` and ends
+//! at `n + 1 + R + r`. A route start stands at the end of its vehicle's fixed prefix, whose
+//! load, distance and time segment it carries, so every move keeps prefixes in place.
+
+use std::collections::BTreeSet;
+
+use crate::penalty::Penalties;
+use crate::problem::{FREE, Problem};
+use crate::segment::Segment;
+
+/// A polar sector (CircleSector of HGS-CVRP) in 1/65536 turns.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sector {
+    pub(crate) start: i32,
+    pub(crate) end: i32,
+}
+
+impl Sector {
+    fn positive_mod(value: i32) -> i32 {
+        value.rem_euclid(65536)
+    }
+
+    fn contains(&self, angle: i32) -> bool {
+        Self::positive_mod(angle - self.start) <= Self::positive_mod(self.end - self.start)
+    }
+
+    fn extend(&mut self, angle: i32) {
+        if !self.contains(angle) {
+            if Self::positive_mod(angle - self.end) <= Self::positive_mod(self.start - angle) {
+                self.end = angle;
+            } else {
+                self.start = angle;
+            }
+        }
+    }
+
+    pub(crate) fn overlap(&self, other: &Sector) -> bool {
+        Self::positive_mod(other.start - self.start) <= Self::positive_mod(self.end - self.start)
+            || Self::positive_mod(self.start - other.start)
+                <= Self::positive_mod(other.end - other.start)
+    }
+}
+
+/// The local search's state; one per run, reused for every plan.
+pub struct LocalSearch<'p> {
+    pub(crate) p: &'p Problem,
+    pub(crate) n: usize,
+    pub(crate) num_routes: usize,
+    pub(crate) next: Vec<u32>,
+    pub(crate) prev: Vec<u32>,
+    pub(crate) route_of: Vec<u32>,
+    pub(crate) position: Vec<u32>,
+    pub(crate) location: Vec<u32>,
+    pub(crate) cum_load: Vec<i64>,
+    pub(crate) cum_dist: Vec<i64>,
+    /// Distance of the path from the route start to a node travelled backwards.
+    pub(crate) cum_back: Vec<i64>,
+    pub(crate) forward: Vec<Segment>,
+    pub(crate) backward: Vec<Segment>,
+    /// Clients fixed to a vehicle from a node to its route's end.
+    pub(crate) fixed_after: Vec<u32>,
+    pub(crate) last_tested: Vec<i64>,
+    pub(crate) route_load: Vec<i64>,
+    pub(crate) route_dist: Vec<i64>,
+    /// Penalised cost: distance, fixed cost if used, penalties.
+    pub(crate) route_cost: Vec<i64>,
+    /// The penalty part of `route_cost`.
+    pub(crate) route_penalty: Vec<i64>,
+    pub(crate) route_size: Vec<u32>,
+    pub(crate) route_modified: Vec<i64>,
+    pub(crate) route_swap_tested: Vec<i64>,
+    pub(crate) sector: Vec<Sector>,
+    pub(crate) empty_routes: BTreeSet<u32>,
+    pub(crate) order: Vec<u32>,
+    pub(crate) route_order: Vec<u32>,
+    pub(crate) moves: i64,
+    pub(crate) improved: bool,
+    pub(crate) penalties: Penalties,
+    pub(crate) swap_star_enabled: bool,
+    pub(crate) scratch_a: Vec<u32>,
+    pub(crate) scratch_b: Vec<u32>,
+    pub(crate) best_insert: Vec<ThreeBest>,
+    pub(crate) removal_gain: Vec<i64>,
+    /// SWAP*'s cache of each client's three best insertions into each route, by route
+    /// then client, when it fits ([`MAX_CACHE_ENTRIES`]).
+    pub(crate) insert_cache: Vec<ThreeBest>,
+    /// A counter that grows with every route change, never reset, and each route's value
+    /// at its last change: a cached insertion computed since is still valid.
+    pub(crate) clock: i64,
+    pub(crate) route_clock: Vec<i64>,
+    /// Moves applied since the search was made.
+    pub applied: u64,
+}
+
+/// The most entries (routes times clients) SWAP*'s insertion cache holds, 48 bytes each;
+/// above, insertions are computed afresh for every route pair.
+pub const MAX_CACHE_ENTRIES: usize = 1 << 20;
+
+/// The three cheapest places to insert a client into a route: after which node, and the
+/// added distance; and when they were computed (the search's clock).
+#[derive(Debug, Clone, Copy)]
+pub struct ThreeBest {
+    pub(crate) cost: [i64; 3],
+    pub(crate) after: [u32; 3],
+    pub(crate) computed: i64,
+}
+
+impl Default for ThreeBest {
+    fn default() -> ThreeBest {
+        ThreeBest {
+            cost: [i64::MAX; 3],
+            after: [u32::MAX; 3],
+            computed: -1,
+        }
+    }
+}
+
+impl ThreeBest {
+    pub(crate) fn add(&mut self, cost: i64, after: u32) {
+        if cost >= self.cost[2] {
+            return;
+        }
+        if cost >= self.cost[1] {
+            self.cost[2] = cost;
+            self.after[2] = after;
+        } else if cost >= self.cost[0] {
+            self.cost[2] = self.cost[1];
+            self.after[2] = self.after[1];
+            self.cost[1] = cost;
+            self.after[1] = after;
+        } else {
+            self.cost[2] = self.cost[1];
+            self.after[2] = self.after[1];
+            self.cost[1] = self.cost[0];
+            self.after[1] = self.after[0];
+            self.cost[0] = cost;
+            self.after[0] = after;
+        }
+    }
+}
+
+impl<'p> LocalSearch<'p> {
+    pub fn new(p: &'p Problem, swap_star: bool) -> LocalSearch<'p> {
+        let n = p.num_clients;
+        LocalSearch {
+            p,
+            n,
+            num_routes: 0,
+            next: Vec::new(),
+            prev: Vec::new(),
+            route_of: Vec::new(),
+            position: Vec::new(),
+            location: Vec::new(),
+            cum_load: Vec::new(),
+            cum_dist: Vec::new(),
+            cum_back: Vec::new(),
+            forward: Vec::new(),
+            backward: Vec::new(),
+            fixed_after: Vec::new(),
+            last_tested: vec![-1; n + 1],
+            route_load: Vec::new(),
+            route_dist: Vec::new(),
+            route_cost: Vec::new(),
+            route_penalty: Vec::new(),
+            route_size: Vec::new(),
+            route_modified: Vec::new(),
+            route_swap_tested: Vec::new(),
+            sector: Vec::new(),
+            empty_routes: BTreeSet::new(),
+            order: p.movable.clone(),
+            route_order: Vec::new(),
+            moves: 0,
+            improved: false,
+            penalties: Penalties {
+                load: 1.0,
+                time: 1.0,
+            },
+            swap_star_enabled: swap_star && !p.timed && p.angle.is_some(),
+            scratch_a: Vec::new(),
+            scratch_b: Vec::new(),
+            best_insert: Vec::new(),
+            removal_gain: Vec::new(),
+            insert_cache: Vec::new(),
+            clock: 0,
+            route_clock: Vec::new(),
+            applied: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn start_node(&self, route: usize) -> u32 {
+        (self.n + 1 + route) as u32
+    }
+
+    #[inline]
+    pub(crate) fn end_node(&self, route: usize) -> u32 {
+        (self.n + 1 + self.num_routes + route) as u32
+    }
+
+    #[inline]
+    pub(crate) fn is_depot(&self, node: u32) -> bool {
+        node as usize > self.n
+    }
+
+    #[inline(always)]
+    pub(crate) fn d(&self, from: u32, to: u32) -> i64 {
+        self.p
+            .travel
+            .dist(self.location[from as usize], self.location[to as usize])
+    }
+
+    /// The distance from `node` to its successor, known from the cumulative distances.
+    #[inline(always)]
+    pub(crate) fn to_next(&self, node: u32) -> i64 {
+        let n = node as usize;
+        self.cum_dist[self.next[n] as usize] - self.cum_dist[n]
+    }
+
+    /// `first` then `second`, with the travel between them.
+    #[inline]
+    pub(crate) fn join(&self, first: Segment, second: Segment) -> Segment {
+        first.then(self.p.travel.time(first.last, second.first), second)
+    }
+
+    /// A client node's own visit.
+    #[inline]
+    pub(crate) fn own(&self, node: u32) -> Segment {
+        self.p.visit(node)
+    }
+
+    /// `segment` followed by the nodes from `from` to `to` along the route.
+    pub(crate) fn walk(&self, mut segment: Segment, from: u32, to: u32) -> Segment {
+        let mut node = from;
+        loop {
+            segment = self.join(segment, self.own(node));
+            if node == to {
+                return segment;
+            }
+            node = self.next[node as usize];
+        }
+    }
+
+    /// `segment` followed by the nodes from `from` back to `to` along the route, reversed.
+    pub(crate) fn walk_back(&self, mut segment: Segment, from: u32, to: u32) -> Segment {
+        let mut node = from;
+        loop {
+            segment = self.join(segment, self.own(node));
+            if node == to {
+                return segment;
+            }
+            node = self.prev[node as usize];
+        }
+    }
+
+    #[inline]
+    pub(crate) fn used(&self, route: usize, size: u32) -> bool {
+        size > 0 || self.p.has_prefix(route)
+    }
+
+    /// Penalised cost of a route with these numbers.
+    #[inline]
+    pub(crate) fn cost_of<const TIME: bool>(
+        &self,
+        distance: i64,
+        load: i64,
+        segment: &Segment,
+        used: bool,
+    ) -> i64 {
+        let fixed = if used { self.p.fixed_cost } else { 0 };
+        let time_excess = if TIME {
+            segment.time_warp + (segment.duration - self.p.max_duration).max(0)
+        } else {
+            0
+        };
+        distance
+            + fixed
+            + self
+                .penalties
+                .cost((load - self.p.capacity).max(0), time_excess)
+    }
+
+    /// Loads a plan: `routes[r]` is slot `r`'s movable clients in order.
+    pub fn load(&mut self, routes: &[Vec<u32>]) {
+        let num_routes = routes.len();
+        let nodes = self.n + 1 + 2 * num_routes;
+        if num_routes != self.num_routes || self.next.len() != nodes {
+            self.num_routes = num_routes;
+            self.next = vec![0; nodes];
+            self.prev = vec![0; nodes];
+            self.route_of = vec![0; nodes];
+            self.position = vec![0; nodes];
+            self.location = (0..nodes as u32).collect();
+            self.cum_load = vec![0; nodes];
+            self.cum_dist = vec![0; nodes];
+            self.cum_back = vec![0; nodes];
+            self.forward = vec![Segment::default(); nodes];
+            self.backward = vec![Segment::default(); nodes];
+            self.fixed_after = vec![0; nodes];
+            self.route_load = vec![0; num_routes];
+            self.route_dist = vec![0; num_routes];
+            self.route_cost = vec![0; num_routes];
+            self.route_penalty = vec![0; num_routes];
+            self.route_size = vec![0; num_routes];
+            self.route_modified = vec![0; num_routes];
+            self.route_swap_tested = vec![-1; num_routes];
+            self.sector = vec![Sector::default(); num_routes];
+            self.route_order = (0..num_routes as u32).collect();
+            self.best_insert = vec![ThreeBest::default(); nodes];
+            self.removal_gain = vec![0; nodes];
+            self.route_clock = vec![0; num_routes];
+            let entries = num_routes * (self.n + 1);
+            self.insert_cache = if self.swap_star_enabled && entries <= MAX_CACHE_ENTRIES {
+                vec![ThreeBest::default(); entries]
+            } else {
+                Vec::new()
+            };
+        }
+        self.empty_routes.clear();
+        for (route, clients) in routes.iter().enumerate() {
+            let start = self.start_node(route);
+            let end = self.end_node(route);
+            self.location[start as usize] = self.p.start(route).location;
+            self.location[end as usize] = 0;
+            let mut previous = start;
+            for &client in clients {
+                self.next[previous as usize] = client;
+                self.prev[client as usize] = previous;
+                previous = client;
+            }
+            self.next[previous as usize] = end;
+            self.prev[end as usize] = previous;
+            self.prev[start as usize] = start;
+            self.next[end as usize] = end;
+            self.update_route(route);
+        }
+    }
+
+    /// The plan: each slot's movable clients in order.
+    pub fn routes(&self) -> Vec<Vec<u32>> {
+        (0..self.num_routes)
+            .map(|route| {
+                let mut clients = Vec::with_capacity(self.route_size[route] as usize);
+                let mut node = self.next[self.start_node(route) as usize];
+                while !self.is_depot(node) {
+                    clients.push(node);
+                    node = self.next[node as usize];
+                }
+                clients
+            })
+            .collect()
+    }
+
+    /// Recomputes a route's cumulative data after it changed.
+    pub(crate) fn update_route(&mut self, route: usize) {
+        let p = self.p;
+        let start = self.start_node(route);
+        let end = self.end_node(route);
+        let begin = p.start(route);
+        let s = start as usize;
+        self.route_of[s] = route as u32;
+        self.position[s] = 0;
+        self.cum_load[s] = begin.load;
+        self.cum_dist[s] = begin.distance;
+        self.cum_back[s] = 0;
+        self.forward[s] = begin.segment;
+        let mut sector = Sector::default();
+        let mut first_angle = true;
+        let mut node = start;
+        let mut position = 0;
+        while node != end {
+            let following = self.next[node as usize];
+            let f = following as usize;
+            let k = node as usize;
+            position += 1;
+            self.position[f] = position;
+            self.route_of[f] = route as u32;
+            let is_end = following == end;
+            self.cum_load[f] = self.cum_load[k] + if is_end { 0 } else { p.demand[f] };
+            self.cum_dist[f] = self.cum_dist[k] + self.d(node, following);
+            self.cum_back[f] = self.cum_back[k] + self.d(following, node);
+            if p.timed {
+                let visit = if is_end {
+                    p.depot_end
+                } else {
+                    self.own(following)
+                };
+                self.forward[f] = self.join(self.forward[k], visit);
+            }
+            if self.swap_star_enabled
+                && !is_end
+                && let Some(angle) = &p.angle
+            {
+                if first_angle {
+                    sector = Sector {
+                        start: angle[f],
+                        end: angle[f],
+                    };
+                    first_angle = false;
+                } else {
+                    sector.extend(angle[f]);
+                }
+            }
+            node = following;
+        }
+        let size = position - 1;
+        let e = end as usize;
+        self.backward[e] = p.depot_end;
+        self.fixed_after[e] = 0;
+        let mut node = self.prev[e];
+        while node != start {
+            let k = node as usize;
+            let following = self.next[k] as usize;
+            if p.timed {
+                self.backward[k] = self.join(self.own(node), self.backward[following]);
+            }
+            self.fixed_after[k] = self.fixed_after[following] + u32::from(p.vehicle_of[k] != FREE);
+            node = self.prev[k];
+        }
+        self.route_size[route] = size;
+        self.route_load[route] = self.cum_load[e];
+        self.route_dist[route] = self.cum_dist[e];
+        self.sector[route] = sector;
+        self.route_modified[route] = self.moves;
+        self.clock += 1;
+        self.route_clock[route] = self.clock;
+        let used = self.used(route, size);
+        self.refresh_cost(route, used);
+        if used {
+            self.empty_routes.remove(&(route as u32));
+        } else {
+            self.empty_routes.insert(route as u32);
+        }
+    }
+
+    pub(crate) fn refresh_cost(&mut self, route: usize, used: bool) {
+        let e = self.end_node(route) as usize;
+        let cost = if self.p.timed {
+            self.cost_of::<true>(
+                self.route_dist[route],
+                self.route_load[route],
+                &self.forward[e],
+                used,
+            )
+        } else {
+            self.cost_of::<false>(
+                self.route_dist[route],
+                self.route_load[route],
+                &self.forward[e],
+                used,
+            )
+        };
+        self.route_cost[route] = cost;
+        let fixed = if used { self.p.fixed_cost } else { 0 };
+        self.route_penalty[route] = cost - self.route_dist[route] - fixed;
+    }
+
+    /// The penalised cost of the loaded plan.
+    pub fn penalised_cost(&self) -> i64 {
+        self.route_cost.iter().sum()
+    }
+
+    /// Records an applied move and refreshes the routes it changed.
+    pub(crate) fn applied_to(&mut self, first: usize, second: usize, delta: i64) {
+        #[cfg(test)]
+        let before = self.penalised_cost();
+        self.moves += 1;
+        self.applied += 1;
+        self.improved = true;
+        self.update_route(first);
+        if second != first {
+            self.update_route(second);
+        }
+        #[cfg(test)]
+        self.check_delta(before, delta);
+        let _ = delta;
+    }
+
+    /// In tests: the move's computed delta is the change of the plan's penalised cost,
+    /// recomputed from scratch.
+    #[cfg(test)]
+    fn check_delta(&self, before: i64, delta: i64) {
+        let plan = crate::solution::Individual::new(self.p, self.routes());
+        let after = plan.penalised(&self.penalties);
+        assert_eq!(self.penalised_cost(), after, "route bookkeeping drifted");
+        assert_eq!(
+            after - before,
+            delta,
+            "a move's delta is not its cost change"
+        );
+    }
+
+    /// Takes `node` out of its place and puts it right after `after`.
+    pub(crate) fn insert_after(&mut self, node: u32, after: u32) {
+        let (n, a) = (node as usize, after as usize);
+        let (before, following) = (self.prev[n], self.next[n]);
+        self.next[before as usize] = following;
+        self.prev[following as usize] = before;
+        let next_of_after = self.next[a];
+        self.next[a] = node;
+        self.prev[n] = after;
+        self.next[n] = next_of_after;
+        self.prev[next_of_after as usize] = node;
+    }
+
+    /// Exchanges the places of two client nodes.
+    pub(crate) fn swap_nodes(&mut self, a: u32, b: u32) {
+        let (ai, bi) = (a as usize, b as usize);
+        let (pa, na, pb, nb) = (self.prev[ai], self.next[ai], self.prev[bi], self.next[bi]);
+        if na == b {
+            self.link(pa, b);
+            self.link(b, a);
+            self.link(a, nb);
+        } else if nb == a {
+            self.link(pb, a);
+            self.link(a, b);
+            self.link(b, na);
+        } else {
+            self.link(pa, b);
+            self.link(b, na);
+            self.link(pb, a);
+            self.link(a, nb);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn link(&mut self, from: u32, to: u32) {
+        self.next[from as usize] = to;
+        self.prev[to as usize] = from;
+    }
+
+    /// Relinks route `route` to visit `clients` (movable clients, in order).
+    pub(crate) fn relink(&mut self, route: usize, clients: &[u32]) {
+        let start = self.start_node(route);
+        let end = self.end_node(route);
+        let mut previous = start;
+        for &client in clients {
+            self.link(previous, client);
+            previous = client;
+        }
+        self.link(previous, end);
+    }
+
+    /// Collects the clients from `from` to `to` inclusive following `next` (or `prev` when
+    /// `backwards`) into `into`; nothing if `from` is a depot.
+    pub(crate) fn collect(&self, from: u32, to: u32, backwards: bool, into: &mut Vec<u32>) {
+        if self.is_depot(from) {
+            return;
+        }
+        let mut node = from;
+        loop {
+            into.push(node);
+            if node == to {
+                return;
+            }
+            node = if backwards {
+                self.prev[node as usize]
+            } else {
+                self.next[node as usize]
+            };
+        }
+    }
+
+    /// The filter every inter-route move passes first: the change in distance and fixed cost
+    /// cannot beat the routes' current penalties, which are the most it could remove.
+    #[inline]
+    pub(crate) fn hopeless(&self, ru: usize, rv: usize, distance_and_fixed: i64) -> bool {
+        distance_and_fixed >= self.route_penalty[ru] + self.route_penalty[rv]
+    }
+
+    #[inline]
+    pub(crate) fn fixed_delta(&self, route: usize, size_before: u32, size_after: u32) -> i64 {
+        let before = self.used(route, size_before);
+        let after = self.used(route, size_after);
+        match (before, after) {
+            (true, false) => -self.p.fixed_cost,
+            (false, true) => self.p.fixed_cost,
+            _ => 0,
+        }
+    }
+}
