@@ -6,7 +6,8 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
-use super::{Millis, StoreError, sql};
+use super::sql;
+use super::types::{Millis, StoreError};
 
 /// One API key as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]

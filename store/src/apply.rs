@@ -2,13 +2,17 @@
 //! connection: written once for both backends, above every capability whose statements they
 //! run.
 
+use super::backend::ClaimFilter;
 use super::batch::{Outcome, Write};
-use super::executions::{ClaimedJob, finish, start_statement};
-use super::jobs::{Inserted, insert_job};
+use super::executions::{finish, start_statement};
+use super::jobs::insert_job;
 use super::launch_quotas::LaunchQuotas;
 use super::outcome::{JobEnds, Retry};
+use super::records::ClaimedJob;
+use super::records::Inserted;
+use super::sql;
 use super::statement::{Statement, Value, WriteConnection};
-use super::{ClaimFilter, ExecutionStatus, StoreError, now_millis, sql};
+use super::types::{ExecutionStatus, StoreError, now_millis};
 use super::{incumbents, rows};
 
 /// Applies one write of a batch; `quotas` carries the quota checks of the transaction's

@@ -5,7 +5,8 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
-use super::{Millis, StoreError, now_millis, sql};
+use super::sql;
+use super::types::{Millis, StoreError, now_millis};
 
 /// One entry of the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]

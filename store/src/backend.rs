@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use sqlx::{Database, Decode, Encode, IntoArguments, Pool, Type};
 
-use super::{JobChange, JobEvents, StoreError};
+use super::types::{JobChange, JobEvents, StoreError};
 
 /// Before a job id in [`Backend::announce_cancel`]: the job is asked to finish now, not to
 /// be cancelled.

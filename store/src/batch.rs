@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+use super::backend::ClaimFilter;
 use super::commit_gate::CommitGate;
 use super::records::ExperimentRecord;
-use super::{ClaimFilter, JobStatus, StoreError};
-use super::{
-    ClaimedJob, ExecutionEnd, ExecutionStart, Inserted, JobChange, Lease, LiveUpdate, Millis,
-    NewJob,
-};
+use super::records::{ClaimedJob, ExecutionEnd, ExecutionStart, LiveUpdate};
+use super::records::{Inserted, NewJob};
+use super::types::{JobChange, Lease, Millis};
+use super::types::{JobStatus, StoreError};
 
 /// The most writes one transaction carries.
 const MAX_BATCH: usize = 256;

@@ -6,9 +6,10 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{Columns, FromRow};
+use super::sql;
 use super::statement::SqlxConnection;
+use super::types::{Millis, Quotas, Refusal, StoreError, now_millis};
 use super::users::quota_state;
-use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
 
 /// Blobs are written in pieces of this size, a row each: the most an upload holds in
 /// memory, and the length of one write transaction.

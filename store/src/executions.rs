@@ -6,88 +6,19 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Executor};
 
+use super::backend::ClaimFilter;
 use super::backend::{Backend, Column, Connection, DbRow, Param};
-use super::batch::Batched;
-use super::batch::Write;
-use super::incumbents::NewIncumbent;
-use super::jobs::JobDataset;
-use super::outcome::{JobEnds, Retry};
+use super::batch::{Batched, QueuedWrite, Write};
+use super::outcome::JobEnds;
 use super::plugins::PluginBinding;
-use super::records::{ExecutionError, ExecutionRecord, PluginRef, Progress};
-use super::rows::{Columns, FromRow};
-use super::statement::{Statement, WriteConnection};
-use super::{
-    ClaimFilter, ErrorCode, ExecutionStatus, Lease, Millis, QueuedWrite, StoreError, now_millis,
-    sql,
+use super::records::{
+    ClaimedJob, ExecutionEnd, ExecutionError, ExecutionRecord, ExecutionStart, JobDataset,
+    LiveUpdate, PluginRef, Progress,
 };
-use crate::objective::Objective;
-
-/// What a running execution shows before it ends: its latest progress, its log so far, the
-/// incumbents it reported since the last update.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LiveUpdate {
-    pub progress: Option<Progress>,
-    /// The log's newest bytes, and whether older ones were dropped.
-    pub log: Option<(String, bool)>,
-    /// In the order they were reported.
-    pub incumbents: Vec<NewIncumbent>,
-}
-
-impl From<Progress> for LiveUpdate {
-    fn from(progress: Progress) -> LiveUpdate {
-        LiveUpdate {
-            progress: Some(progress),
-            ..LiveUpdate::default()
-        }
-    }
-}
-
-/// A job a worker claimed and must now run.
-#[derive(Debug, Clone)]
-pub struct ClaimedJob {
-    pub lease: Lease,
-    pub problem: String,
-    pub input: String,
-    pub options: String,
-    /// 1 for the first attempt.
-    pub attempt: u32,
-    pub created_at: Millis,
-    pub dataset: Option<JobDataset>,
-    /// The component it was bound to at acceptance.
-    pub binding: Option<PluginBinding>,
-    /// The race it is an entrant of, if it is one.
-    pub race_of: Option<String>,
-}
-
-/// How an attempt began: written when it starts, or with its end if it ended before its
-/// start was written (a short job: see [`Executions::start_and_finish_execution`]).
-#[derive(Debug, Clone)]
-pub struct ExecutionStart {
-    pub execution_id: String,
-    pub attempt: u32,
-    pub plugin: PluginRef,
-    pub started_at: Millis,
-}
-
-/// How an execution ended, written in one transaction with the job's new status, which
-/// [`JobEnd::after`](super::JobEnd::after) makes of `status` and `retry`.
-#[derive(Debug, Clone)]
-pub struct ExecutionEnd {
-    pub execution_id: String,
-    pub status: ExecutionStatus,
-    /// For an abandoned execution, whether its job runs again; ignored for the others.
-    pub retry: Retry,
-    pub error: Option<ExecutionError>,
-    /// The output JSON, for a completed execution.
-    pub output: Option<String>,
-    /// The output's objective, where its use case declares one.
-    pub objective: Option<Objective>,
-    /// Seconds the run took to find its output, where the output says.
-    pub time_to_best_s: Option<f64>,
-    pub log_tail: String,
-    pub log_truncated: bool,
-    pub ended_at: Millis,
-}
+use super::rows::{Columns, FromRow};
+use super::sql;
+use super::statement::{Statement, WriteConnection};
+use super::types::{ErrorCode, ExecutionStatus, Lease, Millis, StoreError, now_millis};
 
 /// Executions: what workers write of the jobs they claim, each write under its lease.
 #[async_trait]

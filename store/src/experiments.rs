@@ -9,8 +9,10 @@ use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::batch::Batched;
 use super::jobs::objective_from;
 use super::records::ExperimentRecord;
+use super::records::{Inserted, NewJob};
 use super::rows::{self, Columns, FromRow};
-use super::{Inserted, JobChange, JobStatus, Millis, NewJob, StoreError, sql};
+use super::sql;
+use super::types::{JobChange, JobStatus, Millis, StoreError};
 use crate::objective::Objective;
 
 /// What cancelling an experiment did to its jobs.

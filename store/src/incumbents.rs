@@ -9,8 +9,9 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
+use super::sql;
 use super::statement::{Statement, WriteConnection};
-use super::{Millis, StoreError, sql};
+use super::types::{Millis, StoreError};
 
 /// How many incumbents of one execution are kept: the newest.
 pub const KEPT_PER_EXECUTION: i64 = 20;

@@ -7,23 +7,17 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, FINISH_PREFIX, Param};
 use super::batch::Batched;
+use super::jobs_page::JobFilter;
 use super::jobs_page::{Argument, JobsPage};
 use super::plugins::PluginBinding;
 use super::records::ExecutionRecord;
 use super::records::RaceEntrant;
+use super::records::{Inserted, JobDataset, NewJob};
 use super::rows::{self, Columns, FromRow};
+use super::sql;
 use super::statement::{Statement, WriteConnection};
-use super::{
-    JobChange, JobEvents, JobStatus, Millis, Quotas, Refusal, StoreError, now_millis, sql,
-};
+use super::types::{JobChange, JobEvents, JobStatus, Millis, StoreError, now_millis};
 use crate::objective::{Objective, Sense};
-
-/// A client's `Idempotency-Key` and a digest of the request it came with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Idempotency {
-    pub key: String,
-    pub request_hash: String,
-}
 
 /// What [`JobQueue::cancel_job`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,81 +43,12 @@ pub enum FinishOutcome {
     Ended(JobStatus),
 }
 
-/// What [`JobQueue::insert_job`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Inserted {
-    /// The job is stored.
-    Created,
-    /// The owner used this idempotency key before: nothing was stored, and this is the job that
-    /// key names, with the digest of the request that created it.
-    Existing {
-        job_id: String,
-        request_hash: String,
-    },
-    /// Nothing was stored: the owner is at a quota, or gone.
-    Refused(Refusal),
-}
-
-/// A job as accepted by the API, stored before the client hears about it.
-#[derive(Debug, Clone)]
-pub struct NewJob {
-    pub id: String,
-    pub owner_id: String,
-    /// The name of the use case the job runs (resolved from the client's `problem_id`).
-    pub problem: String,
-    /// The input JSON, already validated.
-    pub input: String,
-    /// The resolved job options JSON (time limit, seed...).
-    pub options: String,
-    pub created_at: Millis,
-    pub idempotency: Option<Idempotency>,
-    /// The dataset the job reads instead of inline input (then `input` is empty).
-    pub dataset: Option<JobDataset>,
-    /// The size of the shared inline input its dataset holds (one with no data file), which
-    /// its owner keeps once however many jobs share it; 0 otherwise.
-    pub shared_input_bytes: u64,
-    /// Its place among its owner's pending jobs (`options.priority`): higher runs first.
-    pub priority: u8,
-    /// Its labels, a JSON object of strings, if it has any.
-    pub labels: Option<String>,
-    /// Where its end is posted (`options.callback_url`), if anywhere.
-    pub callback_url: Option<String>,
-    /// The quotas it is checked against, where its owner has none of its own.
-    pub quotas: Quotas,
-    /// The component it runs, bound at acceptance.
-    pub binding: PluginBinding,
-    /// The job it runs again, for a rerun.
-    pub rerun_of: Option<String>,
-    /// The job whose output it started from (`options.warm_start`).
-    pub warm_start: Option<String>,
-    /// The experiment it is a run of.
-    pub experiment_id: Option<String>,
-    /// For a race: its entrants as launched (JSON); a race is never claimed.
-    pub race: Option<String>,
-    /// For a race's entrant: the race.
-    pub race_of: Option<String>,
-    /// The project it belongs to; `None` for its owner's personal project.
-    pub project_id: Option<String>,
-}
-
 impl NewJob {
     /// The project it is stored in: its owner's personal one (the owner's id) where it names
     /// none, as the insert writes it.
     pub fn project(&self) -> &str {
         self.project_id.as_deref().unwrap_or(&self.owner_id)
     }
-}
-
-/// A job's own reference to the dataset it was launched with: the blob outlives the data file
-/// as long as a job refers to it. A job whose inline input is shared with other jobs (an
-/// experiment's runs, a race's entrants) refers the same way to the one blob that holds it,
-/// with no data file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobDataset {
-    /// The data file it was launched with; `None` for a shared inline input.
-    pub data_file_id: Option<String>,
-    pub blob_id: String,
-    pub media_type: String,
 }
 
 /// A job with its executions, for the status endpoint.
@@ -165,33 +90,6 @@ pub struct JobSummary {
     pub labels: Option<String>,
     /// Its output's objective, once it completed, where its use case declares one.
     pub objective: Option<Objective>,
-}
-
-/// Which of an owner's jobs `GET /jobs` lists; every condition given must hold.
-#[derive(Debug, Clone, Default)]
-pub struct JobFilter {
-    /// Any of these statuses, as clients see them.
-    pub statuses: Vec<JobStatus>,
-    /// The use case's name.
-    pub problem: Option<String>,
-    /// Every one of these labels, key and value.
-    pub labels: Vec<(String, String)>,
-    /// Created at or after.
-    pub since: Option<Millis>,
-    /// Created before.
-    pub until: Option<Millis>,
-    /// Any of these ids.
-    pub ids: Vec<String>,
-    /// An objective at least this (jobs without one are left out).
-    pub objective_min: Option<f64>,
-    /// An objective at most this.
-    pub objective_max: Option<f64>,
-    /// By objective, lowest first (`Some(false)`) or highest first (`Some(true)`), jobs
-    /// without one last; else newest first.
-    pub by_objective_descending: Option<bool>,
-    /// The jobs of this project, whoever launched them, instead of the caller's own (the
-    /// caller's access to it is checked before).
-    pub project: Option<String>,
 }
 
 /// What a job was launched with.

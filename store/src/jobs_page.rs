@@ -2,7 +2,35 @@
 //! for the backend, with the values to bind in parameter order.
 
 use super::backend::Backend;
-use super::{JobFilter, sql};
+use super::sql;
+use super::types::{JobStatus, Millis};
+
+/// Which of an owner's jobs `GET /jobs` lists; every condition given must hold.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Any of these statuses, as clients see them.
+    pub statuses: Vec<JobStatus>,
+    /// The use case's name.
+    pub problem: Option<String>,
+    /// Every one of these labels, key and value.
+    pub labels: Vec<(String, String)>,
+    /// Created at or after.
+    pub since: Option<Millis>,
+    /// Created before.
+    pub until: Option<Millis>,
+    /// Any of these ids.
+    pub ids: Vec<String>,
+    /// An objective at least this (jobs without one are left out).
+    pub objective_min: Option<f64>,
+    /// An objective at most this.
+    pub objective_max: Option<f64>,
+    /// By objective, lowest first (`Some(false)`) or highest first (`Some(true)`), jobs
+    /// without one last; else newest first.
+    pub by_objective_descending: Option<bool>,
+    /// The jobs of this project, whoever launched them, instead of the caller's own (the
+    /// caller's access to it is checked before).
+    pub project: Option<String>,
+}
 
 /// One value bound to a [`JobsPage`]'s statement.
 pub(super) enum Argument {

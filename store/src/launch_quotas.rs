@@ -17,11 +17,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::jobs::{Inserted, NewJob};
+use super::records::{Inserted, NewJob};
 use super::rows::Columns;
+use super::sql;
 use super::statement::{Statement, WriteConnection};
+use super::types::{Refusal, StoreError};
 use super::users::{QuotaState, quota_state};
-use super::{Refusal, StoreError, sql};
 
 /// What one transaction's launches have read and added so far.
 #[derive(Debug, Default)]

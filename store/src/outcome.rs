@@ -6,7 +6,7 @@
 //! whether the job had its attempts).
 
 use super::statement::Statement;
-use super::{ExecutionStatus, JobStatus, Millis};
+use super::types::{ExecutionStatus, JobStatus, Millis};
 
 /// Whether the job of an abandoned attempt (its worker lost it, the server stopped, its
 /// input could not be read) runs again. Only an `ABANDONED` execution looks at it.

@@ -7,8 +7,10 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::audit::{AuditEvent, insert_audit};
 use super::backend::{Backend, Column, Connection, DbRow, Param};
+use super::datasets::DataSets;
 use super::rows::{self, Columns, FromRow};
-use super::{Millis, StoreError, now_millis, sql};
+use super::sql;
+use super::types::{Millis, StoreError, now_millis};
 
 /// The component a job runs, bound when it was accepted: on every replica, every attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,7 +162,7 @@ pub trait PluginCatalog: Send + Sync + 'static {
 #[async_trait]
 impl<B> PluginCatalog for B
 where
-    B: Backend + super::DataSets,
+    B: Backend + DataSets,
     for<'c> &'c mut Connection<B>: Executor<'c, Database = B::Db>,
     for<'a> &'a str: ColumnIndex<DbRow<B>> + Param<'a, B::Db>,
     usize: ColumnIndex<DbRow<B>>,

@@ -12,16 +12,16 @@ use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 
 use super::apply::apply;
 use super::batch::{self, BatchWriter, Batcher, Outcome, Write};
-use super::jobs::NewJob;
 use super::launch_quotas::LaunchQuotas;
 use super::postgres_allowances::{self, launched};
 use super::postgres_backend::{CHANGES_CHANNEL, CHANNEL, PostgresStore};
 use super::postgres_ends::{self, End};
 use super::postgres_launches::{self, Launches};
 use super::postgres_notices::Notices;
+use super::records::NewJob;
 use super::schema::{self, Migrations};
 use super::statement::SqlxConnection;
-use super::{StoreError, now_millis};
+use super::types::{StoreError, now_millis};
 
 /// The advisory lock that serialises migrations across replicas starting at once.
 const MIGRATION_LOCK: i64 = 0x6361_7365_6c6f_6164; // "caseload"

@@ -11,11 +11,11 @@
 use std::collections::BTreeMap;
 
 use super::batch::Write;
-use super::jobs::NewJob;
 use super::launch_quotas::{LaunchQuotas, input_bytes};
+use super::records::NewJob;
 use super::statement::{Statement, WriteConnection};
+use super::types::{Quotas, StoreError};
 use super::users::quota_state;
-use super::{Quotas, StoreError};
 
 /// The slots an owner's headroom is shared among: as many as launch transactions commit at
 /// once on four replicas of two lanes each, so that each may take from a slot of its own.

@@ -11,6 +11,7 @@ use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgListener, PgPool, PgQueryResult};
 use tokio::sync::Notify;
 
+use super::backend::ClaimFilter;
 use super::backend::{Backend, FINISH_PREFIX};
 use super::batch::{Batched, Batcher};
 use super::commit_gate::CommitGate;
@@ -18,8 +19,9 @@ use super::outcome::ReapedEnds;
 use super::postgres_notices;
 use super::rows::Columns;
 use super::service::REPLICA_LIVE_MILLIS;
+use super::sql;
 use super::statement::{SqlxConnection, Statement, WriteConnection};
-use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
+use super::types::{JobChange, JobEvents, StoreError, now_millis};
 
 /// The channel a replica notifies when it makes a job pending.
 pub(super) const CHANNEL: &str = "caseload_jobs";

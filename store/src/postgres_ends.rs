@@ -14,10 +14,11 @@ use std::collections::HashSet;
 use sqlx::postgres::PgConnection;
 
 use super::batch::Write;
-use super::executions::{self, ExecutionEnd, ExecutionStart};
+use super::executions;
 use super::postgres_backend::{PostgresStore, column};
+use super::records::{ExecutionEnd, ExecutionStart};
 use super::statement::SqlxConnection;
-use super::{Lease, StoreError};
+use super::types::{Lease, StoreError};
 
 /// Larger outputs are written one end per statement: the arrays of a batch stay well below
 /// PostgreSQL's limit on one value (1 GB), and such an end costs its bytes, not its statement.

@@ -24,11 +24,13 @@ use std::collections::HashSet;
 use sqlx::postgres::PgConnection;
 
 use super::batch::Write;
-use super::jobs::{self, Inserted, NewJob};
+use super::jobs;
 use super::launch_quotas::LaunchQuotas;
 use super::postgres_backend::{PostgresStore, column};
+use super::records::{Inserted, NewJob};
+use super::sql;
 use super::statement::SqlxConnection;
-use super::{StoreError, sql};
+use super::types::StoreError;
 
 /// Larger inputs are inserted one job per statement: the arrays of a batch stay well below
 /// PostgreSQL's limit on one value (1 GB), and such a launch costs its bytes, not its

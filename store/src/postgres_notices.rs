@@ -16,7 +16,7 @@
 use sqlx::postgres::{PgConnection, PgPool};
 use tokio::sync::mpsc;
 
-use super::JobChange;
+use super::types::JobChange;
 
 /// Below PostgreSQL's 8,000-byte limit on a notification's payload.
 pub(super) const CHANGES_PAYLOAD: usize = 7_000;

@@ -6,8 +6,9 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
+use super::sql;
+use super::types::{Millis, StoreError, now_millis};
 use super::users::Role;
-use super::{Millis, StoreError, now_millis, sql};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectRecord {

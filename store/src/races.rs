@@ -11,7 +11,8 @@ use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::jobs::objective_from;
 use super::records::RaceEntrant;
 use super::rows::{self, Columns, FromRow};
-use super::{JobChange, JobStatus, StoreError, now_millis, sql};
+use super::sql;
+use super::types::{JobChange, JobStatus, StoreError, now_millis};
 use crate::objective::Sense;
 use crate::options::JobOptions;
 

@@ -4,8 +4,8 @@
 
 use sqlx::{ColumnIndex, Row};
 
-use super::StoreError;
 use super::backend::Column;
+use super::types::StoreError;
 
 /// The columns of one row, by name and by type.
 pub(super) trait Columns {

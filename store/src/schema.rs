@@ -1,7 +1,7 @@
 //! The schema's version: whether a server applies the migrations it lacks when it opens the
 //! store, or requires them applied already (`serve --no-migrate`, after `caseload migrate`).
 
-use super::StoreError;
+use super::types::StoreError;
 
 /// What opening the store does about migrations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +48,10 @@ pub(super) fn require(applied: &[i64]) -> Result<(), StoreError> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(StoreError::SchemaBehind { missing })
+        Err(StoreError::SchemaBehind {
+            message: behind(&missing),
+            missing,
+        })
     }
 }
 

@@ -6,7 +6,8 @@ use sqlx::{ColumnIndex, Database, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
-use super::{Millis, StoreError, now_millis, sql};
+use super::sql;
+use super::types::{Millis, StoreError, now_millis};
 
 /// One replica as it last reported itself.
 #[derive(Debug, Clone, PartialEq, Eq)]

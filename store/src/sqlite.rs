@@ -17,7 +17,7 @@ use super::batch::Batcher;
 use super::schema::{self, Migrations};
 use super::sqlite_backend::{BUSY_TIMEOUT, SqliteStore};
 use super::sqlite_writer::SqliteWriter;
-use super::{StoreError, now_millis};
+use super::types::{StoreError, now_millis};
 
 impl SqliteStore {
     /// Opens (creating if needed) the database file and brings its schema up to date.

@@ -10,11 +10,13 @@ use sqlx::Sqlite;
 use sqlx::sqlite::{SqlitePool, SqliteQueryResult};
 
 use super::backend::Backend;
+use super::backend::ClaimFilter;
 use super::batch::{Batched, Batcher};
 use super::outcome::ReapedEnds;
 use super::rows::Columns;
+use super::sql;
 use super::statement::{SqlxConnection, Statement, WriteConnection};
-use super::{ClaimFilter, JobChange, JobEvents, StoreError, now_millis, sql};
+use super::types::{JobChange, JobEvents, StoreError, now_millis};
 
 /// How long a writer waits for another to commit: the group commit's, the sqlx writer's,
 /// another process's.

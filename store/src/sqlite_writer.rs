@@ -20,12 +20,13 @@ use rusqlite::{OpenFlags, TransactionBehavior};
 
 use super::apply::apply;
 use super::backend::Backend;
+use super::backend::ClaimFilter;
 use super::batch::{self, BatchWriter, Outcome, Write};
 use super::launch_quotas::LaunchQuotas;
 use super::rows::Columns;
 use super::sqlite_backend::{SqliteStore, tell};
 use super::statement::{Statement, Value, WriteConnection};
-use super::{ClaimFilter, JobEvents, StoreError};
+use super::types::{JobEvents, StoreError};
 
 /// How many distinct statements the writer keeps prepared: every statement its writes use.
 const PREPARED_STATEMENTS: usize = 64;

@@ -7,10 +7,10 @@
 
 use sqlx::{ColumnIndex, Database, Executor};
 
-use super::ClaimFilter;
-use super::StoreError;
+use super::backend::ClaimFilter;
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::Columns;
+use super::types::StoreError;
 
 /// A value a statement binds. Each kind carries its own null, so that PostgreSQL knows a
 /// null's type.

@@ -2,7 +2,9 @@
 //! their retention, and blobs nothing refers to (the background tasks that call these run in
 //! the host).
 
-use crate::{JobStore, Millis, StoreError};
+use crate::datasets::DataSets;
+use crate::jobs::JobQueue;
+use crate::types::{Millis, StoreError};
 
 /// Retention deletes this many jobs per transaction.
 const PURGE_BATCH: u32 = 1000;
@@ -11,7 +13,10 @@ const PURGE_BATCH: u32 = 1000;
 const SWEEP_BATCH: u32 = 100;
 
 /// Deletes every blob nothing refers to and every upload untouched since `stale_before`.
-pub async fn sweep_blobs(store: &dyn JobStore, stale_before: Millis) -> Result<u64, StoreError> {
+pub async fn sweep_blobs(
+    store: &(impl DataSets + ?Sized),
+    stale_before: Millis,
+) -> Result<u64, StoreError> {
     let mut deleted = 0;
     loop {
         let batch = store.sweep_blobs(stale_before, SWEEP_BATCH).await?;
@@ -24,7 +29,10 @@ pub async fn sweep_blobs(store: &dyn JobStore, stale_before: Millis) -> Result<u
 }
 
 /// Deletes every finished job that ended before `cutoff`, one batch at a time.
-pub async fn purge_before(store: &dyn JobStore, cutoff: Millis) -> Result<u64, StoreError> {
+pub async fn purge_before(
+    store: &(impl JobQueue + ?Sized),
+    cutoff: Millis,
+) -> Result<u64, StoreError> {
     let mut deleted = 0;
     loop {
         let batch = store.purge_finished(cutoff, PURGE_BATCH).await?;

@@ -6,8 +6,9 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{Columns, FromRow};
+use super::sql;
 use super::statement::{Statement, WriteConnection};
-use super::{Millis, Quotas, Refusal, StoreError, now_millis, sql};
+use super::types::{Millis, Quotas, Refusal, StoreError, now_millis};
 
 #[derive(Debug, Clone)]
 pub struct User {

@@ -8,7 +8,8 @@ use sqlx::{ColumnIndex, Executor};
 
 use super::backend::{Backend, Column, Connection, DbRow, Param};
 use super::rows::{self, Columns, FromRow};
-use super::{JobStatus, Millis, StoreError, now_millis, sql};
+use super::sql;
+use super::types::{JobStatus, Millis, StoreError, now_millis};
 
 /// A job's end to post to the callback its launch named: claimed by one dispatcher for a
 /// while, then delivered, tried again later, or given up.
