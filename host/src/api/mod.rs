@@ -70,56 +70,32 @@ use self::key_access::KeyCache;
 use self::login_throttle::LoginThrottle;
 use self::user_access::AccessCache;
 use crate::auth::TokenKeys;
-use crate::changes::JobChanges;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
-use crate::options::JobOptions;
-use crate::plugins::{PluginRegistry, PluginSync};
-use crate::runtime::Limits;
-use crate::store::{JobStore, Quotas};
-use crate::webhooks::WebhookPolicy;
+use crate::plugins::PluginSync;
+pub use crate::state::Services;
+use crate::state::{cpus, run_with_permit};
+use crate::store::JobStore;
 use crate::worker::LocalJobs;
 
 /// Inline job bodies must be smaller than this (the spec: "less than 4 MB").
 pub const INLINE_BODY_LIMIT: usize = 4_000_000;
 
-/// The largest component `POST /plugins` takes by default (`--max-plugin-bytes`).
-pub const DEFAULT_MAX_PLUGIN_BYTES: u64 = 64 << 20;
+pub use crate::state::{DEFAULT_MAX_DATASET_BYTES, DEFAULT_MAX_PLUGIN_BYTES, PUBLISH_CHECKS};
 
-/// What every handler can reach.
+/// What every handler can reach: the [`Services`] the domain works with (read through
+/// `Deref`, so `state.store` reads as before), and what only HTTP needs.
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Arc<dyn JobStore>,
-    pub registry: Arc<PluginRegistry>,
-    /// The registry kept in step with the store.
-    pub plugins: Arc<PluginSync>,
-    /// The most bytes a published component may have.
-    pub max_plugin_bytes: u64,
+    pub services: Services,
     pub tokens: Arc<TokenKeys>,
-    pub local_jobs: Arc<LocalJobs>,
-    pub metrics: Arc<Metrics>,
-    pub job_limits: JobLimits,
-    /// Limits of the `validate` call made while a submission waits.
-    pub validate_limits: Limits,
-    /// Permits for the CPU- and memory-heavy work submissions do off the async runtime
-    /// (`validate`, `decode`), one per CPU: a flood of submissions queues here instead of
-    /// spawning hundreds of blocking threads.
-    pub blocking_work: Arc<tokio::sync::Semaphore>,
     /// Permits for password hashing, apart from `blocking_work` so that a flood of logins
     /// cannot take the submissions' permits: half the CPUs, at least one.
     pub login_work: Arc<tokio::sync::Semaphore>,
-    /// One permit for a publish's check (compile, describe, the examples run, which may take
-    /// the examples' whole time limit): publishes take turns on it, apart from
-    /// `blocking_work`, so two slow publishes cannot hold up every launch's `validate`.
-    pub publish_work: Arc<tokio::sync::Semaphore>,
     /// Failed logins by address and user name.
     pub login_throttle: Arc<LoginThrottle>,
     /// Whose word on the client's address is taken (`--trusted-proxies`).
     pub trusted_proxies: Arc<TrustedProxies>,
-    /// The largest dataset accepted, in bytes.
-    pub max_dataset_bytes: u64,
-    /// What one user may hold: pending jobs, and bytes of datasets.
-    pub quotas: Quotas,
     /// Inline job bodies being read and checked, in KiB, server-wide.
     pub body_budget: BodyBudget,
     /// The sha256 of the token `GET /metrics` asks for, if it asks for one.
@@ -129,14 +105,10 @@ pub struct AppState {
     pub api_keys: Arc<KeyCache>,
     /// Single sign-on, when an issuer is configured.
     pub oidc: Option<Arc<crate::oidc::OidcVerifier>>,
-    /// Who waits for which job (long-polls, event streams).
-    pub changes: Arc<JobChanges>,
     /// The feeds of `GET /jobs/events`, one per user with streams open.
     pub owner_feeds: Arc<owner_feed::OwnerFeeds>,
     /// Event streams and long-polls open, by user, and how many each may hold.
     pub held_requests: Arc<HeldRequests>,
-    /// Where callbacks may go.
-    pub webhook_policy: Arc<WebhookPolicy>,
 }
 
 impl AppState {
@@ -149,71 +121,19 @@ impl AppState {
         job_limits: JobLimits,
     ) -> AppState {
         AppState {
-            store,
-            registry: plugins.registry().clone(),
-            plugins,
-            max_plugin_bytes: DEFAULT_MAX_PLUGIN_BYTES,
+            services: Services::new(store, plugins, local_jobs, metrics, job_limits),
             tokens,
-            local_jobs,
-            metrics,
-            validate_limits: Limits {
-                wall_time: Duration::from_secs(5),
-                ..job_limits.sandbox
-            },
-            blocking_work: Arc::new(tokio::sync::Semaphore::new(cpus())),
             login_work: Arc::new(tokio::sync::Semaphore::new((cpus() / 2).max(1))),
-            publish_work: Arc::new(tokio::sync::Semaphore::new(PUBLISH_CHECKS)),
             login_throttle: Arc::default(),
             trusted_proxies: Arc::default(),
-            job_limits,
-            max_dataset_bytes: DEFAULT_MAX_DATASET_BYTES,
-            quotas: Quotas::default(),
             body_budget: BodyBudget::default(),
             metrics_token_sha256: None,
             user_access: Arc::default(),
             api_keys: Arc::default(),
             oidc: None,
-            changes: Arc::default(),
             held_requests: Arc::default(),
             owner_feeds: Arc::default(),
-            webhook_policy: Arc::default(),
         }
-    }
-}
-
-impl AppState {
-    /// Limits of the calls a submission makes into `use_case` (`decode`, `validate`): the
-    /// short deadline, and the memory cap the job would run under (the use case's own, or
-    /// the job's lower `memory_limit_mib`), since checking an input needs about what running
-    /// on it does, and a plugin may ask whether its run would fit.
-    pub fn submission_limits(&self, use_case: &str, options: Option<&JobOptions>) -> Limits {
-        let limits = self.job_limits.of(use_case);
-        Limits {
-            memory_bytes: options.map_or(limits.sandbox.memory_bytes, |options| {
-                limits.for_run(options).memory_bytes
-            }),
-            ..self.validate_limits
-        }
-    }
-
-    /// Runs CPU- or memory-heavy work of a submission (a call into a plugin) on a blocking
-    /// thread, at most one per CPU at a time. The work holds its permit until it is done,
-    /// even when the request is dropped first (the client hung up): a blocking thread cannot
-    /// be stopped, and its sandbox instance holds a slot of the instance pool, which is sized
-    /// for one submission call per permit.
-    pub async fn run_blocking<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, ApiError> {
-        run_with_permit(&self.blocking_work, work).await
-    }
-
-    /// Runs a publish's check on a blocking thread, under the publishes' own permit.
-    pub async fn run_publish_check<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, ApiError> {
-        run_with_permit(&self.publish_work, work).await
     }
 
     /// Runs a password hash on a blocking thread, under the logins' own permits.
@@ -225,33 +145,21 @@ impl AppState {
     }
 }
 
-/// Runs `work` on a blocking thread once `permits` gives one, held until the work is done.
-async fn run_with_permit<T: Send + 'static>(
-    permits: &Arc<tokio::sync::Semaphore>,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
-    let permit = permits
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|error| ApiError::Internal(error.to_string()))?;
-    Ok(tokio::task::spawn_blocking(move || {
-        let result = work();
-        drop(permit);
-        result
-    })
-    .await?)
+// Handlers read the shared services as fields of their state, and hand `&state` to the
+// domain, which takes `&Services`: one state for axum, two layers for the code.
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.services
+    }
 }
 
-/// Publish checks run at once (each holds a sandbox instance while its examples run).
-pub const PUBLISH_CHECKS: usize = 1;
-
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(2, |count| count.get())
+impl std::ops::DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut Services {
+        &mut self.services
+    }
 }
-
-/// `--max-dataset-bytes` when not given: 256 MiB.
-pub const DEFAULT_MAX_DATASET_BYTES: u64 = 256 << 20;
 
 /// What a replica that only runs jobs (`serve --no-api`) serves: `/healthz`, `/readyz`
 /// and `/metrics`, for its orchestrator and its autoscaler; anything else is 404.
