@@ -11,10 +11,10 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::audit::record_by;
 use super::wire::{UserList, UserView};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::{AuthUser, hash_password};
+use crate::domain::audit::record_by;
 use crate::store::{Role, StoreError, UserChange, UserQuotas};
 use crate::user_name;
 use crate::violation::Violation;

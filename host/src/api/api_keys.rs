@@ -12,13 +12,13 @@ use serde::Deserialize;
 
 use serde_json::json;
 
-use super::audit::record_by;
-use super::key_project::default_project;
-use super::projects::project_role;
 use super::wire::{ApiKeyCreated, ApiKeyList, ApiKeyView};
 use super::{ApiError, AppState, Json, Path};
 use crate::api_key::{self, Scope};
 use crate::auth::AuthUser;
+use crate::domain::audit::record_by;
+use crate::domain::projects::default_project;
+use crate::domain::projects::project_role;
 use crate::store::{Role, now_millis};
 use crate::violation::Violation;
 

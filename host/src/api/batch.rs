@@ -10,14 +10,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::Value;
 
-use super::problems::{
-    LaunchRequest, insert_failed, invalid, launched, parse_object, prepare, read_launch,
-    request_hash,
-};
-use super::projects::{launch_project, named_project};
+use super::launch_request::{LaunchRequest, launched, parse_object, read_launch, request_hash};
 use super::wire::BatchResponse;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::domain::error::invalid;
+use crate::domain::launch::{insert_failed, prepare};
+use crate::domain::projects::{launch_project, named_project};
 use crate::plugins::Plugin;
 use crate::store::{Idempotency, Inserted, NewJob};
 use crate::violation::Violation;

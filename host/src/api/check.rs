@@ -11,10 +11,11 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 use serde::Serialize;
 
-use super::problems::{LaunchRequest, parse_object, prepare, read_launch};
-use super::races::{prepare_race, take_race};
+use super::launch_request::{LaunchRequest, parse_object, read_launch};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::domain::launch::prepare;
+use crate::domain::races::{prepare_race, take_race};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/problem/{problem_id}/check", post(check))

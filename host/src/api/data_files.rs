@@ -20,11 +20,11 @@ use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::key_project::default_project;
-use super::projects::{launch_project, project_role};
 use super::wire::{DataFileList, DataFileResponse};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::domain::projects::default_project;
+use crate::domain::projects::{launch_project, project_role};
 use crate::store::{CHUNK_BYTES, DataFile, JobStore, Role, now_millis};
 
 /// What a multipart body may carry beyond the file itself (boundaries, part headers, small
@@ -419,9 +419,7 @@ async fn remove(
     }
 }
 
-pub(super) fn not_found(id: &str) -> ApiError {
-    ApiError::NotFound(format!("no data file {id:?}; POST /data_file uploads one"))
-}
+pub(super) use crate::domain::launch::data_file_not_found as not_found;
 
 /// The request's media type without parameters, lowercase.
 fn essence(headers: &HeaderMap) -> Option<String> {

@@ -21,14 +21,14 @@ use futures_util::{Stream, StreamExt, stream};
 use tokio::sync::broadcast;
 
 use super::held::{Connection, Hold, Interrupt};
-use super::jobs::not_found;
-use super::key_project::default_project;
 use super::owner_feed::{FeedItem, GATHER, list_entry_json, status_events};
-use super::projects::{named_project, project_role};
 use super::wire::{IncumbentView, JobStatusResponse, LogEvent, ProgressView, StatusEvent};
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
 use crate::changes::{JobWatch, Owner, SharedJob};
+use crate::domain::jobs::not_found;
+use crate::domain::projects::default_project;
+use crate::domain::projects::{named_project, project_role};
 use crate::store::{
     IncumbentRecord, JobFilter, JobRecord, JobStatus, JobSummary, Millis, Progress, now_millis,
 };

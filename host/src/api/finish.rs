@@ -10,12 +10,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
-use super::jobs::{not_found, not_writable};
 use super::long_poll::{Until, wait_for_job};
-use super::races::{Stop, stop_entrants};
 use super::wire::CancelResponse;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::domain::jobs::{not_found, not_writable};
+use crate::domain::races::{Stop, stop_entrants};
 use crate::store::{FinishOutcome, JobStatus};
 
 /// How long the answer waits for the job to end: its plugin's return, or the grace's end.

@@ -6,10 +6,10 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
 
-use super::jobs::not_found;
 use super::wire::{IncumbentView, IncumbentsResponse};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::domain::jobs::not_found;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/job/{job_id}/incumbents", get(incumbents))

@@ -3,9 +3,9 @@
 //! (`sort`). Read by hand rather than by serde: `label` may repeat,
 //! and every mistake gets a 400 that names it.
 
-use super::labels::valid_key;
 use super::query::{JOBS_PARAMETERS, unknown_parameters};
 use super::{ApiError, AppState};
+use crate::domain::labels::valid_key;
 use crate::store::{JobFilter, JobStatus, Millis};
 
 /// The most jobs one page lists.

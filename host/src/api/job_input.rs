@@ -16,10 +16,10 @@ use axum::routing::get;
 
 use serde_json::{Map, Value};
 
-use super::jobs::not_found;
-use super::plugins::resolve_synced;
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
+use crate::domain::jobs::not_found;
+use crate::domain::launch::resolve_synced;
 use crate::plugins::is_json;
 use crate::store::JobInput;
 

@@ -10,13 +10,13 @@ use axum::routing::get;
 
 use super::held::{Connection, Hold};
 use super::job_filter::JobListRequest;
-use super::key_project::default_project;
 use super::long_poll::{Until, WaitQuery, wait_for_job};
-use super::projects::{named_project, project_role};
-use super::races::{Stop, stop_entrants};
 use super::wire::{CancelResponse, JobList, JobListEntry, JobStatusResponse};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::domain::jobs::{not_found, not_writable};
+use crate::domain::projects::{default_project, named_project, project_role};
+use crate::domain::races::{Stop, stop_entrants};
 use crate::store::{CancelOutcome, JobOutput, JobStatus, now_millis};
 
 /// How long `DELETE /job/<id>` waits for a running job to stop before it answers 202.
@@ -60,30 +60,6 @@ async fn counts(
         *counts.entry(status.as_str()).or_default() += count;
     }
     Ok(Json(counts))
-}
-
-/// Another user's job answers exactly like a job that does not exist.
-pub(super) fn not_found(job_id: &str) -> ApiError {
-    ApiError::NotFound(format!("no job {job_id:?}"))
-}
-
-/// Why a job the caller may not change was left alone: 403 where it may read it (it views
-/// the job's project), 404 where it may not, as for anyone's.
-pub(super) async fn not_writable(
-    state: &AppState,
-    user: &AuthUser,
-    job_id: &str,
-    doing: &str,
-) -> ApiError {
-    match state.store.job(&user.id, job_id).await {
-        Ok(Some(job)) => ApiError::Forbidden(format!(
-            "{} is a viewer of project {:?}, and {doing} its jobs needs a member",
-            user.username,
-            job.project_id.unwrap_or_default()
-        )),
-        Ok(None) => not_found(job_id),
-        Err(error) => error.into(),
-    }
 }
 
 /// The job's status; with `?wait=S`, once it differs from `?status=` (by default: once it

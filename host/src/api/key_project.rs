@@ -1,17 +1,17 @@
 //! Keys bound to a project: such a key launches, uploads and lists in its project (the
 //! default where a request names none, a 403 where it names another), and reaches no job,
 //! data file or experiment of another project, whether a path or a launch's body names it
-//! (404, as for anyone's). A key bound to a shared project goes only where projects are
-//! understood: the routes of jobs (their counts too), data files, experiments, use cases,
-//! keys and webhook secrets, and the project's job feed. The plugin registry is the
-//! server's: not a project's.
+//! (404, as for anyone's: [`within_key_project`]). A key bound to a shared project goes only
+//! where projects are understood: the routes of jobs (their counts too), data files,
+//! experiments, use cases, keys and webhook secrets, and the project's job feed. The plugin
+//! registry is the server's: not a project's.
 
 use axum::http::request::Parts;
 
-use super::projects::named_project;
 use super::{ApiError, AppState};
 use crate::api_key::Scope;
 use crate::auth::AuthUser;
+use crate::domain::projects::{default_project, named_project, within_key_project};
 use crate::store::ProjectOwned;
 
 /// The routes a key bound to a shared project may take, by path prefix; `/jobs` and
@@ -67,35 +67,4 @@ pub async fn confine(state: &AppState, user: &AuthUser, parts: &Parts) -> Result
     let id = id.split('/').next().unwrap_or_default();
     let id = percent_encoding::percent_decode_str(id).decode_utf8_lossy();
     within_key_project(state, user, kind, &id).await
-}
-
-/// 404, as for anyone's, for a job, data file or experiment outside the project the
-/// request's key is bound to; nothing where the key is not bound, or there is no such
-/// thing (its handler says so).
-pub async fn within_key_project(
-    state: &AppState,
-    user: &AuthUser,
-    kind: ProjectOwned,
-    id: &str,
-) -> Result<(), ApiError> {
-    let Some(project) = default_project(user) else {
-        return Ok(());
-    };
-    match state.store.project_of(kind, id).await? {
-        // Things from before projects are their owner's: in the personal project.
-        Some(found) if found.as_deref().unwrap_or(user.id.as_str()) != project => {
-            let what = match kind {
-                ProjectOwned::Job => "job",
-                ProjectOwned::DataFile => "data file",
-                ProjectOwned::Experiment => "experiment",
-            };
-            Err(ApiError::NotFound(format!("no {what} {id:?}")))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The project a key launches and lists in where the request names none.
-pub fn default_project(user: &AuthUser) -> Option<&str> {
-    user.key.as_ref()?.project.as_deref()
 }

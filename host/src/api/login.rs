@@ -9,10 +9,10 @@ use axum::routing::post;
 
 use serde_json::json;
 
-use super::audit::record_later;
 use super::wire::{LoginRequest, TokenResponse};
 use super::{ApiError, AppState, Json};
 use crate::auth::verify_password;
+use crate::domain::audit::record_later;
 use crate::user_name;
 
 /// The longest a throttled login waits for its 429.

@@ -7,8 +7,8 @@
 
 use serde_json::json;
 
-use super::audit::record;
 use super::{ApiError, AppState};
+use crate::domain::audit::record;
 use crate::oidc::OidcVerifier;
 use crate::store::{Role, User};
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::audit::record;
 use super::oidc_projects::follow_projects_claim;
 use super::{ApiError, AppState};
 use crate::auth::AuthUser;
+use crate::domain::audit::record;
 use crate::oidc::{NO_PASSWORD, OidcVerifier};
 use crate::store::{Role, StoreError, UserChange};
 

@@ -7,8 +7,8 @@
 use serde_json::{Map, Value, json};
 
 use super::batch::MAX_BATCH;
-use super::labels::MAX_LABELS;
 use super::openapi_accounts as accounts;
+use crate::domain::labels::MAX_LABELS;
 use crate::plugins::PluginRegistry;
 
 /// The body schemas of `schemas/api/`, by the component names the paths refer to.
@@ -542,7 +542,7 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                 },
             }),
         ),
-        ("Options", super::options::schema()),
+        ("Options", crate::domain::options::schema()),
         (
             "Labels",
             json!({

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::experiments::MAX_EXPERIMENT_JOBS;
+use crate::domain::experiments::MAX_EXPERIMENT_JOBS;
 
 /// The schemas, by component name.
 pub fn schemas() -> Vec<(&'static str, Value)> {

@@ -18,16 +18,16 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
-use super::audit::registry_actor;
-use super::problems::invalid;
-use super::publish_gate::{parse_gate, run_gate};
 use super::wire::{GateView, format_rfc3339};
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 use crate::config::parse_duration;
+use crate::domain::audit::registry_actor;
+use crate::domain::error::invalid;
+use crate::domain::launch::resolve_synced;
+use crate::domain::publish_gate::{parse_gate, run_gate};
 use crate::plugins::check::{CheckOptions, Checker, Failure};
-use crate::plugins::sync::Fetched;
-use crate::plugins::{Plugin, PluginSource, Unresolved, VersionEntry, VersionRequest};
+use crate::plugins::{PluginSource, Unresolved, VersionEntry, VersionRequest};
 use crate::store::{CHUNK_BYTES, JobStore, Published, StoredVersion};
 use crate::violation::Violation;
 
@@ -318,9 +318,9 @@ async fn publish(
             ApiError::Internal(format!("{name} {version} is not listed after its publish"))
         })?;
     let gate = match (gate, gated_against) {
-        (Some(template), Some(current)) if current.digest != plugin.digest => {
-            Some(run_gate(&state, &user, &template, &current, &plugin).await?)
-        }
+        (Some(template), Some(current)) if current.digest != plugin.digest => Some(GateView::from(
+            run_gate(&state, &user, &template, &current, &plugin).await?,
+        )),
         _ => None,
     };
     let listed = match &gate {
@@ -625,37 +625,6 @@ fn stored_entry(
         "{name} has no version {version}; it has {}",
         available.join(", ")
     )))
-}
-
-/// Resolves a `problem_id` with a version; a version this replica has not loaded yet (just
-/// published on another) is looked for in the store once before the 404.
-pub(super) async fn resolve_synced(
-    state: &AppState,
-    problem_id: &str,
-) -> Result<Arc<Plugin>, ApiError> {
-    match state.registry.resolve_request(problem_id) {
-        Ok(plugin) => Ok(plugin),
-        Err(Unresolved::NoVersion { .. }) | Err(Unresolved::NoUseCase(_))
-            if problem_id.contains('@') =>
-        {
-            state.plugins.sync_if_changed().await?;
-            // A listed version this replica has not compiled yet: compiled now.
-            if state.registry.resolve_request(problem_id).is_err()
-                && let Some(listed) = state.registry.listed(problem_id)
-                && let Fetched::Refused(why) = state.plugins.component(&listed.digest()).await?
-            {
-                return Err(ApiError::NotFound(format!(
-                    "{} {} does not load on this replica: {why}",
-                    listed.name, listed.version
-                )));
-            }
-            state
-                .registry
-                .resolve_request(problem_id)
-                .map_err(|unresolved| ApiError::NotFound(unresolved.to_string()))
-        }
-        Err(unresolved) => Err(ApiError::NotFound(unresolved.to_string())),
-    }
 }
 
 impl VersionView {

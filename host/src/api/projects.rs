@@ -14,13 +14,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::admin::parse;
-use super::audit::record_by;
-use super::key_project::default_project;
 use super::wire::{
     MemberView, ProjectAccessView, ProjectDetail, ProjectList, UserProjectList, format_rfc3339,
 };
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
+use crate::domain::audit::record_by;
 use crate::store::{ProjectRecord, Role, StoreError};
 use crate::violation::Violation;
 
@@ -39,53 +38,6 @@ pub fn router() -> Router<AppState> {
             "/admin/projects/{project_id}/members/{username}",
             put(set_member).delete(remove_member),
         )
-}
-
-/// The caller's role in a project: a member of its personal one (the project id that is its
-/// own), else what the project says; 404 for a project it is not in.
-pub async fn project_role(
-    state: &AppState,
-    user: &AuthUser,
-    project_id: &str,
-) -> Result<Role, ApiError> {
-    if project_id == user.id {
-        return Ok(Role::Member);
-    }
-    state
-        .store
-        .user_projects(&user.id)
-        .await?
-        .into_iter()
-        .find(|(project, _)| project.id == project_id)
-        .map(|(_, role)| role)
-        .ok_or_else(|| ApiError::NotFound(format!("no project {project_id:?}")))
-}
-
-/// `?project=`'s value, decoded, if the query has one.
-pub fn named_project(query: Option<&str>) -> Option<String> {
-    form_urlencoded::parse(query?.as_bytes())
-        .find(|(name, _)| name == "project")
-        .map(|(_, value)| value.into_owned())
-}
-
-/// The project a launch goes to, if `?project=` (or the key's project) names one: the
-/// caller must be a member.
-pub async fn launch_project(
-    state: &AppState,
-    user: &AuthUser,
-    project_id: Option<&str>,
-) -> Result<Option<String>, ApiError> {
-    let project_id = project_id.or(default_project(user));
-    let Some(project_id) = project_id.filter(|project_id| *project_id != user.id) else {
-        return Ok(None);
-    };
-    match project_role(state, user, project_id).await? {
-        Role::Viewer => Err(ApiError::Forbidden(format!(
-            "{} is a viewer of project {project_id:?}, and launching in it needs a member",
-            user.username
-        ))),
-        _ => Ok(Some(project_id.to_owned())),
-    }
 }
 
 async fn mine(

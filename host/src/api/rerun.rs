@@ -10,30 +10,22 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::jobs::not_found;
-use super::plugins::resolve_synced;
-use super::problems::{accepted, insert_failed, invalid, prepare_with};
-use super::projects::launch_project;
+use super::launch_request::accepted;
 use super::{ApiError, AppState, Path};
 use crate::auth::AuthUser;
-use crate::options::JobOptions;
-use crate::store::{Inserted, JobInput};
+use crate::domain::error::invalid;
+use crate::domain::jobs::not_found;
+use crate::domain::launch::{insert_failed, prepare_with, resolve_synced};
+use crate::domain::projects::launch_project;
+use crate::domain::rerun::launch_fields;
+use crate::store::Inserted;
 use crate::violation::Violation;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/job/{job_id}/rerun", post(rerun))
 }
-
-/// The labels an experiment's or a race's jobs carry, which their reruns do not.
-const RUN_LABELS: &[&str] = &[
-    "experiment",
-    "experiment_version",
-    "experiment_input",
-    "experiment_seed",
-    "race",
-];
 
 /// The most a rerun's body may hold: a version and options.
 const MAX_BODY: usize = 64 << 10;
@@ -168,84 +160,4 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<RerunRequest, ApiError
         return Err(invalid("the rerun's body is not valid", errors));
     }
     Ok(RerunRequest { version, options })
-}
-
-/// The launch body the earlier job stands for: its input (or dataset and parameters), its
-/// options as it ran with them (seed included) with `overrides` set over them, its labels.
-async fn launch_fields(
-    state: &AppState,
-    earlier: &JobInput,
-    overrides: Option<Map<String, Value>>,
-) -> Result<Map<String, Value>, ApiError> {
-    let corrupt = |what: &str| ApiError::Internal(format!("the job's stored {what} do not parse"));
-    let mut fields = input_fields(state, earlier).await?;
-    let ran: JobOptions = serde_json::from_str(&earlier.options).map_err(|_| corrupt("options"))?;
-    let mut options = Map::new();
-    options.insert(
-        "time_limit_s".into(),
-        json!(ran.time_limit_ms as f64 / 1000.0),
-    );
-    options.insert("seed".into(), json!(ran.seed));
-    if let Some(iterations) = ran.max_iterations {
-        options.insert("max_iterations".into(), json!(iterations));
-    }
-    if let Some(memory) = ran.memory_limit_mib {
-        options.insert("memory_limit_mib".into(), json!(memory));
-    }
-    if ran.priority > 0 {
-        options.insert("priority".into(), json!(ran.priority));
-    }
-    for (name, value) in overrides.into_iter().flatten() {
-        options.insert(name, value);
-    }
-    fields.insert("options".into(), Value::Object(options));
-    if let Some(labels) = &earlier.labels {
-        let mut labels: Map<String, Value> =
-            serde_json::from_str(labels).map_err(|_| corrupt("labels"))?;
-        // Where the job stood in an experiment or a race is not the rerun's: it is in
-        // neither.
-        labels.retain(|key, _| !RUN_LABELS.contains(&key.as_str()));
-        fields.insert("labels".into(), Value::Object(labels));
-    }
-    Ok(fields)
-}
-
-/// The launch body fields of an earlier job's input: its inline input (kept in the job, or
-/// once for the jobs that share it), or its dataset and the parameters given beside it.
-pub(super) async fn input_fields(
-    state: &AppState,
-    earlier: &JobInput,
-) -> Result<Map<String, Value>, ApiError> {
-    let corrupt = |what: &str| ApiError::Internal(format!("the job's stored {what} do not parse"));
-    Ok(match &earlier.dataset {
-        None => match serde_json::from_str(&earlier.input) {
-            Ok(Value::Object(fields)) => fields,
-            _ => return Err(corrupt("input")),
-        },
-        Some(dataset) if dataset.data_file_id.is_none() => {
-            let bytes = state
-                .store
-                .blob(&dataset.blob_id)
-                .await?
-                .ok_or_else(|| ApiError::Internal("the job's kept input is gone".into()))?;
-            match serde_json::from_slice(&bytes) {
-                Ok(Value::Object(fields)) => fields,
-                _ => return Err(corrupt("input")),
-            }
-        }
-        Some(dataset) => {
-            let mut fields = match earlier.input.as_str() {
-                "" => Map::new(),
-                parameters => match serde_json::from_str(parameters) {
-                    Ok(Value::Object(fields)) => fields,
-                    _ => return Err(corrupt("parameters")),
-                },
-            };
-            fields.insert(
-                "data_file_identifier".into(),
-                Value::String(dataset.data_file_id.clone().unwrap_or_default()),
-            );
-            fields
-        }
-    })
 }

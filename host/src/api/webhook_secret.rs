@@ -9,11 +9,11 @@ use axum::routing::get;
 use serde::Serialize;
 use serde_json::json;
 
-use super::audit::record_by;
-use super::key_project::default_project;
-use super::projects::{named_project, project_role};
 use super::{ApiError, AppState, Json};
 use crate::auth::AuthUser;
+use crate::domain::audit::record_by;
+use crate::domain::projects::default_project;
+use crate::domain::projects::{named_project, project_role};
 use crate::store::{Role, SecretHolder};
 use crate::webhooks::sign::new_secret;
 

@@ -110,3 +110,11 @@ pub enum ApiError {
     #[error("internal error: {0}")]
     Internal(String),
 }
+
+/// A refusal of what the caller sent: `detail`, and every problem found, with where it is.
+pub fn invalid(detail: &str, errors: Vec<Violation>) -> ApiError {
+    ApiError::Validation {
+        detail: detail.to_owned(),
+        errors,
+    }
+}

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::ApiError;
 use super::audit::registry_actor;
-use super::experiments::{ExperimentRequest, launch, parse_fields, view};
-use super::problems::invalid;
-use super::wire::GateView;
-use super::{ApiError, AppState};
+use super::error::invalid;
+use super::experiments::{ExperimentRequest, launch, parse_fields, summary};
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
+use crate::state::Services;
 use crate::violation::Violation;
 
 /// How long a publish waits for its gate's experiment. A gate that has not finished by then
@@ -58,15 +58,32 @@ pub fn parse_gate(gate: &str) -> Result<ExperimentRequest, ApiError> {
     parse_fields(fields, false)
 }
 
+/// What a gate decided: promoted or not, against which version, on what record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateVerdict {
+    /// Its experiment; none if the experiment could not be launched (`reason` says why).
+    pub experiment: Option<String>,
+    /// Promoted: it lost on no input and failed on none.
+    pub passed: bool,
+    /// The version it was compared against.
+    pub against: String,
+    pub wins: usize,
+    pub ties: usize,
+    pub losses: usize,
+    pub failures: usize,
+    /// Why it was not promoted, if it was not.
+    pub reason: Option<String>,
+}
+
 /// Runs the gate: an experiment of `current` against `candidate`, waited for; promotes the
 /// candidate if it passed.
 pub async fn run_gate(
-    state: &AppState,
+    state: &Services,
     user: &AuthUser,
     template: &ExperimentRequest,
     current: &Arc<Plugin>,
     candidate: &Arc<Plugin>,
-) -> Result<GateView, ApiError> {
+) -> Result<GateVerdict, ApiError> {
     let request = ExperimentRequest {
         problem: current.info.name.clone(),
         versions: vec![current.digest.clone()],
@@ -84,16 +101,16 @@ pub async fn run_gate(
     };
     let started = Instant::now();
     let experiment = loop {
-        let experiment = view(state, user, &record.id).await?;
+        let experiment = summary(state, user, &record.id).await?.summary;
         if experiment.progress.done || started.elapsed() >= GATE_WAIT {
             break experiment;
         }
         tokio::time::sleep(POLL).await;
     };
-    let challenger = experiment.summary.last().ok_or_else(|| {
+    let challenger = experiment.versions.last().ok_or_else(|| {
         ApiError::Internal(format!("gate experiment {} has no versions", record.id))
     })?;
-    let inputs = experiment.results.len();
+    let inputs = experiment.inputs.len();
     let reason = if !experiment.progress.done {
         Some(format!(
             "its experiment did not finish within {} s",
@@ -145,7 +162,7 @@ pub async fn run_gate(
         name = %candidate.info.name, version = %candidate.info.version,
         experiment = %record.id, passed, reason = reason.as_deref(), "publish gate"
     );
-    Ok(GateView {
+    Ok(GateVerdict {
         experiment: Some(record.id),
         passed,
         against: current.info.version.clone(),
@@ -159,7 +176,7 @@ pub async fn run_gate(
 
 /// The answer of a gate whose experiment could not be launched (its template's inputs are
 /// refused, say): not passed, and why.
-fn refused_before_running(current: &Plugin, error: &ApiError) -> GateView {
+fn refused_before_running(current: &Plugin, error: &ApiError) -> GateVerdict {
     let why = match error {
         ApiError::Validation { detail, errors } => {
             let listed: Vec<String> = errors
@@ -170,7 +187,7 @@ fn refused_before_running(current: &Plugin, error: &ApiError) -> GateView {
         }
         other => other.to_string(),
     };
-    GateView {
+    GateVerdict {
         experiment: None,
         passed: false,
         against: current.info.version.clone(),

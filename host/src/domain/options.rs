@@ -10,6 +10,9 @@ use crate::options::JobOptions;
 use crate::violation::Violation;
 use crate::webhooks::WebhookPolicy;
 
+/// The most entrants one race runs.
+pub const MAX_ENTRANTS: usize = 16;
+
 /// What reading a launch's options is checked against.
 pub struct OptionContext<'a> {
     /// The use case's limits, which an option may lower and never raise.
@@ -124,7 +127,7 @@ pub const OPTIONS: &[JobOption] = &[
                 "type": "object",
                 "description": "Several entrants at once, each under the job's time limit: seeds (the launch's seed, then the next ones) and/or versions of the use case; the best by its objective is kept, and the others stop when one proves optimality. A single launch only (not a batch or a rerun).",
                 "properties": {
-                    "seeds": {"type": "integer", "minimum": 1, "maximum": super::races::MAX_ENTRANTS},
+                    "seeds": {"type": "integer", "minimum": 1, "maximum": MAX_ENTRANTS},
                     "versions": {"type": "array", "items": {"type": "string", "minLength": 1}},
                 },
                 "additionalProperties": false,

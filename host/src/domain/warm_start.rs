@@ -3,12 +3,14 @@
 
 use serde_json::Value;
 
-use super::key_project::within_key_project;
-use super::problems::invalid;
-use super::{ApiError, AppState};
+use super::ApiError;
+use super::error::invalid;
+use super::jobs::not_found;
+use super::projects::within_key_project;
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
 use crate::plugins::warm_start::WARM_START_KEYWORD;
+use crate::state::Services;
 use crate::store::{JobOutput, ProjectOwned};
 use crate::violation::Violation;
 
@@ -18,8 +20,8 @@ const BLOCKING_PARSE_ABOVE: usize = 64 << 10;
 /// The input field a warm start from `job_id` fills, and its value. The job must be the
 /// caller's (404 otherwise, as for any id of someone else's), of the same use case, and
 /// completed; the use case must declare where a warm start goes (422 otherwise).
-pub(super) async fn warm_start_field(
-    state: &AppState,
+pub async fn warm_start_field(
+    state: &Services,
     user: &AuthUser,
     plugin: &Plugin,
     job_id: &str,
@@ -41,7 +43,7 @@ pub(super) async fn warm_start_field(
         .store
         .job_input(&user.id, job_id)
         .await?
-        .ok_or_else(|| super::jobs::not_found(job_id))?;
+        .ok_or_else(|| not_found(job_id))?;
     if earlier.problem != plugin.info.name {
         return Err(refused(format!(
             "job {job_id} ran {}, not {}",
@@ -56,7 +58,7 @@ pub(super) async fn warm_start_field(
                 status.as_str()
             )));
         }
-        None => return Err(super::jobs::not_found(job_id)),
+        None => return Err(not_found(job_id)),
     };
     let parsed = if output.len() > BLOCKING_PARSE_ABOVE {
         state

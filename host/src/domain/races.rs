@@ -6,21 +6,20 @@
 
 use std::sync::Arc;
 
-use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use super::problems::{Prepared, accepted, invalid, prepare_with, replay};
-use super::{ApiError, AppState};
+use super::ApiError;
+use super::error::invalid;
+use super::launch::{Prepared, Stored, prepare_with, resolve_synced};
+pub use super::options::MAX_ENTRANTS;
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
 use crate::plugins::objective::OBJECTIVE_KEYWORD;
+use crate::state::Services;
 use crate::store::{
     CancelOutcome, FinishOutcome, Idempotency, Inserted, JobStatus, NewJob, RaceEntrant,
 };
 use crate::violation::Violation;
-
-/// The most entrants one race runs.
-pub const MAX_ENTRANTS: usize = 16;
 
 /// The label each entrant carries: its race.
 pub const RACE_LABEL: &str = "race";
@@ -109,7 +108,7 @@ pub fn parse_race(race: &Value) -> Result<RaceRequest, Vec<Violation>> {
 }
 
 /// A launch body that asked for a race, parsed, with what its request said beside it.
-pub(super) struct RaceLaunch {
+pub struct RaceLaunch {
     /// The use case the launch named (its version, if it pinned one).
     pub plugin: Arc<Plugin>,
     /// The version asked for after `@`, if one was.
@@ -125,12 +124,12 @@ pub(super) struct RaceLaunch {
 }
 
 /// Checks and stores a race: the race itself (never claimed) and its entrants, all or none;
-/// `202` with the race's id, as a launch answers.
-pub(super) async fn launch(
-    state: &AppState,
+/// the race's id, as a launch's.
+pub async fn launch(
+    state: &Services,
     user: &AuthUser,
     launch: RaceLaunch,
-) -> Result<Response, ApiError> {
+) -> Result<Stored, ApiError> {
     let RaceLaunch {
         plugin,
         requested,
@@ -198,10 +197,15 @@ pub(super) async fn launch(
         }) => {
             // The same key, sent twice at once: the other request stored its race first,
             // and none of this one's entrants was stored.
-            let idempotency = idempotency.as_ref().ok_or_else(|| {
-                ApiError::Internal("an existing race reported for a request without a key".into())
-            })?;
-            return replay(user, plugin, idempotency, job_id.clone(), request_hash);
+            if idempotency.is_none() {
+                return Err(ApiError::Internal(
+                    "an existing race reported for a request without a key".into(),
+                ));
+            }
+            return Ok(Stored::Existing {
+                job_id: job_id.clone(),
+                request_hash: request_hash.clone(),
+            });
         }
         None => return Err(ApiError::Internal("a race stored nothing".into())),
     }
@@ -217,15 +221,15 @@ pub(super) async fn launch(
         job = %race_id, problem = %plugin.info.name, entrants, user = %user.username,
         "race accepted"
     );
-    Ok(accepted(user, plugin, race_id).into_response())
+    Ok(Stored::Created(race_id))
 }
 
 /// A race checked as its launch checks it: its versions (each in service, declaring an
 /// objective, none twice), 2 to [`MAX_ENTRANTS`] entrants, and the body against each version
 /// raced as a launch of that version would be. Each version raced, with its launch ready;
 /// [`launch`] stores them, `POST /problem/<id>/check` answers for them.
-pub(super) async fn prepare_race(
-    state: &AppState,
+pub async fn prepare_race(
+    state: &Services,
     user: &AuthUser,
     plugin: &Arc<Plugin>,
     race: &RaceRequest,
@@ -259,7 +263,7 @@ pub(super) async fn prepare_race(
 /// The plugins raced: each version named (422 for one not in service), else the launch's
 /// own; each must declare an objective, or the race cannot pick its best (422).
 async fn versions(
-    state: &AppState,
+    state: &Services,
     plugin: &Arc<Plugin>,
     race: &RaceRequest,
 ) -> Result<Vec<Arc<Plugin>>, ApiError> {
@@ -270,7 +274,7 @@ async fn versions(
     }
     for (index, version) in race.versions.iter().enumerate() {
         let problem_id = format!("{}@{version}", plugin.info.name);
-        match super::plugins::resolve_synced(state, &problem_id).await {
+        match resolve_synced(state, &problem_id).await {
             Ok(plugin) => plugins.push(plugin),
             Err(ApiError::NotFound(why)) => errors.push(Violation::new(
                 format!("/options/race/versions/{index}"),
@@ -309,7 +313,7 @@ async fn versions(
 
 /// How a race's entrants are stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stop {
+pub enum Stop {
     Cancel,
     /// Each returns what it has; the race keeps the best.
     Finish,
@@ -317,8 +321,8 @@ pub(super) enum Stop {
 
 /// Stops the entrants of the caller's job that have not ended; none for a job that is not a
 /// race. True if it is a race.
-pub(super) async fn stop_entrants(
-    state: &AppState,
+pub async fn stop_entrants(
+    state: &Services,
     user: &AuthUser,
     job_id: &str,
     stop: Stop,
