@@ -47,7 +47,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use sha2::Digest;
 
-pub use crate::api::{AppState, app};
+pub use crate::api::AppState;
+pub use crate::api::router::app;
 use crate::auth::{TokenKeys, hash_password, write_private_file};
 use crate::config::{JobLimits, SandboxArgs, ServeArgs, StorageArgs};
 use crate::listener::ConnectionLimits;
@@ -404,9 +405,9 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     tracing::info!(?connection_limits, "accepting connections");
     let app = if args.no_api {
         tracing::info!("serving /healthz, /readyz and /metrics only (--no-api)");
-        api::operations_app(state)
+        api::router::operations_app(state)
     } else {
-        match api::cors(&args.cors_origins)? {
+        match api::cors::cors(&args.cors_origins)? {
             Some(cors) => app(state).layer(cors),
             None => app(state),
         }

@@ -51,7 +51,7 @@ async fn create(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let request: CreateKey =
-        super::admin::parse(&body, "{name, scopes, expires_at?, project?}", &[])?;
+        super::json_body::parse(&body, "{name, scopes, expires_at?, project?}", &[])?;
     let now = now_millis();
     let (scopes, expires_at) = checked(&user, &request, now)?;
     let project = bound_project(&state, &user, request.project.as_deref(), &scopes).await?;

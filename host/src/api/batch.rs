@@ -15,14 +15,12 @@ use super::wire::BatchResponse;
 use super::{ApiError, AppState, Json, Path};
 use crate::auth::AuthUser;
 use crate::domain::error::invalid;
+use crate::domain::launch::MAX_BATCH;
 use crate::domain::launch::{insert_failed, prepare};
 use crate::domain::projects::{launch_project, named_project};
 use crate::plugins::Plugin;
 use crate::store::{Idempotency, Inserted, NewJob};
 use crate::violation::Violation;
-
-/// The most jobs one batch launches.
-pub const MAX_BATCH: usize = 100;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/problem/{problem_id}/batch", post(run_batch))

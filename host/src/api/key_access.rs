@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::ApiError;
+use super::error::ApiError;
 use crate::api_key::{self, KeyGrant};
 use crate::auth::AuthUser;
 use crate::store::{ApiKeyRecord, JobStore, Role, now_millis};

@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::batch::MAX_BATCH;
 use super::openapi_accounts as accounts;
 use crate::domain::labels::MAX_LABELS;
+use crate::domain::launch::MAX_BATCH;
 use crate::plugins::PluginRegistry;
 
 /// The body schemas of `schemas/api/`, by the component names the paths refer to.

@@ -13,7 +13,7 @@ use axum::routing::{get, put};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::admin::parse;
+use super::json_body::parse;
 use super::wire::{
     MemberView, ProjectAccessView, ProjectDetail, ProjectList, UserProjectList, format_rfc3339,
 };

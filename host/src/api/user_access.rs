@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::ApiError;
+use super::error::ApiError;
 use crate::auth::AuthUser;
 use crate::store::{JobStore, UserAccess};
 

@@ -25,6 +25,9 @@ use crate::store::{
 };
 use crate::violation::Violation;
 
+/// The most jobs one batch launches.
+pub const MAX_BATCH: usize = 100;
+
 /// How a launch that passed its checks was stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stored {
