@@ -1,49 +1,27 @@
-//! The HTTP API: its shared state and extractors here, the router in `router.rs`, one
-//! module per route group.
+//! The HTTP API: handlers that read a request, call the domain (`crate::domain`) and answer.
+//!
+//! Route groups by what they serve: `jobs/` (launching, reading, following and stopping
+//! jobs), `registry/` (use cases' published versions), `experiments/`, `accounts/` (users,
+//! logins, keys, projects, the audit log), `datasets/` (data files), `operations/` (health
+//! and the service view). Here: the shared state and extractors (`mod.rs`), the router
+//! (`router.rs`), errors as problem+json (`error.rs`), wire types (`wire.rs`), the OpenAPI
+//! document, the console's files, CORS, the client's address, the body budget and the
+//! refusal of unknown query parameters.
 
-mod admin;
-mod api_keys;
-mod audit;
-mod batch;
-mod bearer;
+pub mod accounts;
 mod body_budget;
-mod check;
 mod client_address;
 mod console;
 pub mod cors;
-mod data_files;
+pub mod datasets;
 mod error;
-mod events;
-mod experiments;
-mod finish;
-mod health;
-mod held;
-mod incumbents;
-mod job_filter;
-mod job_input;
-mod jobs;
-mod json_body;
-mod key_access;
-mod key_project;
-mod launch_request;
-mod login;
-mod login_throttle;
-mod long_poll;
-mod oidc_projects;
-mod oidc_user;
+pub mod experiments;
+pub mod jobs;
 mod openapi;
-mod openapi_accounts;
-mod openapi_experiments;
-mod owner_feed;
-mod plugins;
-mod problems;
-mod projects;
+pub mod operations;
 mod query;
-mod rerun;
+pub mod registry;
 pub mod router;
-mod service;
-mod user_access;
-mod webhook_secret;
 mod wire;
 
 use std::sync::Arc;
@@ -57,10 +35,10 @@ use axum::response::IntoResponse;
 pub use self::body_budget::{BodyBudget, INLINE_BODY_LIMIT};
 pub use self::client_address::TrustedProxies;
 pub use self::error::ApiError;
-pub use self::held::{ConnectionClosing, HeldRequests};
-use self::key_access::KeyCache;
-use self::login_throttle::LoginThrottle;
-use self::user_access::AccessCache;
+use crate::api::accounts::key_access::KeyCache;
+use crate::api::accounts::login_throttle::LoginThrottle;
+use crate::api::accounts::user_access::AccessCache;
+pub use crate::api::jobs::held::{ConnectionClosing, HeldRequests};
 use crate::auth::TokenKeys;
 use crate::config::JobLimits;
 use crate::metrics::Metrics;
@@ -95,7 +73,7 @@ pub struct AppState {
     /// Single sign-on, when an issuer is configured.
     pub oidc: Option<Arc<crate::oidc::OidcVerifier>>,
     /// The feeds of `GET /jobs/events`, one per user with streams open.
-    pub owner_feeds: Arc<owner_feed::OwnerFeeds>,
+    pub owner_feeds: Arc<jobs::owner_feed::OwnerFeeds>,
     /// Event streams and long-polls open, by user, and how many each may hold.
     pub held_requests: Arc<HeldRequests>,
 }

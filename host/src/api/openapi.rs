@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::openapi_accounts as accounts;
+use crate::api::accounts::openapi_accounts as accounts;
 use crate::domain::labels::MAX_LABELS;
 use crate::domain::launch::MAX_BATCH;
 use crate::plugins::PluginRegistry;
@@ -251,7 +251,7 @@ pub fn document(registry: &PluginRegistry) -> Value {
     }
     for (name, schema) in own_schemas()
         .into_iter()
-        .chain(super::openapi_experiments::schemas())
+        .chain(crate::api::experiments::openapi_experiments::schemas())
     {
         schemas.insert(name.to_owned(), schema);
     }

@@ -12,11 +12,15 @@ use sha2::Digest;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
-use super::{
-    ApiError, AppState, admin, api_keys, audit, batch, check, console, data_files, events,
-    experiments, finish, health, incumbents, job_input, jobs, login, openapi, plugins, problems,
-    projects, query, rerun, service, webhook_secret,
+use super::accounts::{admin, api_keys, audit, login, projects};
+use super::datasets::data_files;
+use super::experiments::experiment;
+use super::jobs::{
+    batch, check, events, finish, incumbents, job, job_input, problems, rerun, webhook_secret,
 };
+use super::operations::{health, service};
+use super::registry::plugins;
+use super::{ApiError, AppState, console, openapi, query};
 use crate::metrics::Metrics;
 
 /// What a replica that only runs jobs (`serve --no-api`) serves: `/healthz`, `/readyz`
@@ -40,7 +44,7 @@ pub fn app(state: AppState) -> Router {
         .merge(projects::router())
         .merge(audit::router())
         .merge(problems::router())
-        .merge(jobs::router())
+        .merge(job::router())
         .merge(events::router())
         .merge(batch::router())
         .merge(webhook_secret::router())
@@ -51,7 +55,7 @@ pub fn app(state: AppState) -> Router {
         .merge(rerun::router())
         .merge(finish::router())
         .merge(incumbents::router())
-        .merge(experiments::router())
+        .merge(experiment::router())
         .merge(service::router())
         .merge(console::router())
         .route("/healthz", axum::routing::get(health::healthz))
