@@ -1,5 +1,5 @@
 //! Authentication: argon2id password hashes and Ed25519-signed JWT access tokens. The
-//! extractor that checks a request's token is the API's (`api/bearer.rs`).
+//! extractor that checks a request's token is the API's (`api/accounts/bearer.rs`).
 
 use std::collections::HashMap;
 use std::io::Write;

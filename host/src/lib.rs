@@ -262,6 +262,7 @@ pub mod auth;
 pub mod changes;
 pub mod config;
 pub mod data_command;
+pub mod domain;
 pub mod http_post;
 pub mod job_command;
 pub mod key_command;
@@ -273,6 +274,7 @@ pub mod private_file;
 pub mod readiness;
 pub mod registry_command;
 pub mod replica;
+pub mod state;
 pub mod telemetry;
 pub mod upkeep;
 pub mod user_command;
@@ -294,7 +296,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use sha2::Digest;
 
-pub use crate::api::{AppState, app};
+pub use crate::api::AppState;
+pub use crate::api::router::app;
 use crate::auth::{TokenKeys, hash_password, write_private_file};
 use crate::config::{JobLimits, SandboxArgs, ServeArgs, StorageArgs};
 use crate::listener::ConnectionLimits;
@@ -651,9 +654,9 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     tracing::info!(?connection_limits, "accepting connections");
     let app = if args.no_api {
         tracing::info!("serving /healthz, /readyz and /metrics only (--no-api)");
-        api::operations_app(state)
+        api::router::operations_app(state)
     } else {
-        match api::cors(&args.cors_origins)? {
+        match api::cors::cors(&args.cors_origins)? {
             Some(cors) => app(state).layer(cors),
             None => app(state),
         }

@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::ApiError;
+use super::error::ApiError;
+
+/// Inline job bodies must be smaller than this (the spec: "less than 4 MB").
+pub const INLINE_BODY_LIMIT: usize = 4_000_000;
 
 /// A parsed JSON body takes up to this many times its bytes (a `Value` per number of a
 /// matrix is 32 bytes or more, for 2 to 4 bytes of text): what a submission holds in the
@@ -112,7 +115,7 @@ pub fn default_inflight_body_bytes() -> u64 {
 
 /// The smallest body budget: one inline body of the largest size, parsed.
 pub fn min_inflight_body_bytes() -> u64 {
-    super::INLINE_BODY_LIMIT as u64 * PARSED_EXPANSION
+    INLINE_BODY_LIMIT as u64 * PARSED_EXPANSION
 }
 
 /// Bytes as the budget's permits, whole KiB rounded up.

@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::batch::MAX_BATCH;
-use super::labels::MAX_LABELS;
-use super::openapi_accounts as accounts;
+use crate::api::accounts::openapi_accounts as accounts;
+use crate::domain::labels::MAX_LABELS;
+use crate::domain::launch::MAX_BATCH;
 use crate::plugins::PluginRegistry;
 
 /// The body schemas of `schemas/api/`, by the component names the paths refer to.
@@ -251,7 +251,7 @@ pub fn document(registry: &PluginRegistry) -> Value {
     }
     for (name, schema) in own_schemas()
         .into_iter()
-        .chain(super::openapi_experiments::schemas())
+        .chain(crate::api::experiments::openapi_experiments::schemas())
     {
         schemas.insert(name.to_owned(), schema);
     }
@@ -542,7 +542,7 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
                 },
             }),
         ),
-        ("Options", super::options::schema()),
+        ("Options", crate::domain::options::schema()),
         (
             "Labels",
             json!({

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::experiment_summary::{InputResult, Progress, VersionSummary};
 use crate::config::UseCaseLimits;
+use crate::domain::experiment_summary::{InputResult, Progress, VersionSummary};
 use crate::plugins::Plugin;
 use crate::store::{
     ApiKeyRecord, AuditEvent, DataFile, ExecutionRecord, IncumbentRecord, JobRecord, JobSummary,
@@ -720,4 +720,19 @@ pub struct GateView {
     pub failures: usize,
     /// Why it was not promoted, if it was not.
     pub reason: Option<String>,
+}
+
+impl From<crate::domain::publish_gate::GateVerdict> for GateView {
+    fn from(verdict: crate::domain::publish_gate::GateVerdict) -> GateView {
+        GateView {
+            experiment: verdict.experiment,
+            passed: verdict.passed,
+            against: verdict.against,
+            wins: verdict.wins,
+            ties: verdict.ties,
+            losses: verdict.losses,
+            failures: verdict.failures,
+            reason: verdict.reason,
+        }
+    }
 }

@@ -1,0 +1,200 @@
+//! `POST /plugins?gate=<template>`: a new version is stored, then promoted only if an
+//! experiment against the current version, on the template's inputs and seeds, finds it
+//! losing on none (ties allowed) and failing on none. Otherwise it stays stored, not current,
+//! and the answer names the experiment that refused it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::ApiError;
+use super::audit::registry_actor;
+use super::error::invalid;
+use super::experiments::{ExperimentRequest, launch, parse_fields, summary};
+use crate::auth::AuthUser;
+use crate::plugins::Plugin;
+use crate::state::Services;
+use crate::violation::Violation;
+
+/// How long a publish waits for its gate's experiment. A gate that has not finished by then
+/// leaves the version stored, not current: its experiment can be read, and the version
+/// promoted by hand (`PUT /problem/<id>/current`).
+pub const GATE_WAIT: Duration = Duration::from_secs(600);
+
+/// How often the gate looks at its experiment.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Reads the `gate` parameter: the JSON of an experiment without its problem and versions
+/// (`{"inputs": [...], "seeds": [...], "options": {...}}`).
+pub fn parse_gate(gate: &str) -> Result<ExperimentRequest, ApiError> {
+    let value: Value = serde_json::from_str(gate).map_err(|error| {
+        invalid(
+            "gate must be an experiment template in JSON",
+            vec![Violation::new(
+                "/gate",
+                format!("{{\"inputs\": [...], \"seeds\": [...]}} expected: {error}"),
+            )],
+        )
+    })?;
+    let Value::Object(fields) = value else {
+        return Err(invalid(
+            "gate must be a JSON object",
+            vec![Violation::new("/gate", "must be an object")],
+        ));
+    };
+    if let Some(key) = ["problem", "versions"]
+        .iter()
+        .find(|key| fields.contains_key(**key))
+    {
+        return Err(invalid(
+            "a gate compares the published version with the current one",
+            vec![Violation::new(
+                format!("/gate/{key}"),
+                "a gate names no use case or versions: they are the plugin's",
+            )],
+        ));
+    }
+    parse_fields(fields, false)
+}
+
+/// What a gate decided: promoted or not, against which version, on what record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateVerdict {
+    /// Its experiment; none if the experiment could not be launched (`reason` says why).
+    pub experiment: Option<String>,
+    /// Promoted: it lost on no input and failed on none.
+    pub passed: bool,
+    /// The version it was compared against.
+    pub against: String,
+    pub wins: usize,
+    pub ties: usize,
+    pub losses: usize,
+    pub failures: usize,
+    /// Why it was not promoted, if it was not.
+    pub reason: Option<String>,
+}
+
+/// Runs the gate: an experiment of `current` against `candidate`, waited for; promotes the
+/// candidate if it passed.
+pub async fn run_gate(
+    state: &Services,
+    user: &AuthUser,
+    template: &ExperimentRequest,
+    current: &Arc<Plugin>,
+    candidate: &Arc<Plugin>,
+) -> Result<GateVerdict, ApiError> {
+    let request = ExperimentRequest {
+        problem: current.info.name.clone(),
+        versions: vec![current.digest.clone()],
+        ..template.clone()
+    };
+    let record = match launch(state, user, &request, Some(candidate.clone()), None).await {
+        Ok(record) => record,
+        // The version is stored; what kept its experiment from running is the answer.
+        Err(
+            error @ (ApiError::Validation { .. }
+            | ApiError::NotFound(_)
+            | ApiError::PendingJobsQuota(_)),
+        ) => return Ok(refused_before_running(current, &error)),
+        Err(error) => return Err(error),
+    };
+    let started = Instant::now();
+    let experiment = loop {
+        let experiment = summary(state, user, &record.id).await?.summary;
+        if experiment.progress.done || started.elapsed() >= GATE_WAIT {
+            break experiment;
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let challenger = experiment.versions.last().ok_or_else(|| {
+        ApiError::Internal(format!("gate experiment {} has no versions", record.id))
+    })?;
+    let inputs = experiment.inputs.len();
+    let reason = if !experiment.progress.done {
+        Some(format!(
+            "its experiment did not finish within {} s",
+            GATE_WAIT.as_secs()
+        ))
+    } else if challenger.losses > 0 {
+        Some(format!(
+            "it lost on {} of {inputs} inputs",
+            challenger.losses
+        ))
+    } else if challenger.failures > 0 {
+        Some(format!("{} of its runs failed", challenger.failures))
+    } else if challenger.compared_inputs < inputs {
+        Some(format!(
+            "only {} of {inputs} inputs could be compared (runs of the current version failed \
+             or were cancelled)",
+            challenger.compared_inputs
+        ))
+    } else {
+        None
+    };
+    // Promoted only over the version it was compared with: another promoted meanwhile was
+    // not tested against.
+    let reason = match reason {
+        None => {
+            state.plugins.sync().await?;
+            match state.registry.resolve(&candidate.info.name) {
+                Some(now) if now.digest != current.digest => Some(format!(
+                    "the current version changed to {} while the gate ran",
+                    now.info.version
+                )),
+                _ => None,
+            }
+        }
+        reason => reason,
+    };
+    let passed = reason.is_none();
+    if passed {
+        let target = format!("{} {}", candidate.info.name, candidate.info.version);
+        let detail = serde_json::json!({"gate": record.id});
+        let actor = registry_actor(state, user, "plugin.promoted", &target, detail);
+        state
+            .store
+            .set_current_version(&candidate.info.name, &candidate.info.version, &actor)
+            .await?;
+        state.plugins.sync().await?;
+    }
+    tracing::info!(
+        name = %candidate.info.name, version = %candidate.info.version,
+        experiment = %record.id, passed, reason = reason.as_deref(), "publish gate"
+    );
+    Ok(GateVerdict {
+        experiment: Some(record.id),
+        passed,
+        against: current.info.version.clone(),
+        wins: challenger.wins,
+        ties: challenger.ties,
+        losses: challenger.losses,
+        failures: challenger.failures,
+        reason,
+    })
+}
+
+/// The answer of a gate whose experiment could not be launched (its template's inputs are
+/// refused, say): not passed, and why.
+fn refused_before_running(current: &Plugin, error: &ApiError) -> GateVerdict {
+    let why = match error {
+        ApiError::Validation { detail, errors } => {
+            let listed: Vec<String> = errors
+                .iter()
+                .map(|violation| format!("{}: {}", violation.pointer, violation.message))
+                .collect();
+            format!("{detail}: {}", listed.join("; "))
+        }
+        other => other.to_string(),
+    };
+    GateVerdict {
+        experiment: None,
+        passed: false,
+        against: current.info.version.clone(),
+        wins: 0,
+        ties: 0,
+        losses: 0,
+        failures: 0,
+        reason: Some(format!("its experiment could not run: {why}")),
+    }
+}
