@@ -96,10 +96,21 @@ impl Deployment {
         format!("{}:/data", self.volume)
     }
 
-    /// `caseload user add NAME --role admin` in a container of its own on the data volume,
-    /// before the server starts: the password goes in on standard input.
+    /// `caseload migrate`, then `caseload user add NAME --role admin`, each in a container of
+    /// its own on the data volume, before the server starts (only `serve` and `migrate` make
+    /// the database): the password goes in on standard input.
     fn add_admin(&self, name: &str, password: &str) {
         let mount = self.data_mount();
+        docker(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            &mount,
+            &self.image,
+            "migrate",
+        ]);
         let output = docker_with_input(
             &[
                 "run",

@@ -120,6 +120,90 @@ async fn migrations_are_a_step_of_their_own_and_logs_can_be_json() {
     );
 }
 
+/// Runs `caseload ARGS...` in `dir` with `stdin` as its input and no `CASELOAD_*`
+/// storage variables: whether it succeeded, and what it printed.
+fn caseload_in(dir: &std::path::Path, args: &[&str], stdin: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CASELOAD_DATA_DIR")
+        .env_remove("CASELOAD_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("caseload starts");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+#[tokio::test]
+async fn host_commands_refuse_a_database_that_does_not_exist() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let default_database = elsewhere.path().join("data").join("caseload.db");
+    let wrong_dir = elsewhere.path().join("typo");
+    let wrong = wrong_dir.to_str().unwrap();
+    let wrong_database = wrong_dir.join("caseload.db");
+    let cases: [(&[&str], &std::path::Path); 5] = [
+        // From another directory, without --data-dir: ./data is looked at, and not made.
+        (&["key", "list"], &default_database),
+        (&["user", "list"], &default_database),
+        (
+            &["user", "add", "bob", "--password-stdin"],
+            &default_database,
+        ),
+        (&["key", "list", "--data-dir", wrong], &wrong_database),
+        (
+            &[
+                "user",
+                "add",
+                "bob",
+                "--password-stdin",
+                "--data-dir",
+                wrong,
+            ],
+            &wrong_database,
+        ),
+    ];
+    for (args, looked_at) in cases {
+        let (ok, said) = caseload_in(elsewhere.path(), args, "a long passphrase\n");
+        assert!(!ok, "caseload {args:?} succeeded: {said}");
+        assert!(
+            said.contains(&looked_at.display().to_string()),
+            "caseload {args:?} does not name {}: {said}",
+            looked_at.display()
+        );
+        assert!(
+            !looked_at.exists() && !wrong_dir.exists(),
+            "caseload {args:?} made a database"
+        );
+    }
+    assert!(!elsewhere.path().join("data").exists());
+
+    // Once `caseload migrate` made it, the same commands work on it.
+    let (ok, said) = caseload_in(elsewhere.path(), &["migrate"], "");
+    assert!(ok, "{said}");
+    let (ok, said) = caseload_in(
+        elsewhere.path(),
+        &["user", "add", "bob", "--password-stdin"],
+        "a long passphrase\n",
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = caseload_in(elsewhere.path(), &["user", "list"], "");
+    assert!(ok && said.contains("bob"), "{said}");
+}
+
 /// `caseload migrate ARGS...` run by `count` processes at once: each one's outcome.
 fn migrate_together(count: usize, url: &str) -> Vec<(bool, String)> {
     let children: Vec<_> = (0..count)
