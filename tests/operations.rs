@@ -451,3 +451,49 @@ async fn a_replica_waits_out_its_database_and_loses_no_job() {
     let listed: Value = server.get(&token, "/jobs").await.json().await.unwrap();
     assert_eq!(listed["jobs"].as_array().unwrap().len(), 3, "{listed}");
 }
+
+/// Runs `caseload ready ARGS...` with `CASELOAD_LISTEN` set to `listen` (or unset) and no
+/// `CASELOAD_URL`: whether it said ready, and what it printed.
+fn ready_with(listen: Option<&str>, args: &[&str]) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_caseload"));
+    command
+        .arg("ready")
+        .args(args)
+        .env_remove("CASELOAD_URL")
+        .env_remove("CASELOAD_LISTEN");
+    if let Some(listen) = listen {
+        command.env("CASELOAD_LISTEN", listen);
+    }
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn ready_asks_where_the_server_listens() {
+    let server = TestServer::start();
+    let address: std::net::SocketAddr = server.address().parse().unwrap();
+    let port = address.port();
+
+    // As a container's health check runs it: the server's own CASELOAD_LISTEN, its
+    // unspecified host reached on the loopback.
+    for listen in [format!("0.0.0.0:{port}"), format!("127.0.0.1:{port}")] {
+        let (ok, said) = ready_with(Some(&listen), &[]);
+        assert!(ok, "CASELOAD_LISTEN={listen}: {said}");
+    }
+    let (ok, said) = ready_with(None, &["--listen", &address.to_string()]);
+    assert!(ok, "--listen {address}: {said}");
+    // --url still wins.
+    let (ok, said) = ready_with(Some("127.0.0.1:1"), &["--url", &server.base_url]);
+    assert!(ok, "{said}");
+
+    // Where nothing listens, it says not ready, naming where it asked.
+    let vacant = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let vacant_port = vacant.local_addr().unwrap().port();
+    drop(vacant);
+    let (ok, said) = ready_with(Some(&format!("0.0.0.0:{vacant_port}")), &[]);
+    assert!(!ok);
+    assert!(said.contains(&format!("127.0.0.1:{vacant_port}")), "{said}");
+}
