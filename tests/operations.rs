@@ -85,8 +85,19 @@ async fn migrations_are_a_step_of_their_own_and_logs_can_be_json() {
         "COMPLETED"
     );
 
-    // Every line of the log is one JSON object; the launch's names its route and its user,
-    // and the run's its job.
+    // Every line of the log is one JSON object, on standard output (where it listens, the
+    // first user) as on standard error; the launch's names its route and its user, and the
+    // run's its job.
+    let printed = server.printed();
+    assert!(
+        printed.iter().any(|line| line.contains("listening on")),
+        "{printed:?}"
+    );
+    for line in &printed {
+        let object: Value =
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+        assert!(object["timestamp"].is_string() && object["level"].is_string());
+    }
     let log = std::fs::read_to_string(server.data_dir().join("server.log")).unwrap();
     let lines: Vec<Value> = log
         .lines()

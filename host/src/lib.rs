@@ -207,12 +207,12 @@ async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<(
         let _ = std::fs::remove_file(&path);
         write_private_file(&path, format!("{password}\n").as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!(
+        telemetry::announce(&format!(
             "created user admin with password {password} (saved to {})",
             path.display()
-        );
+        ));
     } else {
-        println!("created user admin with the password from CASELOAD_ADMIN_PASSWORD");
+        telemetry::announce("created user admin with the password from CASELOAD_ADMIN_PASSWORD");
     }
     Ok(())
 }
@@ -414,7 +414,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let listener =
         listener::bind(args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
-    println!("listening on http://{address}");
+    telemetry::announce(&format!("listening on http://{address}"));
     std::io::stdout().flush()?;
 
     let connection_limits = ConnectionLimits {

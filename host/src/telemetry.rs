@@ -18,6 +18,28 @@ use crate::config::LogFormat;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+/// The format `init` set, for the lines a command prints on standard output.
+static FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
+
+/// Prints one line for whoever started the server (where it listens, the first admin's
+/// password) on standard output: as it is in `text`, and in `json` as an object of the log's
+/// shape, so that a collector reading both outputs reads JSON only.
+pub fn announce(message: &str) {
+    match FORMAT.get().copied().unwrap_or_default() {
+        LogFormat::Text => println!("{message}"),
+        LogFormat::Json => {
+            let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+            let line = serde_json::json!({
+                "timestamp": timestamp,
+                "level": "INFO",
+                "message": message,
+                "target": "caseload",
+            });
+            println!("{line}");
+        }
+    }
+}
+
 /// Traces being exported; flushes what is left when dropped.
 #[derive(Debug)]
 pub struct Telemetry {
@@ -41,6 +63,7 @@ pub fn init(
     format: LogFormat,
     otlp: Option<&url::Url>,
 ) -> anyhow::Result<Telemetry> {
+    let _ = FORMAT.set(format);
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let (text, json) = match format {
