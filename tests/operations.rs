@@ -364,6 +364,32 @@ async fn api_replicas_and_worker_pools_split_the_work() {
     );
 }
 
+#[tokio::test]
+async fn a_server_that_cannot_reach_its_database_says_where_and_why() {
+    let vacant = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = vacant.local_addr().unwrap().port();
+    drop(vacant);
+    let data_dir = tempfile::tempdir().unwrap();
+    let url = format!("postgres://caseload:hunter2@127.0.0.1:{port}/caseload");
+    let (ok, said) = caseload(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir.path().to_str().unwrap(),
+        "--database-url",
+        &url,
+    ]);
+    assert!(!ok, "started without a database: {said}");
+    assert!(
+        said.contains(&format!("postgres://caseload@127.0.0.1:{port}/caseload")),
+        "the address is not named: {said}"
+    );
+    assert!(said.to_lowercase().contains("refused"), "no cause: {said}");
+    assert!(!said.contains("hunter2"), "the password is shown: {said}");
+    assert!(!said.contains("pool timed out"), "{said}");
+}
+
 async fn status_of(server: &TestServer, path: &str) -> Option<StatusCode> {
     let answer = server
         .client
