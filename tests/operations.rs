@@ -415,6 +415,86 @@ async fn until_status(server: &TestServer, path: &str, wanted: StatusCode, withi
     }
 }
 
+/// Runs `statement` on the PostgreSQL server the tests use, as its administrator.
+async fn as_postgres_admin(statement: &str) {
+    use sqlx::Connection;
+    let admin_url = std::env::var(caseload::store::scratch::ADMIN_URL_VARIABLE).unwrap();
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned()))
+        .execute(&mut admin)
+        .await
+        .unwrap_or_else(|error| panic!("{statement}: {error}"));
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn a_database_that_refuses_connections_answers_503_until_it_is_back() {
+    // The login refused, then too many clients: new connections fail, the old ones are cut.
+    for (refuse, admit) in [
+        ("NOLOGIN", "LOGIN"),
+        ("CONNECTION LIMIT 0", "CONNECTION LIMIT -1"),
+    ] {
+        let database = ScratchDatabase::create().await;
+        let role = format!("caseload_role_{}", uuid::Uuid::new_v4().simple());
+        let (server_part, name) = database.url.rsplit_once('/').unwrap();
+        let host = server_part.rsplit_once('@').map_or_else(
+            || server_part.split_once("://").unwrap().1,
+            |(_, host)| host,
+        );
+        as_postgres_admin(&format!("CREATE ROLE {role} LOGIN PASSWORD 'secret'")).await;
+        as_postgres_admin(&format!("ALTER DATABASE {name} OWNER TO {role}")).await;
+        let url = format!("postgres://{role}:secret@{host}/{name}");
+        let server = TestServer::start_with(ServerOptions {
+            args: &["--database-url", &url, "--workers", "1"],
+            ..Default::default()
+        });
+        let token = server.admin_token().await;
+        let jobs = |token: &str| {
+            server
+                .client
+                .get(server.url("/jobs"))
+                .bearer_auth(token)
+                .timeout(Duration::from_secs(30))
+                .send()
+        };
+        assert_eq!(jobs(&token).await.unwrap().status(), StatusCode::OK);
+
+        as_postgres_admin(&format!("ALTER ROLE {role} {refuse}")).await;
+        as_postgres_admin(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+        ))
+        .await;
+        // Every answer is the documented 503.
+        let mut details = Vec::new();
+        for _ in 0..8 {
+            let answer = jobs(&token).await.unwrap();
+            assert!(answer.headers().contains_key("retry-after"), "{refuse}");
+            let problem = expect_problem(answer, StatusCode::SERVICE_UNAVAILABLE).await;
+            details.push(problem["detail"].as_str().unwrap().to_owned());
+        }
+        // The orchestrator hears it too, and the process is alive.
+        assert_eq!(
+            status_of(&server, "/readyz").await,
+            Some(StatusCode::SERVICE_UNAVAILABLE)
+        );
+        assert_eq!(status_of(&server, "/healthz").await, Some(StatusCode::OK));
+
+        as_postgres_admin(&format!("ALTER ROLE {role} {admit}")).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = jobs(&token).await.map(|answer| answer.status()).ok();
+            if status == Some(StatusCode::OK) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{refuse}: still {status:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        drop(server);
+        drop(database);
+        as_postgres_admin(&format!("DROP ROLE {role}")).await;
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs PostgreSQL's initdb and pg_ctl (Debian's postgresql); pass --include-ignored"]
 async fn a_replica_waits_out_its_database_and_loses_no_job() {

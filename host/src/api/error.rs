@@ -142,14 +142,22 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// Whether the database failed the request by not being there (its connections lost, none
-/// to be had, or the server stopping: SQLSTATE classes 08 and 57), not by refusing it.
+/// Whether the database failed the request by not being there for it, not by refusing the
+/// request itself: its connections lost or none to be had, or a new connection refused, by
+/// SQLSTATE class: 08 (connection exception), 28 (the login refused), 53 (insufficient
+/// resources: too many clients, out of memory or disk) and 57 (the server starting up,
+/// shutting down, or an administrator's command). A request may succeed once it is back.
 fn database_away(error: &sqlx::Error) -> bool {
     match error {
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(error) => error
-            .code()
-            .is_some_and(|code| code.starts_with("08") || code.starts_with("57")),
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(error) => error.code().is_some_and(|code| {
+            ["08", "28", "53", "57"]
+                .iter()
+                .any(|class| code.starts_with(class))
+        }),
         _ => false,
     }
 }
