@@ -428,7 +428,7 @@ async fn as_postgres_admin(statement: &str) {
 
 #[tokio::test]
 #[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
-async fn a_database_that_refuses_connections_answers_503_until_it_is_back() {
+async fn a_database_that_refuses_connections_answers_503_at_once_until_it_is_back() {
     // The login refused, then too many clients: new connections fail, the old ones are cut.
     for (refuse, admit) in [
         ("NOLOGIN", "LOGIN"),
@@ -464,7 +464,8 @@ async fn a_database_that_refuses_connections_answers_503_until_it_is_back() {
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
         ))
         .await;
-        // Every answer is the documented 503.
+        // Every answer is the documented 503; once one found the database away, the
+        // others are answered at once, without waiting for a connection.
         let mut details = Vec::new();
         for _ in 0..8 {
             let answer = jobs(&token).await.unwrap();
@@ -472,6 +473,12 @@ async fn a_database_that_refuses_connections_answers_503_until_it_is_back() {
             let problem = expect_problem(answer, StatusCode::SERVICE_UNAVAILABLE).await;
             details.push(problem["detail"].as_str().unwrap().to_owned());
         }
+        assert!(
+            details[1..]
+                .iter()
+                .all(|detail| detail.contains("has not answered for")),
+            "{refuse}: {details:?}"
+        );
         // The orchestrator hears it too, and the process is alive.
         assert_eq!(
             status_of(&server, "/readyz").await,

@@ -104,10 +104,16 @@ pub enum ApiError {
     /// The server is stopping and takes no more work; another replica will.
     #[error("the server is shutting down; retry the request")]
     ShuttingDown,
-    /// Something the server depends on does not answer (the database), or the server is not
-    /// ready: 503, for a moment; the detail says what.
+    /// Something the server depends on does not answer, or the server is not ready: 503, for
+    /// a moment; the detail says what.
     #[error("{0}")]
     Unavailable(String),
+    /// The database does not answer (its connections lost, none to be had, the login
+    /// refused, the server starting or stopping): 503, for a moment. The response carries
+    /// [`DatabaseWentAway`], so that the requests after it are answered at once until the
+    /// database is back.
+    #[error("the database does not answer; retry in a moment")]
+    DatabaseAway,
     /// Anything the client cannot fix. Logged in full; the response says nothing of it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -135,7 +141,7 @@ impl From<StoreError> for ApiError {
             // in a moment.
             StoreError::Database(ref cause) if database_away(cause) => {
                 tracing::warn!(error = %error, "the database does not answer");
-                ApiError::Unavailable("the database does not answer; retry in a moment".into())
+                ApiError::DatabaseAway
             }
             other => ApiError::Internal(other.to_string()),
         }
@@ -161,6 +167,10 @@ fn database_away(error: &sqlx::Error) -> bool {
         _ => false,
     }
 }
+
+/// Marks a response that found the database away (an extension of the response).
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseWentAway;
 
 impl From<tokio::task::JoinError> for ApiError {
     fn from(error: tokio::task::JoinError) -> ApiError {
@@ -227,7 +237,9 @@ impl ApiError {
             }
             ApiError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting-down"),
             ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
-            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::Unavailable(_) | ApiError::DatabaseAway => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+            }
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -267,6 +279,9 @@ impl IntoResponse for ApiError {
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let mut response = (status, body).into_response();
+        if let ApiError::DatabaseAway = &self {
+            response.extensions_mut().insert(DatabaseWentAway);
+        }
         let headers = response.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,
@@ -279,7 +294,7 @@ impl IntoResponse for ApiError {
                 headers.insert(header::RETRY_AFTER, value);
             }
         }
-        if let ApiError::Unavailable(_) = &self {
+        if let ApiError::Unavailable(_) | ApiError::DatabaseAway = &self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if status == StatusCode::UNAUTHORIZED {

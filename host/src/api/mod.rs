@@ -11,6 +11,7 @@ mod client_address;
 mod console;
 mod cors;
 mod data_files;
+mod database_outage;
 mod error;
 mod events;
 mod experiment_summary;
@@ -64,6 +65,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 pub use self::body_budget::BodyBudget;
 pub use self::client_address::TrustedProxies;
 pub use self::cors::cors;
+pub use self::database_outage::DatabaseOutage;
 pub use self::error::ApiError;
 pub use self::held::{ConnectionClosing, HeldRequests};
 use self::key_access::KeyCache;
@@ -137,6 +139,8 @@ pub struct AppState {
     pub held_requests: Arc<HeldRequests>,
     /// Where callbacks may go.
     pub webhook_policy: Arc<WebhookPolicy>,
+    /// Whether the database is away, so that requests needing it are answered at once.
+    pub database_outage: Arc<DatabaseOutage>,
 }
 
 impl AppState {
@@ -177,6 +181,7 @@ impl AppState {
             held_requests: Arc::default(),
             owner_feeds: Arc::default(),
             webhook_policy: Arc::default(),
+            database_outage: Arc::default(),
         }
     }
 }
@@ -287,6 +292,11 @@ pub fn app(state: AppState) -> Router {
         .merge(incumbents::router())
         .merge(experiments::router())
         .merge(service::router())
+        // Every route above needs the database; those below do not, or say it is away.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            database_outage::fail_fast,
+        ))
         .merge(console::router())
         .route("/healthz", axum::routing::get(health::healthz))
         .route("/readyz", axum::routing::get(health::readyz))
