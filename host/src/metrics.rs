@@ -91,77 +91,77 @@ impl Default for Metrics {
         };
         registry.register(
             "caseload_jobs_accepted",
-            "Jobs accepted (202) by this process, by use case.",
+            "Jobs accepted (202) by this process, by use case",
             metrics.jobs_accepted.clone(),
         );
         registry.register(
             "caseload_jobs_pending",
-            "Jobs waiting for a worker, in the whole store.",
+            "Jobs waiting for a worker, in the whole store",
             metrics.jobs_pending.clone(),
         );
         registry.register(
             "caseload_queue_depth",
-            "Jobs waiting (state=pending) or claimed by a worker (state=running), per use case, in the whole store.",
+            "Jobs waiting (state=pending) or claimed by a worker (state=running), per use case, in the whole store",
             metrics.queue_depth.clone(),
         );
         registry.register(
             "caseload_pool_pending",
-            "Jobs waiting that the workers of a pool may claim, per pool and use case, in the whole store: what a pool's autoscaler scales on (a use case in two pools counts in both).",
+            "Jobs waiting that the workers of a pool may claim, per pool and use case, in the whole store: what a pool's autoscaler scales on (a use case in two pools counts in both)",
             metrics.pool_pending.clone(),
         );
         registry.register(
             "caseload_executions_running",
-            "Executions running on this process's workers.",
+            "Executions running on this process's workers",
             metrics.executions_running.clone(),
         );
         registry.register(
             "caseload_claim_size",
-            "Jobs the next claim of this process's workers takes for each of them: it grows while runs are short and falls back to one after a long run.",
+            "Jobs the next claim of this process's workers takes for each of them: it grows while runs are short and falls back to one after a long run",
             metrics.claim_size.clone(),
         );
         registry.register(
             "caseload_claims",
-            "Claims this process's workers sent to the store, one at a time: a claim takes jobs for every worker it is for.",
+            "Claims this process's workers sent to the store, one at a time: a claim takes jobs for every worker it is for",
             metrics.claims.clone(),
         );
         registry.register(
             "caseload_executions_ended",
-            "Executions ended on this process's workers, by status and error code.",
+            "Executions ended on this process's workers, by status and error code",
             metrics.executions_ended.clone(),
         );
         registry.register(
             "caseload_execution_seconds",
-            "Wall time of ended executions, by use case and status.",
+            "Wall time of ended executions, by use case and status",
             metrics.execution_seconds.clone(),
         );
         registry.register(
             "caseload_job_wait_seconds",
-            "Time from a job's acceptance to the start of its execution, by use case.",
+            "Time from a job's acceptance to the start of its execution, by use case",
             metrics.job_wait_seconds.clone(),
         );
         registry.register(
             "caseload_http_request_seconds",
-            "Time to answer HTTP requests, by route, method and status.",
+            "Time to answer HTTP requests, by route, method and status",
             metrics.http_request_seconds.clone(),
         );
         registry.register(
             "caseload_logins_failed",
-            "Logins refused for a wrong user name or password, or a disabled user.",
+            "Logins refused for a wrong user name or password, or a disabled user",
             metrics.logins_failed.clone(),
         );
         registry.register(
             "caseload_logins_throttled",
-            "Logins answered 429 before any check: too many failures from the address.",
+            "Logins answered 429 before any check: too many failures from the address",
             metrics.logins_throttled.clone(),
         );
         registry.register(
             "caseload_plugins_loaded",
-            "Use cases in service.",
+            "Use cases in service",
             metrics.plugins_loaded.clone(),
         );
         registry.register(
             "caseload_waiters",
-            "Held long-polls and event streams, on one job or on all of a user's jobs.",
+            "Held long-polls and event streams, on one job or on all of a user's jobs",
             metrics.waiters.clone(),
         );
         Metrics {
@@ -325,6 +325,10 @@ mod tests {
                 text.lines().any(|sample| sample == line),
                 "{line} in\n{text}"
             );
+        }
+        // Each HELP is one sentence, with one full stop (the library adds it).
+        for help in text.lines().filter(|line| line.starts_with("# HELP ")) {
+            assert!(help.ends_with('.') && !help.ends_with(".."), "{help}");
         }
         assert_eq!(
             metrics.totals(),
