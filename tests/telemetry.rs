@@ -93,3 +93,40 @@ async fn a_job_s_spans_reach_the_collector_in_one_trace_named_by_the_job_id() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn metrics_cover_the_build_the_process_the_database_and_the_workers() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "2"],
+        ..ServerOptions::default()
+    });
+    let text = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for family in [
+        "caseload_build_info{version=",
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_max_fds ",
+        "caseload_database_connections{pool=\"readers\"} ",
+        "caseload_database_connections_idle{pool=\"writer\"} ",
+        "caseload_workers 2",
+        "caseload_workers_busy 0",
+    ] {
+        assert!(
+            text.lines().any(|line| line.starts_with(family)),
+            "no {family} in\n{text}"
+        );
+    }
+    // Each HELP is a sentence with one full stop.
+    for help in text.lines().filter(|line| line.starts_with("# HELP ")) {
+        assert!(help.ends_with('.') && !help.ends_with(".."), "{help}");
+    }
+}

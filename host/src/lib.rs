@@ -353,6 +353,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
+    metrics.workers_started(workers);
     let worker_count = workers;
     let workers = WorkerPool::start(
         Workers {

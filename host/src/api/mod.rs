@@ -437,6 +437,7 @@ async fn metrics(
         &|problem| state.job_limits.pools_of(problem),
         served.len(),
         state.changes.waiters(),
+        &state.store.connection_pools(),
     );
     Ok((
         [(

@@ -66,7 +66,9 @@ pub use self::postgres::PostgresStore;
 pub use self::projects::{ProjectMember, ProjectRecord, Projects};
 pub use self::races::{RaceEntrant, Races};
 pub use self::schema::{Migrations, latest_migration, missing_migrations};
-pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
+pub use self::service::{
+    ConnectionPool, MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats,
+};
 pub use self::sqlite::SqliteStore;
 pub use self::users::{Role, Usage, User, UserAccess, UserChange, UserEntry, UserQuotas, Users};
 pub use self::webhooks::{SecretHolder, WebhookClaim, WebhookDelivery, WebhookOutcome, Webhooks};
