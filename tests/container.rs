@@ -96,10 +96,21 @@ impl Deployment {
         format!("{}:/data", self.volume)
     }
 
-    /// `caseload user add NAME --role admin` in a container of its own on the data volume,
-    /// before the server starts: the password goes in on standard input.
+    /// `caseload migrate`, then `caseload user add NAME --role admin`, each in a container of
+    /// its own on the data volume, before the server starts (only `serve` and `migrate` make
+    /// the database): the password goes in on standard input.
     fn add_admin(&self, name: &str, password: &str) {
         let mount = self.data_mount();
+        docker(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            &mount,
+            &self.image,
+            "migrate",
+        ]);
         let output = docker_with_input(
             &[
                 "run",
@@ -129,8 +140,8 @@ impl Deployment {
 
     /// Starts `caseload serve` the way the manifests in deploy/kubernetes run it (read-only
     /// root, a writable /tmp, no capabilities, no privilege escalation) on the host's network
-    /// and a port of its choosing, and returns the address it says it listens on. The image's
-    /// health check probes port 8080, which is not this one; the test runs that command itself.
+    /// and a port of its choosing, and returns the address it says it listens on. The test runs
+    /// the health check's command itself.
     fn start_server(&mut self) -> String {
         let mount = self.data_mount();
         let container = docker(&[
@@ -220,13 +231,7 @@ fn the_image_runs_as_a_non_root_user_with_a_health_check_and_sigterm() {
 
     assert_eq!(
         config["Healthcheck"]["Test"],
-        json!([
-            "CMD",
-            "/caseload",
-            "ready",
-            "--url",
-            "http://127.0.0.1:8080"
-        ]),
+        json!(["CMD", "/caseload", "ready"]),
         "{config}"
     );
     assert_eq!(config["StopSignal"], "SIGTERM");

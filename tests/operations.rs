@@ -60,8 +60,9 @@ async fn migrations_are_a_step_of_their_own_and_logs_can_be_json() {
     // Twice is nothing more.
     let (ok, again) = caseload(&["migrate", "--data-dir", &dir]);
     assert!(ok, "{again}");
-    assert!(said.contains("applied database migration"), "{said}");
-    assert!(!again.contains("applied database migration"), "{again}");
+    // One summary line for all of them ("applied 43 database migrations (1 to 43)").
+    assert!(said.contains("database migrations (1 to"), "{said}");
+    assert!(!again.contains("applied"), "{again}");
     assert!(again.contains("the database has all"), "{again}");
 
     let server = TestServer::start_in(data_dir, &["--no-migrate", "--log-format", "json"]);
@@ -84,8 +85,19 @@ async fn migrations_are_a_step_of_their_own_and_logs_can_be_json() {
         "COMPLETED"
     );
 
-    // Every line of the log is one JSON object; the launch's names its route and its user,
-    // and the run's its job.
+    // Every line of the log is one JSON object, on standard output (where it listens, the
+    // first user) as on standard error; the launch's names its route and its user, and the
+    // run's its job.
+    let printed = server.printed();
+    assert!(
+        printed.iter().any(|line| line.contains("listening on")),
+        "{printed:?}"
+    );
+    for line in &printed {
+        let object: Value =
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+        assert!(object["timestamp"].is_string() && object["level"].is_string());
+    }
     let log = std::fs::read_to_string(server.data_dir().join("server.log")).unwrap();
     let lines: Vec<Value> = log
         .lines()
@@ -117,6 +129,90 @@ async fn migrations_are_a_step_of_their_own_and_logs_can_be_json() {
             .is_some_and(|spans| spans.iter().any(|span| span["job"] == job.as_str()))),
         "no line of job {job} in:\n{log}"
     );
+}
+
+/// Runs `caseload ARGS...` in `dir` with `stdin` as its input and no `CASELOAD_*`
+/// storage variables: whether it succeeded, and what it printed.
+fn caseload_in(dir: &std::path::Path, args: &[&str], stdin: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CASELOAD_DATA_DIR")
+        .env_remove("CASELOAD_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("caseload starts");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+#[tokio::test]
+async fn host_commands_refuse_a_database_that_does_not_exist() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let default_database = elsewhere.path().join("data").join("caseload.db");
+    let wrong_dir = elsewhere.path().join("typo");
+    let wrong = wrong_dir.to_str().unwrap();
+    let wrong_database = wrong_dir.join("caseload.db");
+    let cases: [(&[&str], &std::path::Path); 5] = [
+        // From another directory, without --data-dir: ./data is looked at, and not made.
+        (&["key", "list"], &default_database),
+        (&["user", "list"], &default_database),
+        (
+            &["user", "add", "bob", "--password-stdin"],
+            &default_database,
+        ),
+        (&["key", "list", "--data-dir", wrong], &wrong_database),
+        (
+            &[
+                "user",
+                "add",
+                "bob",
+                "--password-stdin",
+                "--data-dir",
+                wrong,
+            ],
+            &wrong_database,
+        ),
+    ];
+    for (args, looked_at) in cases {
+        let (ok, said) = caseload_in(elsewhere.path(), args, "a long passphrase\n");
+        assert!(!ok, "caseload {args:?} succeeded: {said}");
+        assert!(
+            said.contains(&looked_at.display().to_string()),
+            "caseload {args:?} does not name {}: {said}",
+            looked_at.display()
+        );
+        assert!(
+            !looked_at.exists() && !wrong_dir.exists(),
+            "caseload {args:?} made a database"
+        );
+    }
+    assert!(!elsewhere.path().join("data").exists());
+
+    // Once `caseload migrate` made it, the same commands work on it.
+    let (ok, said) = caseload_in(elsewhere.path(), &["migrate"], "");
+    assert!(ok, "{said}");
+    let (ok, said) = caseload_in(
+        elsewhere.path(),
+        &["user", "add", "bob", "--password-stdin"],
+        "a long passphrase\n",
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = caseload_in(elsewhere.path(), &["user", "list"], "");
+    assert!(ok && said.contains("bob"), "{said}");
 }
 
 /// `caseload migrate ARGS...` run by `count` processes at once: each one's outcome.
@@ -268,6 +364,32 @@ async fn api_replicas_and_worker_pools_split_the_work() {
     );
 }
 
+#[tokio::test]
+async fn a_server_that_cannot_reach_its_database_says_where_and_why() {
+    let vacant = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = vacant.local_addr().unwrap().port();
+    drop(vacant);
+    let data_dir = tempfile::tempdir().unwrap();
+    let url = format!("postgres://caseload:hunter2@127.0.0.1:{port}/caseload");
+    let (ok, said) = caseload(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir.path().to_str().unwrap(),
+        "--database-url",
+        &url,
+    ]);
+    assert!(!ok, "started without a database: {said}");
+    assert!(
+        said.contains(&format!("postgres://caseload@127.0.0.1:{port}/caseload")),
+        "the address is not named: {said}"
+    );
+    assert!(said.to_lowercase().contains("refused"), "no cause: {said}");
+    assert!(!said.contains("hunter2"), "the password is shown: {said}");
+    assert!(!said.contains("pool timed out"), "{said}");
+}
+
 async fn status_of(server: &TestServer, path: &str) -> Option<StatusCode> {
     let answer = server
         .client
@@ -290,6 +412,93 @@ async fn until_status(server: &TestServer, path: &str, wanted: StatusCode, withi
             "{path} still {status:?}, not {wanted}, after {within:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs `statement` on the PostgreSQL server the tests use, as its administrator.
+async fn as_postgres_admin(statement: &str) {
+    use sqlx::Connection;
+    let admin_url = std::env::var(caseload::store::scratch::ADMIN_URL_VARIABLE).unwrap();
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(statement.to_owned()))
+        .execute(&mut admin)
+        .await
+        .unwrap_or_else(|error| panic!("{statement}: {error}"));
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set CASELOAD_TEST_DATABASE_URL and pass --include-ignored"]
+async fn a_database_that_refuses_connections_answers_503_at_once_until_it_is_back() {
+    // The login refused, then too many clients: new connections fail, the old ones are cut.
+    for (refuse, admit) in [
+        ("NOLOGIN", "LOGIN"),
+        ("CONNECTION LIMIT 0", "CONNECTION LIMIT -1"),
+    ] {
+        let database = ScratchDatabase::create().await;
+        let role = format!("caseload_role_{}", uuid::Uuid::new_v4().simple());
+        let (server_part, name) = database.url.rsplit_once('/').unwrap();
+        let host = server_part.rsplit_once('@').map_or_else(
+            || server_part.split_once("://").unwrap().1,
+            |(_, host)| host,
+        );
+        as_postgres_admin(&format!("CREATE ROLE {role} LOGIN PASSWORD 'secret'")).await;
+        as_postgres_admin(&format!("ALTER DATABASE {name} OWNER TO {role}")).await;
+        let url = format!("postgres://{role}:secret@{host}/{name}");
+        let server = TestServer::start_with(ServerOptions {
+            args: &["--database-url", &url, "--workers", "1"],
+            ..Default::default()
+        });
+        let token = server.admin_token().await;
+        let jobs = |token: &str| {
+            server
+                .client
+                .get(server.url("/jobs"))
+                .bearer_auth(token)
+                .timeout(Duration::from_secs(30))
+                .send()
+        };
+        assert_eq!(jobs(&token).await.unwrap().status(), StatusCode::OK);
+
+        as_postgres_admin(&format!("ALTER ROLE {role} {refuse}")).await;
+        as_postgres_admin(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+        ))
+        .await;
+        // Every answer is the documented 503; once one found the database away, the
+        // others are answered at once, without waiting for a connection.
+        let mut details = Vec::new();
+        for _ in 0..8 {
+            let answer = jobs(&token).await.unwrap();
+            assert!(answer.headers().contains_key("retry-after"), "{refuse}");
+            let problem = expect_problem(answer, StatusCode::SERVICE_UNAVAILABLE).await;
+            details.push(problem["detail"].as_str().unwrap().to_owned());
+        }
+        assert!(
+            details[1..]
+                .iter()
+                .all(|detail| detail.contains("has not answered for")),
+            "{refuse}: {details:?}"
+        );
+        // The orchestrator hears it too, and the process is alive.
+        assert_eq!(
+            status_of(&server, "/readyz").await,
+            Some(StatusCode::SERVICE_UNAVAILABLE)
+        );
+        assert_eq!(status_of(&server, "/healthz").await, Some(StatusCode::OK));
+
+        as_postgres_admin(&format!("ALTER ROLE {role} {admit}")).await;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = jobs(&token).await.map(|answer| answer.status()).ok();
+            if status == Some(StatusCode::OK) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{refuse}: still {status:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        drop(server);
+        drop(database);
+        as_postgres_admin(&format!("DROP ROLE {role}")).await;
     }
 }
 
@@ -365,4 +574,50 @@ async fn a_replica_waits_out_its_database_and_loses_no_job() {
     );
     let listed: Value = server.get(&token, "/jobs").await.json().await.unwrap();
     assert_eq!(listed["jobs"].as_array().unwrap().len(), 3, "{listed}");
+}
+
+/// Runs `caseload ready ARGS...` with `CASELOAD_LISTEN` set to `listen` (or unset) and no
+/// `CASELOAD_URL`: whether it said ready, and what it printed.
+fn ready_with(listen: Option<&str>, args: &[&str]) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_caseload"));
+    command
+        .arg("ready")
+        .args(args)
+        .env_remove("CASELOAD_URL")
+        .env_remove("CASELOAD_LISTEN");
+    if let Some(listen) = listen {
+        command.env("CASELOAD_LISTEN", listen);
+    }
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn ready_asks_where_the_server_listens() {
+    let server = TestServer::start();
+    let address: std::net::SocketAddr = server.address().parse().unwrap();
+    let port = address.port();
+
+    // As a container's health check runs it: the server's own CASELOAD_LISTEN, its
+    // unspecified host reached on the loopback.
+    for listen in [format!("0.0.0.0:{port}"), format!("127.0.0.1:{port}")] {
+        let (ok, said) = ready_with(Some(&listen), &[]);
+        assert!(ok, "CASELOAD_LISTEN={listen}: {said}");
+    }
+    let (ok, said) = ready_with(None, &["--listen", &address.to_string()]);
+    assert!(ok, "--listen {address}: {said}");
+    // --url still wins.
+    let (ok, said) = ready_with(Some("127.0.0.1:1"), &["--url", &server.base_url]);
+    assert!(ok, "{said}");
+
+    // Where nothing listens, it says not ready, naming where it asked.
+    let vacant = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let vacant_port = vacant.local_addr().unwrap().port();
+    drop(vacant);
+    let (ok, said) = ready_with(Some(&format!("0.0.0.0:{vacant_port}")), &[]);
+    assert!(!ok);
+    assert!(said.contains(&format!("127.0.0.1:{vacant_port}")), "{said}");
 }

@@ -93,3 +93,125 @@ async fn a_job_s_spans_reach_the_collector_in_one_trace_named_by_the_job_id() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Every span in what the collector received, with its resource's spans flattened.
+fn received_spans(
+    bodies: &Mutex<Vec<Vec<u8>>>,
+) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+    bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|body| ExportTraceServiceRequest::decode(body.as_slice()).ok())
+        .flat_map(|request| request.resource_spans)
+        .flat_map(|resource| resource.scope_spans)
+        .flat_map(|scope| scope.spans)
+        .collect()
+}
+
+/// A span's attribute, as text (a string's value, or an integer's digits).
+fn attribute(span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str) -> Option<String> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    let value = span.attributes.iter().find(|pair| pair.key == key)?;
+    match value.value.as_ref()?.value.as_ref()? {
+        Any::StringValue(text) => Some(text.clone()),
+        Any::IntValue(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn http_spans_follow_the_semantic_conventions_and_continue_the_caller_s_trace() {
+    use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+    use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+
+    let (collector, bodies) = receiver().await;
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--otlp-endpoint", &collector],
+        ..ServerOptions::default()
+    });
+    let token = server.admin_token().await;
+    let trace_id = "4bf92f3577b34da6a1f3a2b1c0d0e0f1";
+    let caller_span = "00f067aa0ba902b7";
+    let answer = server
+        .client
+        .get(server.url("/job/0190aaaa-0000-7000-8000-000000000000"))
+        .bearer_auth(&token)
+        .header("traceparent", format!("00-{trace_id}-{caller_span}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), reqwest::StatusCode::NOT_FOUND);
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let span = loop {
+        let found = received_spans(&bodies).into_iter().find(|span| {
+            attribute(span, "http.route").as_deref() == Some("/job/{job_id}")
+                && attribute(span, "http.request.method").as_deref() == Some("GET")
+        });
+        if let Some(span) = found {
+            break span;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no span of GET /job/{{job_id}} reached the collector"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(span.name, "GET /job/{job_id}");
+    assert_eq!(span.kind, SpanKind::Server as i32);
+    assert_eq!(
+        attribute(&span, "http.response.status_code").as_deref(),
+        Some("404")
+    );
+    // A 4xx is the client's error: the span's status is not an error.
+    assert_ne!(
+        span.status.as_ref().map(|status| status.code),
+        Some(StatusCode::Error as i32)
+    );
+    assert_eq!(hex(&span.trace_id), trace_id);
+    assert_eq!(hex(&span.parent_span_id), caller_span);
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[tokio::test]
+async fn metrics_cover_the_build_the_process_the_database_and_the_workers() {
+    let server = TestServer::start_with(ServerOptions {
+        args: &["--workers", "2"],
+        ..ServerOptions::default()
+    });
+    let text = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for family in [
+        "caseload_build_info{version=",
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_max_fds ",
+        "caseload_database_connections{pool=\"readers\"} ",
+        "caseload_database_connections_idle{pool=\"writer\"} ",
+        "caseload_workers 2",
+        "caseload_workers_busy 0",
+    ] {
+        assert!(
+            text.lines().any(|line| line.starts_with(family)),
+            "no {family} in\n{text}"
+        );
+    }
+    // Each HELP is a sentence with one full stop.
+    for help in text.lines().filter(|line| line.starts_with("# HELP ")) {
+        assert!(help.ends_with('.') && !help.ends_with(".."), "{help}");
+    }
+}

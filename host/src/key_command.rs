@@ -6,12 +6,12 @@ use serde_json::json;
 
 use crate::api_key::{self, Scope};
 use crate::config::{KeyCommand, StorageArgs};
-use crate::open_store;
+use crate::open_existing_store;
 use crate::store::{AuditEvent, Role, now_millis};
 use crate::user_command::HOST;
 
 pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow::Result<()> {
-    let store = open_store(storage).await?;
+    let store = open_existing_store(storage).await?;
     match command {
         KeyCommand::Create {
             user,

@@ -317,6 +317,35 @@ pub async fn open_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStor
     open_store_with(storage, Migrations::Apply).await
 }
 
+/// Opens the store of a server that has started before, for the commands that work beside
+/// one (`caseload user`, `caseload key`): a SQLite database that does not exist is refused,
+/// naming the path looked at, so that a wrong `--data-dir` cannot make an empty database and
+/// work on it. Only `serve` and `migrate` create one.
+pub async fn open_existing_store(storage: &StorageArgs) -> anyhow::Result<Arc<dyn JobStore>> {
+    if let Some(path) = sqlite_path(storage)?
+        && !path.is_file()
+    {
+        bail!(
+            "no database at {}: name the server's data directory (--data-dir or \
+             CASELOAD_DATA_DIR) or its --database-url; `caseload serve` and `caseload \
+             migrate` create the database, other commands only open it",
+            std::path::absolute(&path).unwrap_or(path).display()
+        );
+    }
+    open_store_with(storage, Migrations::Apply).await
+}
+
+/// The SQLite file the storage arguments name, or None for PostgreSQL.
+fn sqlite_path(storage: &StorageArgs) -> anyhow::Result<Option<PathBuf>> {
+    Ok(match storage.database_url.as_deref() {
+        None => Some(storage.data_dir.join("caseload.db")),
+        Some(url) if url.starts_with("sqlite://") => Some(PathBuf::from(&url["sqlite://".len()..])),
+        Some(url) if url.starts_with("sqlite:") => Some(PathBuf::from(&url["sqlite:".len()..])),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => None,
+        Some(url) => bail!("unsupported database URL {url:?}: use postgres://... or sqlite://PATH"),
+    })
+}
+
 /// `caseload migrate`: applies the migrations the database lacks (one process at a time,
 /// however many start together) and exits.
 pub async fn migrate(storage: &StorageArgs) -> anyhow::Result<()> {
@@ -340,17 +369,12 @@ pub async fn open_store_with(
             storage.data_dir.display()
         )
     })?;
-    let path = match storage.database_url.as_deref() {
-        None => storage.data_dir.join("caseload.db"),
-        Some(url) if url.starts_with("sqlite://") => PathBuf::from(&url["sqlite://".len()..]),
-        Some(url) if url.starts_with("sqlite:") => PathBuf::from(&url["sqlite:".len()..]),
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let store = PostgresStore::open_with(url, migrations)
-                .await
-                .context("cannot open the PostgreSQL database")?;
-            return Ok(Arc::new(store));
-        }
-        Some(url) => bail!("unsupported database URL {url:?}: use postgres://... or sqlite://PATH"),
+    let Some(path) = sqlite_path(storage)? else {
+        let url = storage.database_url.as_deref().unwrap_or_default();
+        let store = PostgresStore::open_with(url, migrations)
+            .await
+            .context("cannot open the PostgreSQL database")?;
+        return Ok(Arc::new(store));
     };
     create_private_file(&path)
         .with_context(|| format!("cannot create the database {}", path.display()))?;
@@ -436,12 +460,12 @@ async fn ensure_admin(store: &dyn JobStore, data_dir: &Path) -> anyhow::Result<(
         let _ = std::fs::remove_file(&path);
         write_private_file(&path, format!("{password}\n").as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!(
+        telemetry::announce(&format!(
             "created user admin with password {password} (saved to {})",
             path.display()
-        );
+        ));
     } else {
-        println!("created user admin with the password from CASELOAD_ADMIN_PASSWORD");
+        telemetry::announce("created user admin with the password from CASELOAD_ADMIN_PASSWORD");
     }
     Ok(())
 }
@@ -582,6 +606,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
         .await;
     upkeep::start(store.clone(), local_jobs.clone(), args);
     let metrics = Arc::new(Metrics::default());
+    metrics.workers_started(workers);
     let worker_count = workers;
     let workers = WorkerPool::start(
         Workers {
@@ -643,7 +668,7 @@ pub async fn serve(storage: &StorageArgs, args: &ServeArgs) -> anyhow::Result<()
     let listener =
         listener::bind(args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
-    println!("listening on http://{address}");
+    telemetry::announce(&format!("listening on http://{address}"));
     std::io::stdout().flush()?;
 
     let connection_limits = ConnectionLimits {

@@ -60,7 +60,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Some(Command::Sandbox(_)) => unreachable!("served before the async runtime starts"),
         Some(Command::Migrate) => caseload::migrate(&cli.storage).await,
-        Some(Command::Ready { url }) => match caseload::readiness::probe(url).await {
+        Some(Command::Ready { url, listen }) => match caseload::readiness::probe(
+            &url.clone()
+                .unwrap_or_else(|| caseload::readiness::url_of(*listen)),
+        )
+        .await
+        {
             Ok(()) => Ok(()),
             Err(why) => {
                 eprintln!("not ready: {why:#}");

@@ -5,11 +5,13 @@
 
 use std::io::IsTerminal;
 
+use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::{
     SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider as _,
 };
 use opentelemetry_otlp::{SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::EnvFilter;
@@ -17,6 +19,28 @@ use tracing_subscriber::EnvFilter;
 use crate::config::LogFormat;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+
+/// The format `init` set, for the lines a command prints on standard output.
+static FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
+
+/// Prints one line for whoever started the server (where it listens, the first admin's
+/// password) on standard output: as it is in `text`, and in `json` as an object of the log's
+/// shape, so that a collector reading both outputs reads JSON only.
+pub fn announce(message: &str) {
+    match FORMAT.get().copied().unwrap_or_default() {
+        LogFormat::Text => println!("{message}"),
+        LogFormat::Json => {
+            let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+            let line = serde_json::json!({
+                "timestamp": timestamp,
+                "level": "INFO",
+                "message": message,
+                "target": "caseload",
+            });
+            println!("{line}");
+        }
+    }
+}
 
 /// Traces being exported; flushes what is left when dropped.
 #[derive(Debug)]
@@ -41,6 +65,7 @@ pub fn init(
     format: LogFormat,
     otlp: Option<&url::Url>,
 ) -> anyhow::Result<Telemetry> {
+    let _ = FORMAT.set(format);
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let (text, json) = match format {
@@ -113,6 +138,51 @@ pub fn join_job_trace(span: &tracing::Span, job_id: &str) {
         TraceState::default(),
     );
     let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(context));
+}
+
+/// Puts a request's span in the trace its W3C `traceparent` header names, if it has a valid
+/// one, as the child of the caller's span: a client's trace goes on through the server.
+pub fn continue_trace(span: &tracing::Span, headers: &axum::http::HeaderMap) {
+    if !headers.contains_key("traceparent") {
+        return;
+    }
+    let context = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
+    if context.span().span_context().is_valid() {
+        let _ = span.set_parent(context);
+    }
+}
+
+/// A request's headers, as the propagator reads them.
+struct HeaderExtractor<'a>(&'a axum::http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|name| name.as_str()).collect()
+    }
+}
+
+/// Records a request's route on its span, for the log (`route`) and for a trace viewer
+/// (`http.route`, and the span's name, `METHOD ROUTE`).
+pub fn record_route(span: &tracing::Span, method: &str, route: &str) {
+    span.record("route", route);
+    span.record("http.route", route);
+    // Once entered, a span's name is the exporter's, and changes only there.
+    span.context()
+        .span()
+        .update_name(format!("{method} {route}"));
+}
+
+/// Records a request's answer on its span: the status code, and an error status for a 5xx
+/// (a 4xx is the client's error, not the server's, by the semantic conventions).
+pub fn record_response(span: &tracing::Span, status: u16) {
+    span.record("http.response.status_code", status);
+    if status >= 500 {
+        span.record("otel.status_code", "ERROR");
+    }
 }
 
 /// The span of a job's submission (checked, stored), in the job's trace.

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::auth::hash_password;
 use crate::config::{AdminSwitch, StorageArgs, UserCommand};
-use crate::open_store;
+use crate::open_existing_store;
 use crate::store::{AuditEvent, Role, StoreError, UserChange, UserQuotas};
 use crate::user_name;
 
@@ -18,8 +18,9 @@ pub const HOST: &str = "host";
 /// `caseload user add NAME --password-stdin [--role ROLE]`.
 async fn add_user(storage: &StorageArgs, name: &str, role: Role) -> anyhow::Result<()> {
     let name = &user_name::normalise(name).map_err(|why| anyhow::anyhow!(why))?;
+    // The database first: a wrong --data-dir is told before a password is asked for.
+    let store = open_existing_store(storage).await?;
     let password = read_password()?;
-    let store = open_store(storage).await?;
     let hash = hash_password(&password)?;
     match store.create_user(name, &hash).await {
         Ok(_) => {
@@ -46,7 +47,7 @@ async fn add_user(storage: &StorageArgs, name: &str, role: Role) -> anyhow::Resu
 /// `caseload user list`: every user, one a line (name, role, enabled or disabled, creation
 /// time), as `GET /admin/users` lists them.
 async fn list_users(storage: &StorageArgs) -> anyhow::Result<()> {
-    let store = open_store(storage).await?;
+    let store = open_existing_store(storage).await?;
     for user in store.users().await? {
         let created = chrono::DateTime::from_timestamp_millis(user.created_at)
             .map_or_else(|| "-".to_owned(), |at| at.to_rfc3339());
@@ -84,7 +85,7 @@ pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow
         ),
         UserCommand::Role { name, role } => (name, UserChange::Role(*role), "set the role of"),
         UserCommand::Delete { name } => {
-            let store = open_store(storage).await?;
+            let store = open_existing_store(storage).await?;
             return match store.delete_user(name).await {
                 Ok(true) => {
                     let event = AuditEvent::now(HOST, "user.deleted", name, json!({}));
@@ -120,7 +121,7 @@ pub async fn change_user(storage: &StorageArgs, command: &UserCommand) -> anyhow
             "set the quotas of",
         ),
     };
-    let store = open_store(storage).await?;
+    let store = open_existing_store(storage).await?;
     match store.update_user(name, &change).await {
         Ok(true) => {}
         Ok(false) => bail!("no user {name:?}"),

@@ -171,7 +171,9 @@ pub use self::records::{
     Idempotency, Inserted, JobDataset, LiveUpdate, NewJob, PluginRef, Progress, RaceEntrant,
 };
 pub use self::schema::{Migrations, latest_migration, missing_migrations};
-pub use self::service::{MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats};
+pub use self::service::{
+    ConnectionPool, MinuteCounts, QueueDepth, ReplicaReport, Service, ServiceStats,
+};
 pub use self::sqlite_backend::SqliteStore;
 pub use self::users::{Role, Usage, User, UserAccess, UserChange, UserEntry, UserQuotas, Users};
 pub use self::webhooks::{SecretHolder, WebhookClaim, WebhookDelivery, WebhookOutcome, Webhooks};

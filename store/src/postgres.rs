@@ -46,6 +46,7 @@ impl PostgresStore {
     /// Connects, and applies the migrations the database lacks or refuses it for lacking
     /// them, as `migrations` says.
     pub async fn open_with(url: &str, migrations: Migrations) -> Result<PostgresStore, StoreError> {
+        first_connection(url).await?;
         let pool = |connections: usize| {
             PgPoolOptions::new()
                 // Long-lived connections; a ping before every use costs a round trip per
@@ -68,6 +69,58 @@ impl PostgresStore {
             readers,
             batcher,
         })
+    }
+}
+
+/// How long opening the store tries to reach the database (the pools' acquire timeout).
+const REACH_WITHIN: Duration = Duration::from_secs(10);
+
+/// Reaches the database once before the pools are made, trying again for [`REACH_WITHIN`]
+/// (a database starting beside the server), so that a server that cannot start says where
+/// it looked and why it failed: a pool only says it timed out.
+async fn first_connection(url: &str) -> Result<(), StoreError> {
+    use sqlx::Connection;
+    let deadline = tokio::time::Instant::now() + REACH_WITHIN;
+    loop {
+        let attempt = tokio::time::timeout_at(deadline, PgConnection::connect(url)).await;
+        let cause = match attempt {
+            Ok(Ok(connection)) => {
+                let _ = connection.close().await;
+                return Ok(());
+            }
+            Ok(Err(error)) => error,
+            Err(_) => sqlx::Error::PoolTimedOut,
+        };
+        // A refused login or a malformed URL does not mend itself; an unreachable or
+        // starting server may.
+        let lasting = matches!(&cause, sqlx::Error::Configuration(_))
+            || matches!(&cause, sqlx::Error::Database(error)
+                if error.code().is_some_and(|code| code.starts_with("28") || code.starts_with("3D")));
+        if lasting || tokio::time::Instant::now() + Duration::from_millis(250) >= deadline {
+            return Err(StoreError::Unreachable {
+                address: without_password(url),
+                cause: match cause {
+                    sqlx::Error::PoolTimedOut => {
+                        format!("no answer within {} s", REACH_WITHIN.as_secs())
+                    }
+                    other => other.to_string(),
+                },
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A database URL fit for a message: its password left out, and its query (which may
+/// hold one) too.
+fn without_password(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.to_string()
+        }
+        Err(_) => "(a URL that does not parse)".to_owned(),
     }
 }
 

@@ -91,6 +91,20 @@ pub trait Service: Send + Sync + 'static {
     /// The migrations the database has applied, by version (what readiness checks, and
     /// what a replica started with `--no-migrate` requires).
     async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError>;
+
+    /// This process's connection pools: their connections open and idle now.
+    fn connection_pools(&self) -> Vec<ConnectionPool>;
+}
+
+/// One of this process's connection pools to the database, as it is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionPool {
+    /// `writer` (group commit, upkeep) or `readers`.
+    pub name: &'static str,
+    /// Connections open.
+    pub size: u32,
+    /// Connections open and not in use.
+    pub idle: u32,
 }
 
 #[async_trait]
@@ -147,6 +161,17 @@ where
                 .fetch_all(self.readers())
                 .await?,
         )
+    }
+
+    fn connection_pools(&self) -> Vec<ConnectionPool> {
+        [("writer", self.writer()), ("readers", self.readers())]
+            .into_iter()
+            .map(|(name, pool)| ConnectionPool {
+                name,
+                size: pool.size(),
+                idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+            })
+            .collect()
     }
 
     async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {

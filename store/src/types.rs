@@ -35,6 +35,10 @@ pub enum StoreError {
         /// What to do about it, made where the migrations are known (`schema::behind`).
         message: String,
     },
+    /// The database could not be reached when the store opened: where (without the
+    /// password), and why.
+    #[error("cannot reach the database at {address}: {cause}")]
+    Unreachable { address: String, cause: String },
     /// A thread the store writes on could not be started.
     #[error("cannot start the store's writer thread: {0}")]
     Thread(#[source] std::io::Error),

@@ -127,6 +127,7 @@ pub struct TestServer {
     pub base_url: String,
     pub client: Client,
     data_dir: tempfile::TempDir,
+    printed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// How to start a server.
@@ -169,9 +170,17 @@ impl TestServer {
             .expect("the caseload binary starts");
         let stdout = child.stdout.take().expect("piped stdout");
         let (sender, receiver) = mpsc::channel();
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = printed.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(address) = line.strip_prefix("listening on ") {
+                kept.lock().expect("the lines' lock").push(line.clone());
+                // `--log-format json` prints the line as an object's message.
+                let message = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .and_then(|object| object["message"].as_str().map(str::to_owned))
+                    .unwrap_or(line);
+                if let Some(address) = message.strip_prefix("listening on ") {
                     let _ = sender.send(address.to_owned());
                 }
             }
@@ -190,7 +199,13 @@ impl TestServer {
             base_url,
             client: Client::new(),
             data_dir,
+            printed,
         }
+    }
+
+    /// The lines the server printed on its standard output so far.
+    pub fn printed(&self) -> Vec<String> {
+        self.printed.lock().expect("the lines' lock").clone()
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -29,24 +29,36 @@ impl From<StoreError> for ApiError {
             // in a moment.
             StoreError::Database(ref cause) if database_away(cause) => {
                 tracing::warn!(error = %error, "the database does not answer");
-                ApiError::Unavailable("the database does not answer; retry in a moment".into())
+                ApiError::DatabaseAway
             }
             other => ApiError::Internal(other.to_string()),
         }
     }
 }
 
-/// Whether the database failed the request by not being there (its connections lost, none
-/// to be had, or the server stopping: SQLSTATE classes 08 and 57), not by refusing it.
+/// Whether the database failed the request by not being there for it, not by refusing the
+/// request itself: its connections lost or none to be had, or a new connection refused, by
+/// SQLSTATE class: 08 (connection exception), 28 (the login refused), 53 (insufficient
+/// resources: too many clients, out of memory or disk) and 57 (the server starting up,
+/// shutting down, or an administrator's command). A request may succeed once it is back.
 fn database_away(error: &sqlx::Error) -> bool {
     match error {
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(error) => error
-            .code()
-            .is_some_and(|code| code.starts_with("08") || code.starts_with("57")),
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(error) => error.code().is_some_and(|code| {
+            ["08", "28", "53", "57"]
+                .iter()
+                .any(|class| code.starts_with(class))
+        }),
         _ => false,
     }
 }
+
+/// Marks a response that found the database away (an extension of the response).
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseWentAway;
 
 impl From<tokio::task::JoinError> for ApiError {
     fn from(error: tokio::task::JoinError) -> ApiError {
@@ -113,7 +125,9 @@ impl ApiError {
             }
             ApiError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting-down"),
             ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
-            ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::Unavailable(_) | ApiError::DatabaseAway => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+            }
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -153,6 +167,9 @@ impl IntoResponse for ApiError {
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let mut response = (status, body).into_response();
+        if let ApiError::DatabaseAway = &self {
+            response.extensions_mut().insert(DatabaseWentAway);
+        }
         let headers = response.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,
@@ -165,7 +182,7 @@ impl IntoResponse for ApiError {
                 headers.insert(header::RETRY_AFTER, value);
             }
         }
-        if let ApiError::Unavailable(_) = &self {
+        if let ApiError::Unavailable(_) | ApiError::DatabaseAway = &self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if status == StatusCode::UNAUTHORIZED {

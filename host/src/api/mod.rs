@@ -13,6 +13,7 @@ mod body_budget;
 mod client_address;
 mod console;
 pub mod cors;
+mod database_outage;
 pub mod datasets;
 mod error;
 pub mod experiments;
@@ -34,6 +35,7 @@ use axum::response::IntoResponse;
 
 pub use self::body_budget::{BodyBudget, INLINE_BODY_LIMIT};
 pub use self::client_address::TrustedProxies;
+pub use self::database_outage::DatabaseOutage;
 pub use self::error::ApiError;
 use crate::api::accounts::key_access::KeyCache;
 use crate::api::accounts::login_throttle::LoginThrottle;
@@ -76,6 +78,8 @@ pub struct AppState {
     pub owner_feeds: Arc<jobs::owner_feed::OwnerFeeds>,
     /// Event streams and long-polls open, by user, and how many each may hold.
     pub held_requests: Arc<HeldRequests>,
+    /// Whether the database is away, so that requests needing it are answered at once.
+    pub database_outage: Arc<DatabaseOutage>,
 }
 
 impl AppState {
@@ -100,6 +104,7 @@ impl AppState {
             oidc: None,
             held_requests: Arc::default(),
             owner_feeds: Arc::default(),
+            database_outage: Arc::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! (`/openapi.json`, `/metrics`). [`operations_app`] is what `serve --no-api` serves.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
@@ -20,8 +21,9 @@ use super::jobs::{
 };
 use super::operations::{health, service};
 use super::registry::plugins;
-use super::{ApiError, AppState, console, openapi, query};
+use super::{ApiError, AppState, console, database_outage, openapi, query};
 use crate::metrics::Metrics;
+use crate::telemetry;
 
 /// What a replica that only runs jobs (`serve --no-api`) serves: `/healthz`, `/readyz`
 /// and `/metrics`, for its orchestrator and its autoscaler; anything else is 404.
@@ -57,6 +59,11 @@ pub fn app(state: AppState) -> Router {
         .merge(incumbents::router())
         .merge(experiment::router())
         .merge(service::router())
+        // Every route above needs the database; those below do not, or say it is away.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            database_outage::fail_fast,
+        ))
         .merge(console::router())
         .route("/healthz", axum::routing::get(health::healthz))
         .route("/readyz", axum::routing::get(health::readyz))
@@ -72,30 +79,59 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(
-            // One line per request, at the response, inside a span that carries the request id.
+            // One line per request, at the response, inside a span that carries the request id
+            // (and, for a trace viewer, OpenTelemetry's HTTP server attributes).
             TraceLayer::new_for_http()
-                .make_span_with(|request: &Request| {
-                    let request_id = request
-                        .headers()
-                        .get("x-request-id")
-                        .and_then(|value| value.to_str().ok())
-                        .unwrap_or("");
-                    // The route and the user are recorded once known.
-                    tracing::info_span!(
-                        "request",
-                        id = %request_id,
-                        method = %request.method(),
-                        path = %request.uri().path(),
-                        route = tracing::field::Empty,
-                        user = tracing::field::Empty,
-                    )
-                })
+                .make_span_with(request_span)
                 .on_request(())
-                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+                .on_response(
+                    |response: &axum::response::Response,
+                     latency: Duration,
+                     span: &tracing::Span| {
+                        telemetry::record_response(span, response.status().as_u16());
+                        tower_http::trace::OnResponse::on_response(
+                            DefaultOnResponse::new().level(tracing::Level::INFO),
+                            response,
+                            latency,
+                            span,
+                        );
+                    },
+                ),
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_unusable_request_id))
         .layer(axum::middleware::map_response(no_sniffing))
+}
+
+/// A request's span: its id, method, path, and (once known) route and user for the log; kind
+/// SERVER and the semantic conventions' `http.*` attributes for a trace viewer, in the trace
+/// of the request's `traceparent` if it has one.
+fn request_span(request: &Request) -> tracing::Span {
+    let request_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    let method = request.method().as_str();
+    // The route, the user, the status and the span's name by its route are recorded once
+    // known.
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %method,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        http.route = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        url.path = %request.uri().path(),
+        id = %request_id,
+        method = %method,
+        path = %request.uri().path(),
+        route = tracing::field::Empty,
+        user = tracing::field::Empty,
+    );
+    telemetry::continue_trace(&span, request.headers());
+    span
 }
 
 /// Every answer says its `Content-Type` is the one to go by: a browser must not run a
@@ -118,7 +154,7 @@ async fn time_request(
 ) -> axum::response::Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
-    tracing::Span::current().record("route", route.as_str());
+    telemetry::record_route(&tracing::Span::current(), method.as_str(), route.as_str());
     let response = next.run(request).await;
     metrics.request_answered(
         route.as_str(),
@@ -197,6 +233,7 @@ async fn metrics(
         &|problem| state.job_limits.pools_of(problem),
         served.len(),
         state.changes.waiters(),
+        &state.store.connection_pools(),
     );
     Ok((
         [(

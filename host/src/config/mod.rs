@@ -83,9 +83,13 @@ pub enum Command {
     /// Exit 0 if a server is ready (`GET /readyz` answers 200), 1 otherwise, saying why: a
     /// container's health check, where there is no curl.
     Ready {
-        /// The server's address.
-        #[arg(long, env = "CASELOAD_URL", default_value = "http://127.0.0.1:8080")]
-        url: String,
+        /// The server's address; without it, the address `serve` listens on (`--listen`,
+        /// `CASELOAD_LISTEN`), with 127.0.0.1 (or ::1) for an unspecified host.
+        #[arg(long, env = "CASELOAD_URL")]
+        url: Option<String>,
+        /// The address the server listens on, read as `serve` reads it.
+        #[arg(long, env = "CASELOAD_LISTEN", default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
     },
     /// Run jobs for the server that started this process, over standard input and output
     /// (`--sandbox-processes-from`).

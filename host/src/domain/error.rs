@@ -102,10 +102,16 @@ pub enum ApiError {
     /// The server is stopping and takes no more work; another replica will.
     #[error("the server is shutting down; retry the request")]
     ShuttingDown,
-    /// Something the server depends on does not answer (the database), or the server is not
-    /// ready: 503, for a moment; the detail says what.
+    /// Something the server depends on does not answer, or the server is not ready: 503, for
+    /// a moment; the detail says what.
     #[error("{0}")]
     Unavailable(String),
+    /// The database does not answer (its connections lost, none to be had, the login
+    /// refused, the server starting or stopping): 503, for a moment. The API marks the
+    /// response so that the requests after it are answered at once until the database is
+    /// back.
+    #[error("the database does not answer; retry in a moment")]
+    DatabaseAway,
     /// Anything the client cannot fix. Logged in full; the response says nothing of it.
     #[error("internal error: {0}")]
     Internal(String),

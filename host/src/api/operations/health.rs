@@ -25,16 +25,21 @@ pub async fn healthz() -> impl IntoResponse {
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let mut failed = Vec::new();
     match tokio::time::timeout(DATABASE_BOUND, state.store.applied_migrations()).await {
-        Err(_) => failed.push(format!(
-            "the database did not answer within {} s",
-            DATABASE_BOUND.as_secs()
-        )),
+        Err(_) => {
+            state.database_outage.noticed(state.store.clone());
+            failed.push(format!(
+                "the database did not answer within {} s",
+                DATABASE_BOUND.as_secs()
+            ));
+        }
         // The error names hosts and users: logged, not told to whoever asks.
         Ok(Err(error)) => {
             tracing::warn!(%error, "readiness: the database does not answer");
+            state.database_outage.noticed(state.store.clone());
             failed.push("the database does not answer".to_owned());
         }
         Ok(Ok(applied)) => {
+            state.database_outage.back();
             let missing = missing_migrations(&applied);
             if !missing.is_empty() {
                 failed.push(format!(
