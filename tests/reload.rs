@@ -150,7 +150,7 @@ async fn broken_files_are_rejected_and_the_old_version_keeps_serving() {
         (
             "not WebAssembly",
             b"#!/bin/sh\necho hello\n".to_vec(),
-            "not a valid WebAssembly component",
+            "not a WebAssembly file",
         ),
         (
             // An empty component: valid, but it exports no caseload:plugin world.
@@ -269,17 +269,17 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     let server = TestServer::start_with(ServerOptions { args, plugins: V1 });
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
-    // Built-in max-cut and QUBO and the versioned file, each compiled once and cached.
-    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 3).await;
+    // Built-in max-cut, QUBO and vrp and the versioned file, each compiled once and cached.
+    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 4).await;
     let cache_dir = server.data_dir().join("compile-cache");
 
     let server = TestServer::start_in(server.kill(), args);
-    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 3).await;
+    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 4).await;
     assert!(!server_log(&server).contains("code=compiled"));
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
 
-    // Damage every entry: one byte flipped in the middle of two, the other cut short.
+    // Damage every entry: one byte flipped in the middle of three, the other cut short.
     let data_dir = server.kill();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&cache_dir)
         .unwrap()
@@ -290,8 +290,8 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
         })
         .collect();
     entries.sort();
-    assert_eq!(entries.len(), 3, "{entries:?}");
-    for entry in [&entries[0], &entries[2]] {
+    assert_eq!(entries.len(), 4, "{entries:?}");
+    for entry in [&entries[0], &entries[2], &entries[3]] {
         let mut flipped = std::fs::read(entry).unwrap();
         let middle = flipped.len() / 2;
         flipped[middle] ^= 0x40;
@@ -304,10 +304,10 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
     wait_for_log_lines(
         &server,
         &["compile cache entry rejected", "truncated or corrupted"],
-        3,
+        4,
     )
     .await;
-    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 3).await;
+    wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 4).await;
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
     let job = server
@@ -324,7 +324,7 @@ async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt
 
     // The recompiled code replaced the bad entries.
     let server = TestServer::start_in(server.kill(), args);
-    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 3).await;
+    wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 4).await;
 }
 
 /// The kinds and files of the plugin events so far, oldest first, once `done` holds of them.
