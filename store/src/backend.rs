@@ -1,5 +1,5 @@
 //! What a SQL backend is ([`Backend`]), and the writes a group-commit batch carries
-//! ([`apply`]), written once for both. Each capability's methods are written once over
+//! ([`apply`](crate::apply::apply)), written once for both. Each capability's methods are written once over
 //! [`Backend`] in their own file; the statements are in [`super::sql`]; what differs (the
 //! claim, the reaper, cancellation notices, recovery at start, wake-ups from other
 //! processes) is each backend's, in its own file.
@@ -23,7 +23,7 @@ pub(super) trait Backend: Send + Sync + 'static {
 
     /// The statement that claims up to `$2` of the oldest pending jobs with lease expiry
     /// `$1`, of the use cases `filter` lets through (named in `$3`, a JSON array, unless it
-    /// lets all through), returning the columns [`ClaimedJob`]'s `from_row` reads.
+    /// lets all through), returning the columns [`ClaimedJob`](crate::records::ClaimedJob)'s `from_row` reads.
     fn claim_statement(filter: &ClaimFilter) -> &'static str;
 
     fn rows_affected(result: &<Self::Db as Database>::QueryResult) -> u64;
@@ -78,7 +78,7 @@ pub(super) trait Backend: Send + Sync + 'static {
     const LOCK_PROJECT: Option<&'static str>;
 
     /// Whether an attempt's end is one statement, where the backend can write three tables
-    /// in one ([`sql::FINISH_IN_ONE`], [`sql::START_AND_FINISH_IN_ONE`]), or three.
+    /// in one ([`sql::FINISH_IN_ONE`](crate::sql::FINISH_IN_ONE), [`sql::START_AND_FINISH_IN_ONE`](crate::sql::START_AND_FINISH_IN_ONE)), or three.
     const FINISH_IN_ONE: bool;
 
     /// A statement that tells every replica at commit that the plugins the store lists

@@ -139,7 +139,7 @@ pub struct JobDataset {
     pub media_type: String,
 }
 
-/// What [`JobQueue::insert_job`] did.
+/// What [`JobQueue::insert_job`](crate::jobs::JobQueue::insert_job) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inserted {
     /// The job is stored.
@@ -192,7 +192,7 @@ pub struct ExecutionEnd {
 }
 
 /// How an attempt began: written when it starts, or with its end if it ended before its
-/// start was written (a short job: see [`Executions::start_and_finish_execution`]).
+/// start was written (a short job: see [`Executions::start_and_finish_execution`](crate::executions::Executions::start_and_finish_execution)).
 #[derive(Debug, Clone)]
 pub struct ExecutionStart {
     pub execution_id: String,

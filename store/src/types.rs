@@ -71,7 +71,7 @@ pub enum Refusal {
 }
 
 /// What one user may hold at once, unless the user has quotas of its own
-/// ([`UserQuotas`]): the server's defaults.
+/// ([`UserQuotas`](crate::users::UserQuotas)): the server's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quotas {
     pub pending_jobs: u64,
