@@ -74,6 +74,10 @@ impl LocalSearch<'_> {
         }
     }
 
+    /// The moves it tries are functions of their own, some marked `#[inline(never)]` where
+    /// LLVM would inline them: inlined, they make this loop too large for Cranelift, which
+    /// compiles the component, to keep its values in registers, and the component spends
+    /// more on spills than it saves on calls (natively it makes no measurable difference).
     fn search<const TIME: bool>(&mut self, loop_id: &mut u32, stop: &Stop) -> bool {
         let p = self.p;
         let mut done = false;
@@ -335,6 +339,7 @@ impl LocalSearch<'_> {
     }
 
     /// Swaps clients `u` and `v`.
+    #[inline(never)]
     fn swap<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
         if u == v || self.is_depot(v) {
@@ -508,6 +513,7 @@ impl LocalSearch<'_> {
     }
 
     /// Swaps `u` and its successor `x` with `v` and its successor `y`.
+    #[inline(never)]
     fn swap_two_two<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
         if self.is_depot(v) || u == v {
@@ -609,6 +615,7 @@ impl LocalSearch<'_> {
     }
 
     /// 2-opt within a route: `u` before `v`, reverses the path from `u`'s successor to `v`.
+    #[inline(never)]
     fn two_opt<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
         if self.position[ui] >= self.position[vi] {
