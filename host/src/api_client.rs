@@ -15,8 +15,8 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use url::Url;
 
-use crate::config::ServerTarget;
-use crate::http_post::{Post, RequestBody, address_of, open, read_body};
+use crate::cli::ServerTarget;
+use caseload::http_post::{Post, RequestBody, address_of, open, read_body};
 
 /// The most of an answer read (a job's output may be large).
 const MAX_ANSWER: usize = 256 << 20;
@@ -36,7 +36,6 @@ pub struct ApiClient {
 /// An answer the server gave with a 2xx status.
 #[derive(Debug)]
 pub struct Answer {
-    pub status: u16,
     pub body: Vec<u8>,
 }
 
@@ -96,11 +95,10 @@ impl ApiClient {
         let response = self
             .open(method, path_and_query, &headers, RequestBody::full(bytes))
             .await?;
-        let status = response.status().as_u16();
         let body = read_body(response.into_body(), MAX_ANSWER)
             .await
             .map_err(anyhow::Error::msg)?;
-        Ok(Answer { status, body })
+        Ok(Answer { body })
     }
 
     /// [`ApiClient::call`] for a JSON answer.

@@ -10,8 +10,8 @@ use hyper::Method;
 use tokio::io::AsyncReadExt;
 
 use crate::api_client::ApiClient;
-use crate::config::{DataCommand, Output};
-use crate::http_post::{RequestBody, read_body};
+use crate::cli::{DataCommand, Output};
+use caseload::http_post::{RequestBody, read_body};
 
 /// What the command calls itself in the server's log.
 const USER_AGENT: &str = concat!("caseload-data/", env!("CARGO_PKG_VERSION"));

@@ -13,8 +13,8 @@ use hyper::Method;
 use serde_json::{Value, json};
 
 use crate::api_client::{ApiClient, read_events};
-use crate::config::{JobCommand, Output};
-use crate::http_post::RequestBody;
+use crate::cli::{JobCommand, Output};
+use caseload::http_post::RequestBody;
 
 /// The longest one held request waits (the server's own bound).
 const HOLD: Duration = Duration::from_secs(60);

@@ -4,11 +4,12 @@
 use anyhow::bail;
 use serde_json::json;
 
-use crate::api_key::{self, Scope};
-use crate::config::{KeyCommand, StorageArgs};
-use crate::open_existing_store;
-use crate::store::{AuditEvent, Role, now_millis};
+use crate::cli::KeyCommand;
 use crate::user_command::HOST;
+use caseload::api_key::{self, Scope};
+use caseload::config::StorageArgs;
+use caseload::open_existing_store;
+use caseload::store::{AuditEvent, Role, now_millis};
 
 pub async fn manage_keys(storage: &StorageArgs, command: &KeyCommand) -> anyhow::Result<()> {
     let store = open_existing_store(storage).await?;

@@ -1,4 +1,6 @@
-//! The `caseload` binary: parses the command line and boots; everything else is in the library.
+//! The `caseload` binary: the command line, the commands that call a server or open its
+//! store (`user`, `key`, `job`, `data`, `registry`), and the plugin kit; the server itself is
+//! the library (`caseload-server`).
 //!
 //! `cargo run --release` starts the server on 127.0.0.1:8080 with SQLite under `./data`;
 //! `caseload --help` lists the options.
@@ -7,14 +9,23 @@ use std::path::Path;
 
 use clap::Parser;
 
-use caseload::config::{BuildArgs, CheckArgs, Cli, Command, PluginCommand};
-use caseload::kit::build::{BuildOptions, build_project};
-use caseload::kit::check::{CheckOptions, check_plugins};
-use caseload::kit::new::{new_project, next_steps};
-use caseload::kit::publish::{PublishOptions, publish};
-use caseload::kit::watch::{WatchOptions, watch};
-use caseload::registry_command;
 use caseload::sandbox_process::serve_child;
+
+use crate::cli::{BuildArgs, CheckArgs, Cli, Command, PluginCommand};
+use crate::kit::build::{BuildOptions, build_project};
+use crate::kit::check::{CheckOptions, check_plugins};
+use crate::kit::new::{new_project, next_steps};
+use crate::kit::publish::{PublishOptions, publish};
+use crate::kit::watch::{WatchOptions, watch};
+
+mod api_client;
+mod cli;
+mod data_command;
+mod job_command;
+mod key_command;
+mod kit;
+mod registry_command;
+mod user_command;
 
 /// musl's allocator takes one lock for every thread; mimalloc keeps the static build (the
 /// container image) as fast as the glibc one.
@@ -52,12 +63,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         None => caseload::serve(&cli.storage, &cli.serve).await,
         Some(Command::Serve(args)) => caseload::serve(&cli.storage, args).await,
-        Some(Command::User(command)) => {
-            caseload::user_command::change_user(&cli.storage, command).await
-        }
-        Some(Command::Key(command)) => {
-            caseload::key_command::manage_keys(&cli.storage, command).await
-        }
+        Some(Command::User(command)) => user_command::change_user(&cli.storage, command).await,
+        Some(Command::Key(command)) => key_command::manage_keys(&cli.storage, command).await,
         Some(Command::Sandbox(_)) => unreachable!("served before the async runtime starts"),
         Some(Command::Migrate) => caseload::migrate(&cli.storage).await,
         Some(Command::Ready { url, listen }) => match caseload::readiness::probe(
@@ -72,8 +79,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         },
-        Some(Command::Job(command)) => exit_with(caseload::job_command::run(command).await),
-        Some(Command::Data(command)) => exit_with(caseload::data_command::run(command).await),
+        Some(Command::Job(command)) => exit_with(job_command::run(command).await),
+        Some(Command::Data(command)) => exit_with(data_command::run(command).await),
         Some(Command::Plugin(command)) => {
             let data_dir = cli.storage.data_dir.clone();
             let command = command.clone();

@@ -9,7 +9,7 @@ use hyper::Method;
 use serde_json::{Value, json};
 
 use crate::api_client::ApiClient;
-use crate::config::{Output, ServerTarget};
+use crate::cli::{Output, ServerTarget};
 use crate::job_command::segment;
 
 /// What the commands call themselves in the server's log.

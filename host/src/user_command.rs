@@ -6,11 +6,12 @@ use std::io::BufRead;
 use anyhow::{Context, bail};
 use serde_json::json;
 
-use crate::auth::hash_password;
-use crate::config::{AdminSwitch, StorageArgs, UserCommand};
-use crate::open_existing_store;
-use crate::store::{AuditEvent, Role, StoreError, UserChange, UserQuotas};
-use crate::user_name;
+use crate::cli::{AdminSwitch, UserCommand};
+use caseload::auth::hash_password;
+use caseload::config::StorageArgs;
+use caseload::open_existing_store;
+use caseload::store::{AuditEvent, Role, StoreError, UserChange, UserQuotas};
+use caseload::user_name;
 
 /// Who the audit log says did what a command on the host did.
 pub const HOST: &str = "host";

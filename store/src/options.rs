@@ -1,6 +1,6 @@
 //! The options of a job as stored with it: every default applied when it was accepted, so a
 //! retry runs exactly as the first attempt did. The API parses them from a request
-//! (`host/src/domain/options.rs`); workers read them back.
+//! (`server/src/domain/options.rs`); workers read them back.
 
 use std::time::Duration;
 

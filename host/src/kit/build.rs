@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use super::project::language_of;
-use crate::config::Language;
+use crate::cli::Language;
 
 /// The componentize-py release the Python path is built and tested with.
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";

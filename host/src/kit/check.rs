@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-pub use crate::plugins::check::{CheckOptions, Checker, Failure};
+pub use caseload::plugins::check::{CheckOptions, Checker, Failure};
 
 /// `caseload plugin check FILE...`: one report per file; true if every file would load and
 /// pass its examples.

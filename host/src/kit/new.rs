@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::Language;
+use crate::cli::Language;
 
 /// The Rust template: `(path in the project, contents)`.
 const RUST_FILES: &[(&str, &str)] = &[

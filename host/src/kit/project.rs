@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::config::Language;
+use crate::cli::Language;
 
 /// The language of the project in `dir`: a `Cargo.toml` makes it Rust, an `app.py` Python.
 pub fn language_of(dir: &Path) -> anyhow::Result<Language> {

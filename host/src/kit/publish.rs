@@ -12,8 +12,8 @@ use hyper::Method;
 use serde_json::Value;
 
 use crate::api_client::ApiClient;
-use crate::config::ServerTarget;
-use crate::http_post::{RequestBody, read_body};
+use crate::cli::ServerTarget;
+use caseload::http_post::{RequestBody, read_body};
 
 /// How long the server may take: it compiles the component and runs its examples, and a
 /// gate's experiment may take up to 600 s more.

@@ -13,7 +13,7 @@ use notify::{Event, EventKind, RecursiveMode, Watcher};
 
 use super::build::{BuildOptions, build_project};
 use super::check::{CheckOptions, Checker};
-use crate::plugins::digest;
+use caseload::plugins::digest;
 
 /// Changes closer together than this make one rebuild: an editor's save is several events.
 const QUIET: Duration = Duration::from_millis(200);

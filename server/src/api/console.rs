@@ -1,5 +1,5 @@
 //! The web console: `GET /` and its assets under `/console/`, embedded in the binary (plain
-//! ES modules and one stylesheet from `host/console/`; no build step, nothing from a CDN).
+//! ES modules and one stylesheet from `server/console/`; no build step, nothing from a CDN).
 //! Every answer carries a strict Content-Security-Policy: scripts and styles from this
 //! origin only, no inline script, no framing, requests to this origin only.
 

@@ -1,5 +1,8 @@
-//! caseload-host: the caseload server as a library, so that tests and benchmarks can build the
-//! same router and runtime the `caseload` binary serves.
+//! caseload-server: the caseload server as a library: the HTTP API and the domain below it,
+//! the workers, telemetry and the background tasks, over the store (`caseload-store`) and
+//! the wasmtime runtime (`caseload-runtime`). The `caseload` binary (`caseload-host`) parses
+//! the command line and calls [`serve`]; its commands and the plugin kit sit on this crate,
+//! as the tests and benchmarks do.
 //!
 //! Start at [`serve`]; the request path runs through [`api`] (HTTP), [`auth`], [`store`]
 //! (the durable job queue), [`worker`] (workers), [`plugins`] (the use cases) and [`runtime`]
@@ -61,7 +64,7 @@
 //!  ├─ LocalJobs::job_added  (wakes one idle worker)
 //!  └─ 202 {detail, job}, Location: /job/<id>
 //!
-//! worker thread (host/src/worker/pool.rs), one of --workers:
+//! worker thread (server/src/worker/pool.rs), one of --workers:
 //!  ├─ local queue first: jobs this process claimed but has not started (any worker takes them;
 //!  │                             one that waits 500 ms, every worker busy, goes back to PENDING)
 //!  ├─ JobStore::claim_jobs(N)    the N first PENDING by fair_key → RUNNING, attempts+1, lease_token+1, lease
@@ -104,7 +107,7 @@
 //!                                changes nothing if the lease token moved on; confirmed
 //!                                (and retried on a database error) after the next claim
 //!
-//! every replica, in the background (host/src/upkeep.rs):
+//! every replica, in the background (server/src/upkeep.rs):
 //!  ├─ reaper, every --reaper-interval: RUNNING jobs with an expired lease → PENDING (or FAILED
 //!  │     after --max-attempts), their execution ABANDONED/worker_lost, token bumped
 //!  ├─ retention, hourly: finished jobs older than --retention deleted, 1,000 per transaction
@@ -213,8 +216,9 @@
 //!   login from an address with 5 or more recent failures is answered 429 before any hash.
 //! - Handlers and workers see the store only through `JobStore`.
 //! - No module imports one above it: `store`, `runtime`, `plugins`, `auth`, `config`,
-//!   `options` and `violation` use nothing of `api`, `worker` or `kit`, and `worker` nothing of
-//!   `api`; `kit` uses `plugins`, `runtime` and `config` (where its commands' arguments live).
+//!   `options` and `violation` use nothing of `api` or `worker`, and `worker` nothing of
+//!   `api`. The crates keep the rest: nothing here can reach the binary's commands or its
+//!   plugin kit (`caseload-host`), which use `plugins`, `runtime` and `config` from here.
 //! - `caseload plugin check` loads a file with the registry's own `load` and runs inputs with
 //!   the same schema checks and calls as a job: what it passes, the server serves.
 //! - A `{pointer, message}` problem is a `Violation` everywhere in the host; it is converted
@@ -256,28 +260,21 @@
 //!   in the sandbox, which the benchmark checks on every instance.
 
 pub mod api;
-pub mod api_client;
 pub mod api_key;
 pub mod auth;
 pub mod changes;
 pub mod config;
-pub mod data_command;
 pub mod domain;
 pub mod http_post;
-pub mod job_command;
-pub mod key_command;
-pub mod kit;
 pub mod listener;
 pub mod metrics;
 pub mod oidc;
 pub mod private_file;
 pub mod readiness;
-pub mod registry_command;
 pub mod replica;
 pub mod state;
 pub mod telemetry;
 pub mod upkeep;
-pub mod user_command;
 pub mod user_name;
 pub mod webhooks;
 pub mod worker;
