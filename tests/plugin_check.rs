@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::support::{ServerOptions, TestServer, guest_wasm, wait_for_problem};
+use crate::support::{TestServer, guest_wasm, wait_for_problem};
 
 fn check(files: &[&std::path::Path]) -> (Option<i32>, String) {
     // A data directory of its own: the compile cache is written under it, not in the checkout.
@@ -196,10 +196,19 @@ fn check_shows_a_guest_panic_s_message_and_location() {
 /// the server loads the file it then gets without compiling it.
 #[tokio::test]
 async fn the_server_loads_a_checked_file_without_compiling_it() {
-    let server = TestServer::start_with(ServerOptions {
-        args: &["--plugins-debounce", "100ms"],
-        ..ServerOptions::default()
-    });
+    // The server's cache where `check --data-dir` writes by default, not the tests' shared one.
+    let data_dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data_dir.path().join("plugins")).unwrap();
+    let cache = data_dir.path().join("compile-cache");
+    let server = TestServer::start_in(
+        data_dir,
+        &[
+            "--plugins-debounce",
+            "100ms",
+            "--compile-cache-dir",
+            cache.to_str().unwrap(),
+        ],
+    );
     let token = server.admin_token().await;
     let v2 = guest_wasm("caseload_guest_versioned_v2");
     let data_dir = server.data_dir().to_owned();

@@ -264,14 +264,20 @@ async fn a_removed_file_unregisters_its_use_case_and_a_built_in_comes_back() {
 #[tokio::test]
 async fn a_restart_loads_compiled_code_from_the_cache_and_never_trusts_a_corrupt_entry() {
     // Jobs run in the server's process: a sandbox process's engine keeps entries of its
-    // own in the same directory.
-    let args = &["--sandbox-processes-from", "off"];
+    // own in the same directory. A cache of its own, empty at the first start.
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_owned();
+    let args = &[
+        "--sandbox-processes-from",
+        "off",
+        "--compile-cache-dir",
+        cache_dir.to_str().unwrap(),
+    ];
     let server = TestServer::start_with(ServerOptions { args, plugins: V1 });
     let token = server.admin_token().await;
     assert_eq!(version_serving_jobs(&server, &token).await, "1.0.0");
     // Built-in max-cut, QUBO and vrp and the versioned file, each compiled once and cached.
     wait_for_log_lines(&server, &["plugin loaded", "code=compiled"], 4).await;
-    let cache_dir = server.data_dir().join("compile-cache");
 
     let server = TestServer::start_in(server.kill(), args);
     wait_for_log_lines(&server, &["plugin loaded", "code=compile-cache"], 4).await;

@@ -14,6 +14,13 @@ pub const ADMIN_PASSWORD: &str = "correct horse battery staple";
 /// How long a test waits for anything before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// The compile cache every test server shares unless its arguments name one: the built-in
+/// components are compiled once for the whole run instead of at every start. Entries are
+/// keyed by the component's hash and the engine's settings and checked before use
+/// (runtime/src/runtime/cache.rs), so sharing them changes no behaviour; the tests of the
+/// cache itself give their servers one of their own.
+pub const SHARED_COMPILE_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/compile-cache");
+
 /// The API's bodies as `schemas/api/` describes them: every response the tests read is checked
 /// against its schema, so the schemas and the server cannot drift apart.
 pub enum Contract {
@@ -157,7 +164,11 @@ impl TestServer {
     /// Starts a server on an existing data directory (for restarts).
     pub fn start_in(data_dir: tempfile::TempDir, args: &[&str]) -> TestServer {
         let stderr = std::fs::File::create(data_dir.path().join("server.log")).expect("a log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_caseload"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_caseload"));
+        if !args.contains(&"--compile-cache-dir") {
+            command.env("CASELOAD_COMPILE_CACHE_DIR", SHARED_COMPILE_CACHE);
+        }
+        let mut child = command
             .args(["--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir.path())
             .args(args)
