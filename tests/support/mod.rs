@@ -208,7 +208,13 @@ impl TestServer {
         TestServer {
             child,
             base_url,
-            client: Client::new(),
+            // Idle connections are dropped before the server's 30 s header timeout closes
+            // them: a request sent on one the server is closing fails with IncompleteMessage
+            // (a test that waits on a slow build between two requests hit it).
+            client: Client::builder()
+                .pool_idle_timeout(Duration::from_secs(20))
+                .build()
+                .expect("a client"),
             data_dir,
             printed,
         }
