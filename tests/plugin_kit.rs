@@ -4,8 +4,9 @@
 //! and a job run through it; and `watch`, which never replaces the served version with a
 //! project that does not build or does not pass its check.
 //!
-//! The Python tests need componentize-py (`CASELOAD_COMPONENTIZE_PY`, see CONTRIBUTING.md);
-//! without it they are listed as ignored, with that reason.
+//! The Python tests need componentize-py (`CASELOAD_COMPONENTIZE_PY`, see CONTRIBUTING.md), the
+//! C and C++ ones Debian's clang, lld, wasi-libc and libc++ for wasm32; without them they are
+//! listed as ignored, with that reason.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -157,6 +158,67 @@ async fn a_python_project_from_plugin_new_builds_passes_check_and_serves() {
     std::fs::write(&app, source).unwrap();
     assert_ne!(std::fs::read(build(&project)).unwrap(), first);
     assert_served(&component, "kit-python").await;
+}
+
+#[tokio::test]
+#[ignore = "needs clang for wasm32-wasi: apt install clang lld wasi-libc"]
+async fn a_c_project_from_plugin_new_builds_passes_check_and_serves() {
+    let parent = tempfile::tempdir().unwrap();
+    let component = new_and_build(parent.path(), "kit-c", "c");
+    assert_check_passes(parent.path(), &component, "kit-c");
+    // The same sources build the same bytes.
+    let first = std::fs::read(&component).unwrap();
+    let project = parent.path().join("kit-c");
+    assert_eq!(std::fs::read(build(&project)).unwrap(), first);
+    assert_served(&component, "kit-c").await;
+
+    // A compile error fails the build with clang's message and leaves the component alone.
+    let source = project.join("src/plugin.c");
+    let good = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, format!("{good}\nint broken( {{\n")).unwrap();
+    let (status, _, stderr) = plugin(&project, &["build", "."]);
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("plugin.c") && stderr.contains("error:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("clang failed (see above)"), "{stderr}");
+    assert_eq!(std::fs::read(&component).unwrap(), first);
+}
+
+#[tokio::test]
+#[ignore = "needs clang++ and libc++ for wasm32-wasi: apt install clang lld wasi-libc \
+            libc++-dev-wasm32 libclang-rt-dev-wasm32"]
+async fn a_cpp_project_from_plugin_new_builds_passes_check_and_serves() {
+    let parent = tempfile::tempdir().unwrap();
+    let component = new_and_build(parent.path(), "kit-cpp", "cpp");
+    assert_check_passes(parent.path(), &component, "kit-cpp");
+    assert_served(&component, "kit-cpp").await;
+}
+
+/// Without clang on the path, a C build says what to install instead of failing obscurely.
+#[test]
+fn a_c_build_without_clang_names_the_debian_packages() {
+    let parent = tempfile::tempdir().unwrap();
+    let (status, stdout, stderr) = plugin(parent.path(), &["new", "no-clang", "--lang", "c"]);
+    assert_eq!(status, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("apt install clang lld wasi-libc"),
+        "{stdout}"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let output = kit_command(&parent.path().join("no-clang"), &["build", "."])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "cannot run clang: it is not installed; on Debian: apt install clang lld wasi-libc"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `caseload plugin build`: turns a plugin project into a component, with the language's own
-//! tool: cargo for Rust, componentize-py for Python.
+//! tool: cargo for Rust, componentize-py for Python, clang for C and C++ (`clang.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -25,6 +25,7 @@ pub fn build_project(dir: &Path, options: BuildOptions) -> anyhow::Result<PathBu
     match language_of(dir)? {
         Language::Rust => build_rust(dir, options),
         Language::Python => build_python(dir),
+        language @ (Language::C | Language::Cpp) => super::clang::build_clang(dir, language),
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod build;
 pub mod check;
+mod clang;
 pub mod new;
 mod project;
 pub mod publish;

@@ -77,6 +77,46 @@ const PYTHON_FILES: &[(&str, &str)] = &[
     ("wit/caseload.wit", WIT),
 ];
 
+/// The C template.
+const C_FILES: &[(&str, &str)] = &[
+    (
+        "src/plugin.c",
+        include_str!("../../templates/c/src/plugin.c"),
+    ),
+    ("src/json.h", include_str!("../../templates/c/src/json.h")),
+    (
+        "schema/input.schema.json",
+        include_str!("../../templates/c/schema/input.schema.json"),
+    ),
+    (
+        "schema/output.schema.json",
+        include_str!("../../templates/c/schema/output.schema.json"),
+    ),
+    ("README.md", include_str!("../../templates/c/README.md")),
+    (".gitignore", include_str!("../../templates/c/gitignore")),
+    ("wit/caseload.wit", WIT),
+];
+
+/// The C++ template.
+const CPP_FILES: &[(&str, &str)] = &[
+    (
+        "src/plugin.cpp",
+        include_str!("../../templates/cpp/src/plugin.cpp"),
+    ),
+    ("src/json.h", include_str!("../../templates/cpp/src/json.h")),
+    (
+        "schema/input.schema.json",
+        include_str!("../../templates/cpp/schema/input.schema.json"),
+    ),
+    (
+        "schema/output.schema.json",
+        include_str!("../../templates/cpp/schema/output.schema.json"),
+    ),
+    ("README.md", include_str!("../../templates/cpp/README.md")),
+    (".gitignore", include_str!("../../templates/cpp/gitignore")),
+    ("wit/caseload.wit", WIT),
+];
+
 /// The plugin world this binary speaks.
 const WIT: &str = include_str!("../../../sdk/wit/caseload.wit");
 
@@ -100,6 +140,8 @@ pub fn new_project(name: &str, language: Language, dir: Option<&Path>) -> anyhow
     let files: Vec<(&str, &str)> = match language {
         Language::Rust => RUST_FILES.iter().chain(SDK_FILES).copied().collect(),
         Language::Python => PYTHON_FILES.to_vec(),
+        Language::C => C_FILES.to_vec(),
+        Language::Cpp => CPP_FILES.to_vec(),
     };
     let written = write_files(&dir, name, &files);
     if let Err(error) = written {
@@ -158,6 +200,11 @@ pub fn next_steps(dir: &Path, language: Language) -> String {
     let needs = match language {
         Language::Rust => "cargo and the wasm32-wasip2 target (rustup target add wasm32-wasip2)",
         Language::Python => "componentize-py (pip install componentize-py==0.25.1)",
+        Language::C => "clang for wasm32-wasi (on Debian: apt install clang lld wasi-libc)",
+        Language::Cpp => {
+            "clang++ and libc++ for wasm32-wasi (on Debian: apt install clang lld wasi-libc \
+             libc++-dev-wasm32 libclang-rt-dev-wasm32)"
+        }
     };
     format!(
         "wrote {dir}\n\
@@ -209,7 +256,7 @@ mod tests {
     #[test]
     fn placeholders_are_all_filled() {
         let dir = tempfile::tempdir().expect("temp dir");
-        for language in [Language::Rust, Language::Python] {
+        for language in [Language::Rust, Language::Python, Language::C, Language::Cpp] {
             let project = dir.path().join(format!("{language:?}"));
             new_project("demo-case", language, Some(&project)).expect("written");
             for entry in walk(&project) {

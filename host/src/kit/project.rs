@@ -4,16 +4,36 @@ use std::path::Path;
 
 use crate::cli::Language;
 
-/// The language of the project in `dir`: a `Cargo.toml` makes it Rust, an `app.py` Python.
+/// The language of the project in `dir`: a `Cargo.toml` makes it Rust, an `app.py` Python,
+/// a `src/` with C++ sources (`.cpp`, `.cc`, `.cxx`) C++, and one with `.c` sources C.
 pub fn language_of(dir: &Path) -> anyhow::Result<Language> {
     if dir.join("Cargo.toml").is_file() {
-        Ok(Language::Rust)
-    } else if dir.join("app.py").is_file() {
-        Ok(Language::Python)
+        return Ok(Language::Rust);
+    }
+    if dir.join("app.py").is_file() {
+        return Ok(Language::Python);
+    }
+    let extensions: Vec<String> = std::fs::read_dir(dir.join("src"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            Some(path.extension()?.to_str()?.to_owned())
+        })
+        .collect();
+    let has = |wanted: &[&str]| {
+        extensions
+            .iter()
+            .any(|found| wanted.contains(&found.as_str()))
+    };
+    if has(&["cpp", "cc", "cxx"]) {
+        Ok(Language::Cpp)
+    } else if has(&["c"]) {
+        Ok(Language::C)
     } else {
         anyhow::bail!(
-            "{} is not a plugin project: it holds neither a Cargo.toml (Rust) nor an \
-             app.py (Python); `caseload plugin new NAME` writes one",
+            "{} is not a plugin project: it holds no Cargo.toml (Rust), no app.py (Python) \
+             and no src/*.c (C) or src/*.cpp (C++); `caseload plugin new NAME` writes one",
             dir.display()
         )
     }
