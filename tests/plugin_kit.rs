@@ -5,6 +5,7 @@
 //! project that does not build or does not pass its check.
 //!
 //! The Python tests need componentize-py (`CASELOAD_COMPONENTIZE_PY`, see CONTRIBUTING.md), the
+//! JavaScript one componentize-js (`CASELOAD_COMPONENTIZE_JS`), the
 //! C and C++ ones Debian's clang, lld, wasi-libc and libc++ for wasm32; without them they are
 //! listed as ignored, with that reason.
 
@@ -158,6 +159,25 @@ async fn a_python_project_from_plugin_new_builds_passes_check_and_serves() {
     std::fs::write(&app, source).unwrap();
     assert_ne!(std::fs::read(build(&project)).unwrap(), first);
     assert_served(&component, "kit-python").await;
+}
+
+#[tokio::test]
+#[ignore = "needs componentize-js: set CASELOAD_COMPONENTIZE_JS"]
+async fn a_javascript_project_from_plugin_new_builds_passes_check_and_serves() {
+    let parent = tempfile::tempdir().unwrap();
+    let component = new_and_build(parent.path(), "kit-js", "js");
+    assert_check_passes(parent.path(), &component, "kit-js");
+    // The same sources build the same bytes (the build is skipped); a changed source builds
+    // anew.
+    let first = std::fs::read(&component).unwrap();
+    let project = parent.path().join("kit-js");
+    assert_eq!(std::fs::read(build(&project)).unwrap(), first);
+    let schemas = project.join("schemas.js");
+    let mut source = std::fs::read_to_string(&schemas).unwrap();
+    source.push_str("\n// a comment changes the sources\n");
+    std::fs::write(&schemas, source).unwrap();
+    assert_ne!(std::fs::read(build(&project)).unwrap(), first);
+    assert_served(&component, "kit-js").await;
 }
 
 #[tokio::test]

@@ -14,6 +14,8 @@ pub enum Language {
     Rust,
     /// Python, built with componentize-py against the WIT world.
     Python,
+    /// JavaScript, built with componentize-js against the WIT world.
+    Js,
     /// C, built with clang for `wasm32-wasi` against the WIT world's C bindings.
     C,
     /// C++ (no exceptions), built with clang++ and libc++ for `wasm32-wasi` against the WIT
@@ -35,8 +37,8 @@ pub enum PluginCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Build the project in DIR (cargo for Rust, componentize-py for Python, clang for C and
-    /// C++) and print the
+    /// Build the project in DIR (cargo for Rust, componentize-py for Python, componentize-js
+    /// for JavaScript, clang for C and C++) and print the
     /// component's path as the last line of standard output.
     Build {
         #[arg(default_value = ".")]

@@ -1,5 +1,6 @@
 //! `caseload plugin build`: turns a plugin project into a component, with the language's own
-//! tool: cargo for Rust, componentize-py for Python, clang for C and C++ (`clang.rs`).
+//! tool: cargo for Rust, componentize-py for Python, componentize-js for JavaScript, clang for
+//! C and C++ (`clang.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,6 +12,10 @@ use crate::cli::Language;
 
 /// The componentize-py release the Python path is built and tested with.
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+
+/// The componentize-js release (npm `@bytecodealliance/componentize-js`) the JavaScript path
+/// is built and tested with.
+pub const COMPONENTIZE_JS_VERSION: &str = "0.23.0";
 
 /// How a build runs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,7 +29,8 @@ pub struct BuildOptions {
 pub fn build_project(dir: &Path, options: BuildOptions) -> anyhow::Result<PathBuf> {
     match language_of(dir)? {
         Language::Rust => build_rust(dir, options),
-        Language::Python => build_python(dir),
+        Language::Python => build_snapshot(dir, &Snapshotter::python()),
+        Language::Js => build_snapshot(dir, &Snapshotter::js()),
         language @ (Language::C | Language::Cpp) => super::clang::build_clang(dir, language),
     }
 }
@@ -90,20 +96,83 @@ fn build_rust(dir: &Path, options: BuildOptions) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// `componentize-py -d wit -w plugin componentize app`, into `target/<dir name>.wasm`.
+/// A tool that builds a component by snapshotting an interpreter running the project's
+/// sources: componentize-py (CPython) or componentize-js (SpiderMonkey).
+struct Snapshotter {
+    /// The project's language, as `plugin new --lang` names it.
+    lang: &'static str,
+    /// The program to run.
+    tool: String,
+    /// Its arguments before the component's path.
+    args: &'static [&'static str],
+    /// How to install it.
+    install: String,
+    /// The variable that names it.
+    variable: &'static str,
+}
+
+impl Snapshotter {
+    /// `componentize-py -d wit -w plugin componentize -p . app -o COMPONENT`.
+    fn python() -> Snapshotter {
+        Snapshotter {
+            lang: "python",
+            tool: componentize_py(),
+            args: &[
+                "-d",
+                "wit",
+                "-w",
+                "plugin",
+                "componentize",
+                "-p",
+                ".",
+                "app",
+                "-o",
+            ],
+            install: format!("pip install componentize-py=={COMPONENTIZE_PY_VERSION}"),
+            variable: "CASELOAD_COMPONENTIZE_PY",
+        }
+    }
+
+    /// `componentize-js app.js --wit wit -n plugin -d http fetch-event -o COMPONENT`: no
+    /// `wasi:http`, which the sandbox does not offer.
+    fn js() -> Snapshotter {
+        Snapshotter {
+            lang: "js",
+            tool: componentize_js(),
+            args: &[
+                "app.js",
+                "--wit",
+                "wit",
+                "-n",
+                "plugin",
+                "-d",
+                "http",
+                "fetch-event",
+                "-o",
+            ],
+            install: format!(
+                "npm install -g @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}"
+            ),
+            variable: "CASELOAD_COMPONENTIZE_JS",
+        }
+    }
+}
+
+/// Builds with a [`Snapshotter`] into `target/<dir name>.wasm`.
 ///
-/// componentize-py snapshots a running interpreter, and two builds of the same sources give
+/// Both tools snapshot a running interpreter, and two builds of the same sources give
 /// different bytes. So the build is skipped when nothing it reads changed since the last one
 /// (the project's files, and the tool's version, hashed into `target/<dir name>.wasm.inputs`):
 /// the same sources give the same component, which `watch` does not compile again and a
 /// publish finds published already.
-fn build_python(dir: &Path) -> anyhow::Result<PathBuf> {
+fn build_snapshot(dir: &Path, snapshotter: &Snapshotter) -> anyhow::Result<PathBuf> {
     let dir = std::path::absolute(dir)?;
     if !dir.join("wit").is_dir() {
         anyhow::bail!(
             "{} has no wit/ directory with the caseload:plugin world; `caseload plugin new \
-             --lang python` writes it",
-            dir.display()
+             --lang {}` writes it",
+            dir.display(),
+            snapshotter.lang
         );
     }
     let name = dir
@@ -114,9 +183,9 @@ fn build_python(dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&target)
         .map_err(|error| anyhow::anyhow!("cannot create {}: {error}", target.display()))?;
     let component = target.join(format!("{name}.wasm"));
-    let tool = componentize_py();
+    let tool = &snapshotter.tool;
     let fingerprint_file = target.join(format!("{name}.wasm.inputs"));
-    let fingerprint = python_inputs(&dir, &tool)?;
+    let fingerprint = project_inputs(&dir, tool)?;
     let unchanged = std::fs::read_to_string(&fingerprint_file)
         .is_ok_and(|previous| previous.trim() == fingerprint);
     if unchanged && component.is_file() {
@@ -126,19 +195,9 @@ fn build_python(dir: &Path) -> anyhow::Result<PathBuf> {
     // Gone before the build, so that a failed one leaves no fingerprint of what it did not
     // build.
     let _ = std::fs::remove_file(&fingerprint_file);
-    let status = Command::new(&tool)
+    let status = Command::new(tool)
         .current_dir(&dir)
-        .args([
-            "-d",
-            "wit",
-            "-w",
-            "plugin",
-            "componentize",
-            "-p",
-            ".",
-            "app",
-            "-o",
-        ])
+        .args(snapshotter.args)
         .arg(&component)
         .stdin(Stdio::null())
         // Its "Component built successfully" is not our output.
@@ -146,22 +205,23 @@ fn build_python(dir: &Path) -> anyhow::Result<PathBuf> {
         .status()
         .map_err(|error| {
             anyhow::anyhow!(
-                "cannot run {tool}: {error}; install it with \
-                 `pip install componentize-py=={COMPONENTIZE_PY_VERSION}`, or name it with \
-                 CASELOAD_COMPONENTIZE_PY"
+                "cannot run {tool}: {error}; install it with `{}`, or name it with {}",
+                snapshotter.install,
+                snapshotter.variable
             )
         })?;
     if !status.success() {
-        anyhow::bail!("componentize-py failed (see above)");
+        anyhow::bail!("{tool} failed (see above)");
     }
     std::fs::write(&fingerprint_file, format!("{fingerprint}\n"))
         .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", fingerprint_file.display()))?;
     Ok(component)
 }
 
-/// A digest of what a Python build reads: the tool's version, and every file of the project
-/// (its relative path and bytes) but `target/`, `__pycache__/` and hidden ones, in order.
-fn python_inputs(dir: &Path, tool: &str) -> anyhow::Result<String> {
+/// A digest of what a snapshot build reads: the tool's version, and every file of the project
+/// (its relative path and bytes) but `target/`, `__pycache__/`, `node_modules/` and hidden
+/// ones, in order.
+fn project_inputs(dir: &Path, tool: &str) -> anyhow::Result<String> {
     use sha2::{Digest, Sha256};
 
     let version = Command::new(tool)
@@ -194,7 +254,11 @@ fn collect_files(root: &Path, here: &Path, files: &mut Vec<PathBuf>) -> anyhow::
         let entry = entry?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') || name == "__pycache__" || (here == root && name == "target") {
+        if name.starts_with('.')
+            || name == "__pycache__"
+            || name == "node_modules"
+            || (here == root && name == "target")
+        {
             continue;
         }
         let path = entry.path();
@@ -210,4 +274,9 @@ fn collect_files(root: &Path, here: &Path, files: &mut Vec<PathBuf>) -> anyhow::
 /// The componentize-py to run: `CASELOAD_COMPONENTIZE_PY`, else the one on the path.
 pub fn componentize_py() -> String {
     std::env::var("CASELOAD_COMPONENTIZE_PY").unwrap_or_else(|_| "componentize-py".to_owned())
+}
+
+/// The componentize-js to run: `CASELOAD_COMPONENTIZE_JS`, else the one on the path.
+pub fn componentize_js() -> String {
+    std::env::var("CASELOAD_COMPONENTIZE_JS").unwrap_or_else(|_| "componentize-js".to_owned())
 }

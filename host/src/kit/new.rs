@@ -77,6 +77,15 @@ const PYTHON_FILES: &[(&str, &str)] = &[
     ("wit/caseload.wit", WIT),
 ];
 
+/// The JavaScript template.
+const JS_FILES: &[(&str, &str)] = &[
+    ("app.js", include_str!("../../templates/js/app.js")),
+    ("schemas.js", include_str!("../../templates/js/schemas.js")),
+    ("README.md", include_str!("../../templates/js/README.md")),
+    (".gitignore", include_str!("../../templates/js/gitignore")),
+    ("wit/caseload.wit", WIT),
+];
+
 /// The C template.
 const C_FILES: &[(&str, &str)] = &[
     (
@@ -140,6 +149,7 @@ pub fn new_project(name: &str, language: Language, dir: Option<&Path>) -> anyhow
     let files: Vec<(&str, &str)> = match language {
         Language::Rust => RUST_FILES.iter().chain(SDK_FILES).copied().collect(),
         Language::Python => PYTHON_FILES.to_vec(),
+        Language::Js => JS_FILES.to_vec(),
         Language::C => C_FILES.to_vec(),
         Language::Cpp => CPP_FILES.to_vec(),
     };
@@ -200,6 +210,7 @@ pub fn next_steps(dir: &Path, language: Language) -> String {
     let needs = match language {
         Language::Rust => "cargo and the wasm32-wasip2 target (rustup target add wasm32-wasip2)",
         Language::Python => "componentize-py (pip install componentize-py==0.25.1)",
+        Language::Js => "componentize-js (npm install -g @bytecodealliance/componentize-js@0.23.0)",
         Language::C => "clang for wasm32-wasi (on Debian: apt install clang lld wasi-libc)",
         Language::Cpp => {
             "clang++ and libc++ for wasm32-wasi (on Debian: apt install clang lld wasi-libc \
@@ -256,7 +267,13 @@ mod tests {
     #[test]
     fn placeholders_are_all_filled() {
         let dir = tempfile::tempdir().expect("temp dir");
-        for language in [Language::Rust, Language::Python, Language::C, Language::Cpp] {
+        for language in [
+            Language::Rust,
+            Language::Python,
+            Language::Js,
+            Language::C,
+            Language::Cpp,
+        ] {
             let project = dir.path().join(format!("{language:?}"));
             new_project("demo-case", language, Some(&project)).expect("written");
             for entry in walk(&project) {

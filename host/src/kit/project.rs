@@ -4,7 +4,8 @@ use std::path::Path;
 
 use crate::cli::Language;
 
-/// The language of the project in `dir`: a `Cargo.toml` makes it Rust, an `app.py` Python,
+/// The language of the project in `dir`: a `Cargo.toml` makes it Rust, an `app.py` Python, an
+/// `app.js` JavaScript,
 /// a `src/` with C++ sources (`.cpp`, `.cc`, `.cxx`) C++, and one with `.c` sources C.
 pub fn language_of(dir: &Path) -> anyhow::Result<Language> {
     if dir.join("Cargo.toml").is_file() {
@@ -12,6 +13,9 @@ pub fn language_of(dir: &Path) -> anyhow::Result<Language> {
     }
     if dir.join("app.py").is_file() {
         return Ok(Language::Python);
+    }
+    if dir.join("app.js").is_file() {
+        return Ok(Language::Js);
     }
     let extensions: Vec<String> = std::fs::read_dir(dir.join("src"))
         .into_iter()
@@ -32,8 +36,8 @@ pub fn language_of(dir: &Path) -> anyhow::Result<Language> {
         Ok(Language::C)
     } else {
         anyhow::bail!(
-            "{} is not a plugin project: it holds no Cargo.toml (Rust), no app.py (Python) \
-             and no src/*.c (C) or src/*.cpp (C++); `caseload plugin new NAME` writes one",
+            "{} is not a plugin project: it holds no Cargo.toml (Rust), no app.py (Python), \
+             no app.js (JavaScript) and no src/*.c (C) or src/*.cpp (C++); `caseload plugin new NAME` writes one",
             dir.display()
         )
     }
