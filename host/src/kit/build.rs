@@ -31,7 +31,14 @@ pub fn build_project(dir: &Path, options: BuildOptions) -> anyhow::Result<PathBu
         Language::Rust => build_rust(dir, options),
         Language::Python => build_snapshot(dir, &Snapshotter::python()),
         Language::Js => build_snapshot(dir, &Snapshotter::js()),
+        #[cfg(feature = "c-plugins")]
         language @ (Language::C | Language::Cpp) => super::clang::build_clang(dir, language),
+        #[cfg(not(feature = "c-plugins"))]
+        Language::C | Language::Cpp => anyhow::bail!(
+            "this caseload was built without C and C++ plugin builds (its `c-plugins` feature, \
+             which the container image leaves out); build with a caseload built with its \
+             default features"
+        ),
     }
 }
 

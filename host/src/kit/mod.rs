@@ -5,6 +5,7 @@
 
 pub mod build;
 pub mod check;
+#[cfg(feature = "c-plugins")]
 mod clang;
 pub mod new;
 mod project;
