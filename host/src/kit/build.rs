@@ -158,7 +158,8 @@ impl Snapshotter {
                 "-o",
             ],
             install: format!(
-                "npm install -g @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}"
+                "npm install -g @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION} \
+                 @bytecodealliance/preview2-shim@0.25.0"
             ),
             variable: "CASELOAD_COMPONENTIZE_JS",
         }

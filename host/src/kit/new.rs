@@ -210,7 +210,10 @@ pub fn next_steps(dir: &Path, language: Language) -> String {
     let needs = match language {
         Language::Rust => "cargo and the wasm32-wasip2 target (rustup target add wasm32-wasip2)",
         Language::Python => "componentize-py (pip install componentize-py==0.25.1)",
-        Language::Js => "componentize-js (npm install -g @bytecodealliance/componentize-js@0.23.0)",
+        Language::Js => {
+            "componentize-js (npm install -g @bytecodealliance/componentize-js@0.23.0 \
+             @bytecodealliance/preview2-shim@0.25.0)"
+        }
         Language::C => "clang for wasm32-wasi (on Debian: apt install clang lld wasi-libc)",
         Language::Cpp => {
             "clang++ and libc++ for wasm32-wasi (on Debian: apt install clang lld wasi-libc \
