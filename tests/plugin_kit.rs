@@ -241,6 +241,24 @@ fn a_c_build_without_clang_names_the_debian_packages() {
     );
 }
 
+/// A command whose reader closes the pipe ends quietly (by SIGPIPE), as `cat` would, instead
+/// of panicking in its print.
+#[test]
+fn a_command_whose_reader_goes_away_ends_without_a_panic() {
+    let parent = tempfile::tempdir().unwrap();
+    let mut child = kit_command(parent.path(), &["new", "piped", "--lang", "c"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader is gone before the command has written its report.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(parent.path().join("piped/src/plugin.c").is_file());
+}
+
 #[test]
 fn new_refuses_a_bad_name_and_a_directory_in_use_and_build_a_non_project() {
     let parent = tempfile::tempdir().unwrap();

@@ -35,6 +35,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if !matches!(
+        cli.command,
+        None | Some(Command::Serve(_) | Command::Sandbox(_))
+    ) {
+        end_quietly_on_a_closed_pipe();
+    }
     // A sandbox process runs guests on its main thread, outside any async runtime: the
     // blocking calls of wasmtime-wasi start one of their own.
     if let Some(Command::Sandbox(args)) = &cli.command {
@@ -44,6 +50,22 @@ fn main() -> anyhow::Result<()> {
     }
     tokio::runtime::Runtime::new()?.block_on(run(cli))
 }
+
+/// A command whose reader closes the pipe early (`caseload job list | head -1`) ends as other
+/// Unix tools do, by SIGPIPE, instead of panicking in `println!`. Rust ignores SIGPIPE so that
+/// a write to a closed socket fails with EPIPE; the server and sandbox processes keep that.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn end_quietly_on_a_closed_pipe() {
+    // SAFETY: called first in `main`, before any other thread runs; it restores the default
+    // action of one signal and touches no memory.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn end_quietly_on_a_closed_pipe() {}
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     // A command's report is its output; the server's log lines would only bury it.

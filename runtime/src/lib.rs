@@ -26,8 +26,9 @@
 //!   A name is never an alias of another plugin; a contested alias goes to the built-in, else
 //!   to the first plugin by name (`alias_map` in `plugins.rs`).
 //! - Compiled code from the cache is used only after its sha256 matches the one stored with it
-//!   (`Component::deserialize` in `runtime/cache.rs`). The workspace's other `unsafe` call:
-//!   `malloc_trim` in `api/body_budget.rs`.
+//!   (`Component::deserialize` in `runtime/cache.rs`). The workspace's other `unsafe` calls:
+//!   `malloc_trim` in the server's `api/body_budget.rs`, and SIGPIPE's default action
+//!   restored for the commands in the binary's `main.rs`.
 //! - In the server's process, epoch interruption is always on; one ticker thread advances it
 //!   every 10 ms. A call's deadline and cancellation are checked in the epoch callback. A
 //!   sandbox process's engine has none: the server stops its guest by killing the process (at
