@@ -36,6 +36,7 @@ pub mod split;
 pub mod stop;
 mod swap_star;
 pub mod travel;
+mod two_opt;
 pub mod vrplib;
 
 #[cfg(test)]

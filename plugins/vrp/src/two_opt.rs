@@ -1,0 +1,200 @@
+//! The 2-opt moves of the local search (`local_search.rs`): 2-opt within a route, which
+//! reverses the path between two nodes, and 2-opt* between two routes, which exchanges their
+//! tails (straight, or each tail reversed onto the other's head). Costs as for every move:
+//! the change in penalised cost from the nodes' cumulative load and distance and their time
+//! segments.
+
+use crate::segment::Segment;
+
+use crate::linked_routes::LocalSearch;
+
+impl LocalSearch<'_> {
+    /// 2-opt within a route: `u` before `v`, reverses the path from `u`'s successor to `v`.
+    #[inline(never)]
+    pub(crate) fn two_opt<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        if self.position[ui] >= self.position[vi] {
+            return false;
+        }
+        let x = self.next[ui];
+        if x == v {
+            return false;
+        }
+        let y = self.next[vi];
+        let route = self.route_of[ui] as usize;
+        let (xi, yi) = (x as usize, y as usize);
+        let distance = self.d(u, v) + self.d(x, y) - self.to_next(u) - self.to_next(v)
+            + (self.cum_back[vi] - self.cum_back[xi])
+            - (self.cum_dist[vi] - self.cum_dist[xi]);
+        let delta = if !TIME {
+            distance
+        } else {
+            if distance >= self.route_penalty[route] {
+                return false;
+            }
+            let reversed = self.walk_back(self.forward[ui], v, x);
+            let segment = self.join(reversed, self.backward[yi]);
+            let used = self.used(route, self.route_size[route]);
+            self.cost_of::<TIME>(
+                self.route_dist[route] + distance,
+                self.route_load[route],
+                &segment,
+                used,
+            ) - self.route_cost[route]
+        };
+        if delta >= 0 {
+            return false;
+        }
+        // Reverse x..v in place: collect, then relink the whole route.
+        let mut clients = std::mem::take(&mut self.scratch_a);
+        clients.clear();
+        let start = self.start_node(route);
+        self.collect(self.next[start as usize], u, false, &mut clients);
+        self.collect(v, x, true, &mut clients);
+        if !self.is_depot(y) {
+            let last = self.prev[self.end_node(route) as usize];
+            self.collect(y, last, false, &mut clients);
+        }
+        self.relink(route, &clients);
+        self.scratch_a = clients;
+        self.applied_to(route, route, delta);
+        true
+    }
+
+    /// 2-opt* between routes: `u`'s route keeps its start to `u` and takes `v`'s tail after
+    /// `v`; `v`'s route keeps its start to `v` and takes `u`'s tail.
+    pub(crate) fn two_opt_star<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        if ru == rv {
+            return false;
+        }
+        let (x, y) = (self.next[ui], self.next[vi]);
+        let (xi, yi) = (x as usize, y as usize);
+        let p = self.p;
+        if p.has_fixed && (self.fixed_after[xi] > 0 || self.fixed_after[yi] > 0) {
+            return false;
+        }
+        let new_dist_u = self.cum_dist[ui] + self.d(u, y) + self.route_dist[rv] - self.cum_dist[yi];
+        let new_dist_v = self.cum_dist[vi] + self.d(v, x) + self.route_dist[ru] - self.cum_dist[xi];
+        let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+        let new_size_u = self.position[ui] + size_v - self.position[vi];
+        let new_size_v = self.position[vi] + size_u - self.position[ui];
+        let fixed =
+            self.fixed_delta(ru, size_u, new_size_u) + self.fixed_delta(rv, size_v, new_size_v);
+        let distance = new_dist_u + new_dist_v - self.route_dist[ru] - self.route_dist[rv];
+        if self.hopeless(ru, rv, distance + fixed) {
+            return false;
+        }
+        let (segment_u, segment_v) = if TIME {
+            (
+                self.join(self.forward[ui], self.backward[yi]),
+                self.join(self.forward[vi], self.backward[xi]),
+            )
+        } else {
+            (Segment::default(), Segment::default())
+        };
+        let load_u = self.cum_load[ui] + self.route_load[rv] - self.cum_load[vi];
+        let load_v = self.cum_load[vi] + self.route_load[ru] - self.cum_load[ui];
+        let delta = self.cost_of::<TIME>(new_dist_u, load_u, &segment_u, self.used(ru, new_size_u))
+            + self.cost_of::<TIME>(new_dist_v, load_v, &segment_v, self.used(rv, new_size_v))
+            - self.route_cost[ru]
+            - self.route_cost[rv];
+        if delta >= 0 {
+            return false;
+        }
+        let mut clients_u = std::mem::take(&mut self.scratch_a);
+        let mut clients_v = std::mem::take(&mut self.scratch_b);
+        clients_u.clear();
+        clients_v.clear();
+        let (start_u, start_v) = (self.start_node(ru), self.start_node(rv));
+        let (last_u, last_v) = (
+            self.prev[self.end_node(ru) as usize],
+            self.prev[self.end_node(rv) as usize],
+        );
+        if u != start_u {
+            self.collect(self.next[start_u as usize], u, false, &mut clients_u);
+        }
+        self.collect(y, last_v, false, &mut clients_u);
+        if v != start_v {
+            self.collect(self.next[start_v as usize], v, false, &mut clients_v);
+        }
+        self.collect(x, last_u, false, &mut clients_v);
+        self.relink(ru, &clients_u);
+        self.relink(rv, &clients_v);
+        self.scratch_a = clients_u;
+        self.scratch_b = clients_v;
+        self.applied_to(ru, rv, delta);
+        true
+    }
+
+    /// 2-opt* with reversal (untimed only): `u`'s route becomes its start to `u`, then `v`
+    /// back to `v`'s route start; `v`'s route becomes `u`'s route's end back to `u`'s
+    /// successor, then the rest of `v`'s route.
+    pub(crate) fn two_opt_star_reversed(&mut self, u: u32, v: u32) -> bool {
+        let (ui, vi) = (u as usize, v as usize);
+        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let p = self.p;
+        if ru == rv || p.has_prefix(ru) || p.has_prefix(rv) {
+            return false;
+        }
+        let (x, y) = (self.next[ui], self.next[vi]);
+        let (xi, yi) = (x as usize, y as usize);
+        if p.has_fixed {
+            let (start_u, start_v) = (self.start_node(ru) as usize, self.start_node(rv) as usize);
+            let fixed_u = self.fixed_after[self.next[start_u] as usize];
+            let fixed_v = self.fixed_after[self.next[start_v] as usize];
+            if fixed_u > 0 || fixed_v > 0 {
+                return false;
+            }
+        }
+        let (end_u, end_v) = (self.end_node(ru) as usize, self.end_node(rv) as usize);
+        let new_dist_u = self.cum_dist[ui] + self.d(u, v) + self.cum_back[vi];
+        let new_dist_v = (self.cum_back[end_u] - self.cum_back[xi])
+            + self.d(x, y)
+            + (self.route_dist[rv] - self.cum_dist[yi]);
+        let _ = end_v;
+        let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+        let new_size_u = self.position[ui] + self.position[vi];
+        let new_size_v = (size_u - self.position[ui]) + (size_v - self.position[vi]);
+        let fixed =
+            self.fixed_delta(ru, size_u, new_size_u) + self.fixed_delta(rv, size_v, new_size_v);
+        let distance = new_dist_u + new_dist_v - self.route_dist[ru] - self.route_dist[rv];
+        if self.hopeless(ru, rv, distance + fixed) {
+            return false;
+        }
+        let load_u = self.cum_load[ui] + self.cum_load[vi];
+        let load_v =
+            self.route_load[ru] - self.cum_load[ui] + self.route_load[rv] - self.cum_load[vi];
+        let none = Segment::default();
+        let delta = self.cost_of::<false>(new_dist_u, load_u, &none, self.used(ru, new_size_u))
+            + self.cost_of::<false>(new_dist_v, load_v, &none, self.used(rv, new_size_v))
+            - self.route_cost[ru]
+            - self.route_cost[rv];
+        if delta >= 0 {
+            return false;
+        }
+        let mut clients_u = std::mem::take(&mut self.scratch_a);
+        let mut clients_v = std::mem::take(&mut self.scratch_b);
+        clients_u.clear();
+        clients_v.clear();
+        let (start_u, start_v) = (self.start_node(ru), self.start_node(rv));
+        let (last_u, last_v) = (self.prev[end_u], self.prev[self.end_node(rv) as usize]);
+        self.collect(self.next[start_u as usize], u, false, &mut clients_u);
+        if v != start_v {
+            self.collect(v, self.next[start_v as usize], true, &mut clients_u);
+        }
+        if !self.is_depot(x) {
+            self.collect(last_u, x, true, &mut clients_v);
+        }
+        if !self.is_depot(y) {
+            self.collect(y, last_v, false, &mut clients_v);
+        }
+        self.relink(ru, &clients_u);
+        self.relink(rv, &clients_v);
+        self.scratch_a = clients_u;
+        self.scratch_b = clients_v;
+        self.applied_to(ru, rv, delta);
+        true
+    }
+}
