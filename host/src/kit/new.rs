@@ -112,7 +112,8 @@ const CPP_FILES: &[(&str, &str)] = &[
         "src/plugin.cpp",
         include_str!("../../templates/cpp/src/plugin.cpp"),
     ),
-    ("src/json.h", include_str!("../../templates/cpp/src/json.h")),
+    // The same reader as C's: it compiles as both.
+    ("src/json.h", include_str!("../../templates/c/src/json.h")),
     (
         "schema/input.schema.json",
         include_str!("../../templates/cpp/schema/input.schema.json"),
