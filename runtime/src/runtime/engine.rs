@@ -2,10 +2,12 @@
 //! on-demand otherwise, epoch interruption on (off in sandbox processes), the component model.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::RuntimeError;
+use super::function_cache::FunctionCache;
 
 /// How the engine is set up: see [`Runtime::with_config`](super::Runtime::with_config).
 #[derive(Debug, Clone, Default)]
@@ -38,7 +40,8 @@ impl RuntimeConfig {
     }
 
     /// Compiled code is kept in `dir`, keyed by the component's sha256 and the engine's
-    /// compatibility hash, so that a restart does not recompile.
+    /// compatibility hash, so that a restart does not recompile; and each function's code in
+    /// `dir/functions`, so that a component that changed compiles only the functions that did.
     pub fn with_compile_cache(mut self, dir: PathBuf) -> Self {
         self.compile_cache_dir = Some(dir);
         self
@@ -65,11 +68,22 @@ pub enum InstanceAllocation {
 }
 
 /// The engine: pooled instances if asked and possible, on-demand otherwise.
+/// With `functions`, Cranelift keeps each function's code there and reuses it.
 pub(super) fn engine(
     runtime_config: &RuntimeConfig,
+    functions: Option<&Arc<FunctionCache>>,
 ) -> Result<(Engine, InstanceAllocation), RuntimeError> {
-    if let Some(size) = runtime_config.pooling {
+    let base_config = || {
         let mut config = base_config(runtime_config);
+        if let Some(functions) = functions {
+            config
+                .enable_incremental_compilation(functions.clone())
+                .map_err(RuntimeError::Engine)?;
+        }
+        Ok::<_, RuntimeError>(config)
+    };
+    if let Some(size) = runtime_config.pooling {
+        let mut config = base_config()?;
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool_config(size)));
         match Engine::new(&config) {
             Ok(engine) => {
@@ -86,7 +100,7 @@ pub(super) fn engine(
             ),
         }
     }
-    let engine = Engine::new(&base_config(runtime_config)).map_err(RuntimeError::Engine)?;
+    let engine = Engine::new(&base_config()?).map_err(RuntimeError::Engine)?;
     Ok((engine, InstanceAllocation::OnDemand))
 }
 
