@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::plugin_kit::solve;
-use crate::support::{ServerOptions, TestServer, wait_for_problem};
+use crate::support::{PATIENCE, ServerOptions, TestServer, wait_for_problem_within};
 
 /// `caseload plugin build plugins/knapsack`: the component's path.
 fn build_knapsack() -> PathBuf {
@@ -112,9 +112,13 @@ async fn knapsack_in_python_is_exact_through_the_server() {
     });
     let token = server.admin_token().await;
     std::fs::copy(&component, server.data_dir().join("plugins/knapsack.wasm")).unwrap();
-    let detail = wait_for_problem(&server, &token, "knapsack", |answer| answer.is_some())
-        .await
-        .unwrap();
+    // CPython compiled cold: 4 s in a release server, a minute or more in a debug one beside
+    // other tests.
+    let detail = wait_for_problem_within(&server, &token, "knapsack", PATIENCE * 5, |answer| {
+        answer.is_some()
+    })
+    .await
+    .unwrap();
     assert!(
         !detail["examples"].as_array().unwrap().is_empty(),
         "{detail}"

@@ -538,7 +538,19 @@ pub async fn wait_for_problem(
     id: &str,
     done: impl Fn(Option<&Value>) -> bool,
 ) -> Option<Value> {
-    let deadline = Instant::now() + PATIENCE;
+    wait_for_problem_within(server, token, id, PATIENCE, done).await
+}
+
+/// [`wait_for_problem`], for up to `patience`: an interpreter's component compiled cold by a
+/// debug server on a busy machine can take minutes.
+pub async fn wait_for_problem_within(
+    server: &TestServer,
+    token: &str,
+    id: &str,
+    patience: Duration,
+    done: impl Fn(Option<&Value>) -> bool,
+) -> Option<Value> {
+    let deadline = Instant::now() + patience;
     loop {
         let answer = problem(server, token, id).await;
         if done(answer.as_ref()) {
