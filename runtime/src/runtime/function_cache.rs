@@ -11,13 +11,16 @@
 //! code; this store adds a checksum, so a damaged file is a miss, not bad code.
 //!
 //! Entries are files named after the sha256 of Cranelift's key, under 256 folders by the
-//! hash's first byte. The store holds at most [`MAX_BYTES`]: when it is opened over that, it
-//! is emptied (entries are not renewed when read, so there is no recency to prune by; the
-//! next compiles refill it with what is in use).
+//! hash's first byte. The store holds at most [`MAX_BYTES`]: the first time a process stores
+//! an entry, a store over that is emptied (entries are not renewed when read, so there is no
+//! recency to prune by; the compiles that follow refill it with what is in use). A process
+//! that only reads, as a sandbox process loading code the server compiled usually is, never
+//! walks the folder.
 
 use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
@@ -30,6 +33,8 @@ pub(crate) const MAX_BYTES: u64 = 512 << 20;
 #[derive(Debug)]
 pub(crate) struct FunctionCache {
     dir: PathBuf,
+    /// Done before this process's first entry: the check of the store's size.
+    size_checked: Once,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -42,17 +47,12 @@ pub(crate) struct Lookups {
 }
 
 impl FunctionCache {
-    /// The store in `dir`, created if missing, emptied first if it holds over [`MAX_BYTES`].
+    /// The store in `dir`, created if missing.
     pub(crate) fn open(dir: &Path) -> std::io::Result<FunctionCache> {
         std::fs::create_dir_all(dir)?;
-        let bytes = folder_bytes(dir);
-        if bytes > MAX_BYTES {
-            tracing::info!(dir = %dir.display(), bytes, "function cache full; emptying it");
-            std::fs::remove_dir_all(dir)?;
-            std::fs::create_dir_all(dir)?;
-        }
         Ok(FunctionCache {
             dir: dir.to_owned(),
+            size_checked: Once::new(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         })
@@ -69,6 +69,20 @@ impl FunctionCache {
     fn entry_path(&self, key: &[u8]) -> PathBuf {
         let name = hex::encode(Sha256::digest(key));
         self.dir.join(&name[..2]).join(&name[2..])
+    }
+
+    /// Empties the store if it holds over [`MAX_BYTES`]. A failure leaves it as it is.
+    fn empty_if_full(&self) {
+        let bytes = folder_bytes(&self.dir);
+        if bytes <= MAX_BYTES {
+            return;
+        }
+        tracing::info!(dir = %self.dir.display(), bytes, "function cache full; emptying it");
+        let emptied =
+            std::fs::remove_dir_all(&self.dir).and_then(|()| std::fs::create_dir_all(&self.dir));
+        if let Err(error) = emptied {
+            tracing::warn!(dir = %self.dir.display(), %error, "cannot empty the function cache");
+        }
     }
 
     fn read(&self, key: &[u8]) -> Option<Vec<u8>> {
@@ -96,6 +110,7 @@ impl CacheStore for FunctionCache {
     /// Written to a temporary file and renamed into place, so a reader never sees half of an
     /// entry. A failure costs a compile next time, nothing more.
     fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
+        self.size_checked.call_once(|| self.empty_if_full());
         let path = self.entry_path(key);
         let Some(folder) = path.parent() else {
             return false;
@@ -155,19 +170,24 @@ mod tests {
     }
 
     #[test]
-    fn a_store_over_its_size_is_emptied_when_opened() {
+    fn a_store_over_its_size_is_emptied_before_a_process_adds_to_it() {
         let dir = tempfile::tempdir().expect("a scratch directory");
         let cache = FunctionCache::open(dir.path()).expect("the store");
         assert!(cache.insert(b"small", vec![0; 16]));
-        let reopened = FunctionCache::open(dir.path()).expect("the store");
-        assert!(reopened.get(b"small").is_some());
         let big = dir.path().join("ff").join("big");
         std::fs::create_dir_all(big.parent().expect("a folder")).expect("the folder");
         std::fs::File::create(&big)
             .and_then(|file| file.set_len(MAX_BYTES + 1))
             .expect("a sparse file over the limit");
-        let emptied = FunctionCache::open(dir.path()).expect("the store");
-        assert!(emptied.get(b"small").is_none());
+        // A process that only reads leaves it whole.
+        let reader = FunctionCache::open(dir.path()).expect("the store");
+        assert!(reader.get(b"small").is_some());
+        assert!(big.exists());
+        // The first entry a process stores empties it first; later ones do not look again.
+        let writer = FunctionCache::open(dir.path()).expect("the store");
+        assert!(writer.insert(b"new", vec![1; 16]));
         assert!(!big.exists());
+        assert!(writer.get(b"small").is_none());
+        assert!(writer.get(b"new").is_some());
     }
 }
