@@ -46,18 +46,15 @@ impl LocalSearch<'_> {
             return false;
         }
         // Reverse x..v in place: collect, then relink the whole route.
-        let mut clients = std::mem::take(&mut self.scratch_a);
-        clients.clear();
-        let start = self.start_node(route);
-        self.collect(self.next[start as usize], u, false, &mut clients);
-        self.collect(v, x, true, &mut clients);
-        if !self.is_depot(y) {
-            let last = self.prev[self.end_node(route) as usize];
-            self.collect(y, last, false, &mut clients);
-        }
-        self.relink(route, &clients);
-        self.scratch_a = clients;
-        self.applied_to(route, route, delta);
+        self.rebuild(route, route, delta, |ls, clients, _| {
+            let start = ls.start_node(route);
+            ls.collect(ls.next[start as usize], u, false, clients);
+            ls.collect(v, x, true, clients);
+            if !ls.is_depot(y) {
+                let last = ls.prev[ls.end_node(route) as usize];
+                ls.collect(y, last, false, clients);
+            }
+        });
         true
     }
 
@@ -103,28 +100,21 @@ impl LocalSearch<'_> {
         if delta >= 0 {
             return false;
         }
-        let mut clients_u = std::mem::take(&mut self.scratch_a);
-        let mut clients_v = std::mem::take(&mut self.scratch_b);
-        clients_u.clear();
-        clients_v.clear();
-        let (start_u, start_v) = (self.start_node(ru), self.start_node(rv));
-        let (last_u, last_v) = (
-            self.prev[self.end_node(ru) as usize],
-            self.prev[self.end_node(rv) as usize],
-        );
-        if u != start_u {
-            self.collect(self.next[start_u as usize], u, false, &mut clients_u);
-        }
-        self.collect(y, last_v, false, &mut clients_u);
-        if v != start_v {
-            self.collect(self.next[start_v as usize], v, false, &mut clients_v);
-        }
-        self.collect(x, last_u, false, &mut clients_v);
-        self.relink(ru, &clients_u);
-        self.relink(rv, &clients_v);
-        self.scratch_a = clients_u;
-        self.scratch_b = clients_v;
-        self.applied_to(ru, rv, delta);
+        self.rebuild(ru, rv, delta, |ls, clients_u, clients_v| {
+            let (start_u, start_v) = (ls.start_node(ru), ls.start_node(rv));
+            let (last_u, last_v) = (
+                ls.prev[ls.end_node(ru) as usize],
+                ls.prev[ls.end_node(rv) as usize],
+            );
+            if u != start_u {
+                ls.collect(ls.next[start_u as usize], u, false, clients_u);
+            }
+            ls.collect(y, last_v, false, clients_u);
+            if v != start_v {
+                ls.collect(ls.next[start_v as usize], v, false, clients_v);
+            }
+            ls.collect(x, last_u, false, clients_v);
+        });
         true
     }
 
@@ -148,12 +138,11 @@ impl LocalSearch<'_> {
                 return false;
             }
         }
-        let (end_u, end_v) = (self.end_node(ru) as usize, self.end_node(rv) as usize);
+        let end_u = self.end_node(ru) as usize;
         let new_dist_u = self.cum_dist[ui] + self.d(u, v) + self.cum_back[vi];
         let new_dist_v = (self.cum_back[end_u] - self.cum_back[xi])
             + self.d(x, y)
             + (self.route_dist[rv] - self.cum_dist[yi]);
-        let _ = end_v;
         let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
         let new_size_u = self.position[ui] + self.position[vi];
         let new_size_v = (size_u - self.position[ui]) + (size_v - self.position[vi]);
@@ -174,27 +163,44 @@ impl LocalSearch<'_> {
         if delta >= 0 {
             return false;
         }
+        self.rebuild(ru, rv, delta, |ls, clients_u, clients_v| {
+            let (start_u, start_v) = (ls.start_node(ru), ls.start_node(rv));
+            let (last_u, last_v) = (ls.prev[end_u], ls.prev[ls.end_node(rv) as usize]);
+            ls.collect(ls.next[start_u as usize], u, false, clients_u);
+            if v != start_v {
+                ls.collect(v, ls.next[start_v as usize], true, clients_u);
+            }
+            if !ls.is_depot(x) {
+                ls.collect(last_u, x, true, clients_v);
+            }
+            if !ls.is_depot(y) {
+                ls.collect(y, last_v, false, clients_v);
+            }
+        });
+        true
+    }
+
+    /// Applies a 2-opt move: `fill` lists the new clients of route `ru` and of route `rv`
+    /// (into the search's scratch lists, emptied first; `rv`'s list unused when the two are
+    /// one route), the routes are relinked from them, and the move's `delta` is booked.
+    fn rebuild(
+        &mut self,
+        ru: usize,
+        rv: usize,
+        delta: i64,
+        fill: impl FnOnce(&Self, &mut Vec<u32>, &mut Vec<u32>),
+    ) {
         let mut clients_u = std::mem::take(&mut self.scratch_a);
         let mut clients_v = std::mem::take(&mut self.scratch_b);
         clients_u.clear();
         clients_v.clear();
-        let (start_u, start_v) = (self.start_node(ru), self.start_node(rv));
-        let (last_u, last_v) = (self.prev[end_u], self.prev[self.end_node(rv) as usize]);
-        self.collect(self.next[start_u as usize], u, false, &mut clients_u);
-        if v != start_v {
-            self.collect(v, self.next[start_v as usize], true, &mut clients_u);
-        }
-        if !self.is_depot(x) {
-            self.collect(last_u, x, true, &mut clients_v);
-        }
-        if !self.is_depot(y) {
-            self.collect(y, last_v, false, &mut clients_v);
-        }
+        fill(self, &mut clients_u, &mut clients_v);
         self.relink(ru, &clients_u);
-        self.relink(rv, &clients_v);
+        if rv != ru {
+            self.relink(rv, &clients_v);
+        }
         self.scratch_a = clients_u;
         self.scratch_b = clients_v;
         self.applied_to(ru, rv, delta);
-        true
     }
 }
