@@ -106,14 +106,22 @@ fn assert_consistent(output: &Value, weights: &[f64], values: &[f64], capacity: 
 #[ignore = "needs componentize-py: set CASELOAD_COMPONENTIZE_PY"]
 async fn knapsack_in_python_is_exact_through_the_server() {
     let component = build_knapsack();
+    // Every job in the server's process: a sandbox process compiles its own code (without
+    // epoch checks), and CPython compiled cold takes 4 s in a release build but a minute or
+    // more in a debug one beside other tests, which the first job would then wait out. This
+    // test is about the answers; sandbox processes have tests of their own.
     let server = TestServer::start_with(ServerOptions {
-        args: &["--plugins-debounce", "100ms"],
+        args: &[
+            "--plugins-debounce",
+            "100ms",
+            "--sandbox-processes-from",
+            "off",
+        ],
         ..Default::default()
     });
     let token = server.admin_token().await;
     std::fs::copy(&component, server.data_dir().join("plugins/knapsack.wasm")).unwrap();
-    // CPython compiled cold: 4 s in a release server, a minute or more in a debug one beside
-    // other tests.
+    // The load compiles CPython cold, as above.
     let detail = wait_for_problem_within(&server, &token, "knapsack", PATIENCE * 5, |answer| {
         answer.is_some()
     })
