@@ -28,6 +28,9 @@ pub struct ObjectiveSpec {
     sense: SenseSpec,
     /// Where an output says how long its run took to find it, in seconds.
     time_to_best: Option<String>,
+    /// Whether an output may leave the objective out (a model proven infeasible has none):
+    /// such an output is valid and has no objective, as a job of a use case without one.
+    optional: bool,
 }
 
 /// What an output says of itself, by its use case's objective declaration.
@@ -89,17 +92,31 @@ impl ObjectiveSpec {
                 ));
             }
         };
+        let optional = match declared.get("optional") {
+            None => false,
+            Some(Value::Bool(optional)) => *optional,
+            Some(_) => {
+                return Err(format!(
+                    "{OBJECTIVE_KEYWORD}.optional must be true or false"
+                ));
+            }
+        };
         Ok(Some(ObjectiveSpec {
             pointer: pointer.to_owned(),
             sense,
             time_to_best,
+            optional,
         }))
     }
 
     /// The objective of an output and how soon it was found, or why it has no objective
     /// where the schema says it is. A time to best that is absent or not a number is left
-    /// out: it is a measure, not part of the answer.
-    pub fn score(&self, output: &Value) -> Result<Scored, String> {
+    /// out: it is a measure, not part of the answer. None for an output that leaves out an
+    /// objective declared optional.
+    pub fn score(&self, output: &Value) -> Result<Option<Scored>, String> {
+        if self.optional && output.pointer(&self.pointer).is_none_or(Value::is_null) {
+            return Ok(None);
+        }
         let objective = self.read(output)?;
         let time_to_best_s = self.time_to_best.as_ref().and_then(|pointer| {
             output
@@ -107,10 +124,10 @@ impl ObjectiveSpec {
                 .and_then(Value::as_f64)
                 .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
         });
-        Ok(Scored {
+        Ok(Some(Scored {
             objective,
             time_to_best_s,
-        })
+        }))
     }
 
     /// The objective of an output, or why it has none where the schema says it is.
@@ -185,6 +202,7 @@ mod tests {
             json!({"pointer": "/cut", "sense": "up"}),
             json!({"pointer": "/cut"}),
             json!({"pointer": "/cut", "sense": "maximize", "time_to_best": "solver"}),
+            json!({"pointer": "/cut", "sense": "maximize", "optional": "yes"}),
         ] {
             assert!(ObjectiveSpec::parse(&json!({ OBJECTIVE_KEYWORD: bad })).is_err());
         }
@@ -199,12 +217,30 @@ mod tests {
         .expect("a declaration");
         let scored = spec
             .score(&json!({"cut": 3.0, "solver": {"t": 0.25}}))
+            .expect("an objective")
             .expect("an objective");
         assert_eq!(scored.objective.value, 3.0);
         assert_eq!(scored.time_to_best_s, Some(0.25));
         // A run on an iteration budget leaves its times out: the objective still counts.
-        let untimed = spec.score(&json!({"cut": 3.0})).expect("an objective");
+        let untimed = spec
+            .score(&json!({"cut": 3.0}))
+            .expect("an objective")
+            .expect("an objective");
         assert_eq!(untimed.time_to_best_s, None);
         assert!(spec.score(&json!({"solver": {"t": 1.0}})).is_err());
+    }
+
+    #[test]
+    fn an_optional_objective_may_be_left_out_but_not_be_wrong() {
+        let spec = ObjectiveSpec::parse(&json!({
+            OBJECTIVE_KEYWORD: {"pointer": "/objective", "sense": "minimize", "optional": true}
+        }))
+        .expect("a declaration")
+        .expect("a declaration");
+        assert_eq!(spec.score(&json!({"status": "infeasible"})), Ok(None));
+        assert_eq!(spec.score(&json!({"objective": null})), Ok(None));
+        let scored = spec.score(&json!({"objective": -2.5})).expect("valid");
+        assert_eq!(scored.map(|scored| scored.objective.value), Some(-2.5));
+        assert!(spec.score(&json!({"objective": "low"})).is_err());
     }
 }

@@ -68,6 +68,7 @@ impl Plugin {
                 .as_ref()
                 .map(|objective| objective.score(&value))
                 .transpose()
+                .map(Option::flatten)
         } else {
             Err(format!(
                 "the output does not match the output schema: {}",
