@@ -1,7 +1,9 @@
 //! Builds the built-in plugins (and the test guests) for `wasm32-wasip2` with a nested cargo,
 //! so that `cargo run` and `cargo test` need no extra command.
 //!
-//! The built-in max-cut component is copied into `OUT_DIR` and embedded in the binary. The test
+//! The built-in components (max-cut, QUBO, routing, and linear programming where clang for
+//! `wasm32-wasi` is installed, compressed) are copied into `OUT_DIR` and embedded in the
+//! binary. The test
 //! guests are left in the plugin target directory, whose path reaches the tests through the
 //! `CASELOAD_TEST_GUESTS_DIR` variable; they are never embedded.
 
@@ -15,6 +17,11 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("caseload-qubo", "caseload_qubo"),
     ("caseload-vrp", "caseload_vrp"),
 ];
+/// Built in where clang for `wasm32-wasi` is installed (it compiles HiGHS, which is C++):
+/// `cargo run` works without it, and the server then has no `lp` use case.
+const LP: (&str, &str) = ("caseload-lp", "caseload_lp");
+/// What tells that clang can build for `wasm32-wasi` with libc++ (Debian's packages).
+const WASI_LIBCXX: &str = "/usr/lib/wasm32-wasi/libc++.a";
 const TEST_GUESTS: &[&str] = &["caseload-guest-runaway"];
 /// The hot-reload guest's builds: (cargo features, suffix of the copied artifact).
 const VERSIONED_VARIANTS: &[(&str, &str)] = &[
@@ -75,7 +82,26 @@ fn main() {
         .expect("the build lock file can be created");
     lock.lock().expect("the build lock can be taken");
 
-    let packages: Vec<&str> = BUILT_IN
+    println!("cargo:rustc-check-cfg=cfg(caseload_lp)");
+    println!("cargo:rerun-if-changed={WASI_LIBCXX}");
+    // CASELOAD_WITHOUT_LP=1 leaves it out where clang is installed: a quicker first build.
+    println!("cargo:rerun-if-env-changed=CASELOAD_WITHOUT_LP");
+    let with_lp =
+        env::var_os("CASELOAD_WITHOUT_LP").is_none_or(|value| value != "1") && clang_for_wasi();
+    let built_in: Vec<(&str, &str)> = BUILT_IN
+        .iter()
+        .copied()
+        .chain(with_lp.then_some(LP))
+        .collect();
+    if with_lp {
+        println!("cargo:rustc-cfg=caseload_lp");
+    } else {
+        println!(
+            "cargo:warning=the lp use case is left out: it needs clang for wasm32-wasi \
+             (apt install clang lld wasi-libc libc++-dev-wasm32 libclang-rt-dev-wasm32)"
+        );
+    }
+    let packages: Vec<&str> = built_in
         .iter()
         .map(|(package, _)| *package)
         .chain(TEST_GUESTS.iter().copied())
@@ -101,10 +127,30 @@ fn main() {
         let built = wasm_dir.join(format!("{artifact}.wasm"));
         copy(&built, &out_dir.join(format!("{artifact}.wasm")));
     }
+    // HiGHS makes the lp component 5 MB, a tenth of the container image's budget: it is
+    // embedded compressed (1.2 MB) and decompressed when the server loads it.
+    if with_lp {
+        let built = wasm_dir.join(format!("{}.wasm", LP.1));
+        let bytes = std::fs::read(&built)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", built.display()));
+        let compressed = zstd::encode_all(bytes.as_slice(), 19).expect("zstd compresses");
+        let to = out_dir.join(format!("{}.wasm.zst", LP.1));
+        std::fs::write(&to, compressed)
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", to.display()));
+    }
     println!(
         "cargo:rustc-env=CASELOAD_TEST_GUESTS_DIR={}",
         wasm_dir.display()
     );
+}
+
+/// Whether clang runs and Debian's libc++ for `wasm32-wasi` is installed.
+fn clang_for_wasi() -> bool {
+    Path::new(WASI_LIBCXX).is_file()
+        && Command::new("clang")
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success())
 }
 
 fn copy(from: &Path, to: &Path) {

@@ -24,6 +24,7 @@ mod job_commands;
 mod knapsack;
 mod limits;
 mod logins;
+mod lp;
 mod objectives;
 mod oidc;
 mod openapi_tools;

@@ -45,6 +45,24 @@ pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseloa
 pub const QUBO_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_qubo.wasm"));
 /// The vehicle routing component (CVRP, VRPTW), built from `plugins/vrp` by `build.rs`.
 pub const VRP_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_vrp.wasm"));
+/// Whether this binary has the linear and integer programming component (HiGHS): built from
+/// `plugins/lp` by `build.rs` where clang for `wasm32-wasi` is installed.
+pub const LP_BUILT_IN: bool = cfg!(caseload_lp);
+
+/// The lp component, decompressed on first use (it is embedded zstd-compressed: 5 MB of
+/// HiGHS in 1.2); None in a binary built without it.
+#[cfg(caseload_lp)]
+pub fn lp_wasm() -> Option<&'static [u8]> {
+    static COMPRESSED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_lp.wasm.zst"));
+    static LP: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    Some(LP.get_or_init(|| zstd::decode_all(COMPRESSED).expect("build.rs compressed it")))
+}
+
+/// None: this binary was built without clang for `wasm32-wasi`.
+#[cfg(not(caseload_lp))]
+pub fn lp_wasm() -> Option<&'static [u8]> {
+    None
+}
 
 /// How many plugin files load at once, at start and on reload, so that a file whose
 /// `describe` runs to its deadline holds back one loader, not the files beside it. Each load
@@ -201,7 +219,10 @@ impl PluginRegistry {
 
     /// Loads the plugins embedded in the binary.
     pub fn load_built_ins(&self) -> Result<(), PluginError> {
-        for wasm in [MAXCUT_WASM, QUBO_WASM, VRP_WASM] {
+        for wasm in [MAXCUT_WASM, QUBO_WASM, VRP_WASM]
+            .into_iter()
+            .chain(lp_wasm())
+        {
             let plugin = Arc::new(self.load(wasm, PluginSource::BuiltIn)?);
             let mut sources = self.lock_sources();
             sources
