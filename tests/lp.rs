@@ -1,6 +1,6 @@
 //! Linear and integer programming, the built-in `lp` use case (HiGHS in the sandbox), against
 //! the real server: Netlib's AFIRO as an MPS dataset to its known optimum with duals, inline
-//! LPs and MIPs, infeasible and unbounded models, refusals with pointers and line numbers,
+//! LPs and MIPs, a CPLEX LP file, infeasible and unbounded models, refusals with pointers and line numbers,
 //! a hard MIP stopped by its time limit with its best solution and incumbents, and a cancel.
 //!
 //! The component is built in only where clang for wasm32-wasi is installed; without it these
@@ -128,6 +128,30 @@ async fn inline_programs_get_their_status_values_and_bounds() {
     assert_eq!(mip["values"], json!({"a": 1.0, "b": 1.0, "c": 0.0}));
     assert_eq!(mip["mip"]["gap"], 0.0, "{mip}");
     assert!(mip.get("duals").is_none(), "{mip}");
+
+    // The same knapsack as a CPLEX LP file.
+    let lp_file = "Maximize\n obj: 5 a + 4 b + 3 c\nSubject To\n 2 a + 3 b + c <= 5\n\
+                   Binary\n a b c\nEnd\n";
+    let uploaded = server
+        .client
+        .post(server.url("/data_file?filename=knapsack.lp"))
+        .bearer_auth(&token)
+        .header("content-type", "application/octet-stream")
+        .body(lp_file)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), StatusCode::CREATED);
+    let uploaded: Value = uploaded.json().await.unwrap();
+    // The extension named the format.
+    assert_eq!(uploaded["media_type"], "text/x-lp", "{uploaded}");
+    let from_file = solved(
+        &server,
+        &token,
+        &json!({"data_file_identifier": uploaded["data_file_identifier"]}),
+    )
+    .await;
+    assert_eq!(from_file["objective"], 9.0, "{from_file}");
 
     let infeasible = solved(
         &server,

@@ -1,7 +1,8 @@
 //! caseload-lp: linear and mixed-integer programs, solved by HiGHS inside the component.
 //!
 //! Input is a model as variables and sparse constraints (`schemas/lp/input.schema.json`),
-//! inline or in a dataset file: MPS files (free or fixed) are read by [`mps`]. [`model::build`]
+//! inline or in a dataset file: MPS files (free or fixed) are read by [`mps`], CPLEX LP files
+//! by [`lp_format`]. [`model::build`]
 //! checks it and lays it out as HiGHS takes it; `highs` (compiled for `wasm32` only: the
 //! build script compiles HiGHS with clang) solves it; the output is HiGHS's status, objective,
 //! values, and for an LP the duals and reduced costs, for a MIP the gap and node count
@@ -13,6 +14,7 @@
 #[cfg(target_family = "wasm")]
 mod highs;
 pub mod input;
+pub mod lp_format;
 pub mod model;
 pub mod mps;
 
@@ -82,22 +84,32 @@ impl UseCase for Lp {
             version: env!("CARGO_PKG_VERSION"),
             aliases: &["mip", "milp", "highs", "urn:caseload:usecase:lp"],
             description: "Linear programs and mixed-integer linear programs, solved by HiGHS \
-                          1.16 in the sandbox: inline JSON or MPS files; values, duals and \
-                          reduced costs, or the MIP gap.",
+                          1.16 in the sandbox: inline JSON, MPS or CPLEX LP files; values, \
+                          duals and reduced costs, or the MIP gap.",
             input_schema: include_str!("../../../schemas/lp/input.schema.json"),
             output_schema: include_str!("../../../schemas/lp/output.schema.json"),
-            media_types: &["application/json", mps::MEDIA_TYPE, "text/plain"],
+            media_types: &[
+                "application/json",
+                mps::MEDIA_TYPE,
+                lp_format::MEDIA_TYPE,
+                "text/plain",
+            ],
         }
     }
 
     fn decode(media_type: &str, data: &[u8]) -> Result<LpInput, Vec<Violation>> {
         match media_type {
-            mps::MEDIA_TYPE | "text/plain" => mps::parse(data),
+            mps::MEDIA_TYPE => mps::parse(data),
+            lp_format::MEDIA_TYPE => lp_format::parse(data),
+            "text/plain" if looks_like_mps(data) => mps::parse(data),
+            "text/plain" => lp_format::parse(data),
             other => Err(vec![Violation::new(
                 "",
                 format!(
-                    "lp reads application/json and {} (MPS, free or fixed) files, not {other}",
-                    mps::MEDIA_TYPE
+                    "lp reads application/json, {} (MPS, free or fixed), {} (CPLEX LP) and \
+                     text/plain (either, told apart by content) files, not {other}",
+                    mps::MEDIA_TYPE,
+                    lp_format::MEDIA_TYPE
                 ),
             )]),
         }
@@ -115,6 +127,19 @@ impl UseCase for Lp {
         drop(input);
         solve(&model, context)
     }
+}
+
+/// Whether a text file is MPS rather than LP: its first line that is not blank or a comment
+/// opens an MPS section.
+fn looks_like_mps(data: &[u8]) -> bool {
+    String::from_utf8_lossy(&data[..data.len().min(4096)])
+        .lines()
+        .map(str::trim_end)
+        .find(|line| !line.trim().is_empty() && !line.starts_with('*') && !line.starts_with('\\'))
+        .and_then(|line| line.split_whitespace().next())
+        .is_some_and(|word| {
+            ["NAME", "ROWS", "OBJSENSE"].contains(&word.to_ascii_uppercase().as_str())
+        })
 }
 
 #[cfg(target_family = "wasm")]

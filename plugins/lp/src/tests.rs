@@ -247,3 +247,112 @@ fn a_bound_of_1e20_or_inf_is_none() {
     assert_eq!(model.column_upper, [f64::INFINITY, f64::INFINITY]);
     assert_eq!(model.column_lower, [0.0, f64::NEG_INFINITY]);
 }
+
+const LP_FILE: &str = "\
+\\ The MIP of the MPS test above, as an LP file.
+Maximize
+ obj: 5 a + 4 b + 3 c + 1.5 d
+   + 10
+Subject To
+ cap: 2 a + 3 b + c <= 5
+ least: d >= -2
+ ranged: 0.5 <= c
+   <= 2
+ c1: 3 x - x + 2 <= 8
+Bounds
+ b <= 3
+ -inf <= d <= -1
+ x free
+General
+ a b
+Binary
+ c
+End
+";
+
+#[test]
+fn lp_files_read_as_cplex_writes_them() {
+    let input = crate::lp_format::parse(LP_FILE.as_bytes())
+        .unwrap_or_else(|violations| panic!("{}", messages(&violations)));
+    let model =
+        model::build(&input).unwrap_or_else(|violations| panic!("{}", messages(&violations)));
+    assert_eq!(model.sense, Sense::Maximize);
+    assert_eq!(model.column_names, ["a", "b", "c", "d", "x"]);
+    assert_eq!(model.cost, [5.0, 4.0, 3.0, 1.5, 0.0]);
+    assert_eq!(model.offset, 10.0);
+    assert_eq!(model.integer, [true, true, true, false, false]);
+    assert_eq!(
+        model.column_lower,
+        [0.0, 0.0, 0.0, f64::NEG_INFINITY, f64::NEG_INFINITY]
+    );
+    assert_eq!(
+        model.column_upper,
+        [f64::INFINITY, 3.0, 1.0, -1.0, f64::INFINITY]
+    );
+    // A range over two lines; a constant on the left moves right, and x's two terms are
+    // summed.
+    assert_eq!(model.row_names, ["cap", "least", "ranged", "c1"]);
+    assert_eq!(
+        model.row_lower,
+        [f64::NEG_INFINITY, -2.0, 0.5, f64::NEG_INFINITY]
+    );
+    assert_eq!(model.row_upper, [5.0, f64::INFINITY, 2.0, 6.0]);
+    let x = 4;
+    let at = model.start[x] as usize;
+    assert_eq!((model.index[at], model.value[at]), (3, 2.0));
+}
+
+#[test]
+fn a_bad_lp_file_is_refused_by_line() {
+    let cases = [
+        (
+            "Maximize\n obj: x\nSubject To\n c: x + <= 2\nEnd\n",
+            "line 4: an expression ends with a sign",
+        ),
+        (
+            "Maximize\n obj: x\nSubject To\n c: x <= y\nEnd\n",
+            "line 4: a constraint's right-hand side must be a number",
+        ),
+        (
+            "Maximize\n obj: x + [ x ^ 2 ]\nEnd\n",
+            "line 2: quadratic terms are not supported",
+        ),
+        (
+            "Maximize\n obj: 1e999 x\nEnd\n",
+            "line 2: \"1e999\" is not a finite number",
+        ),
+        (
+            "Maximize\n obj: x\nBounds\n x between 1 and 2\nEnd\n",
+            "line 4: expected a bound",
+        ),
+        (
+            "Maximize\n obj: x\nSOS\nEnd\n",
+            "line 3: \"sos\": semi-continuous variables and SOS",
+        ),
+        (
+            "obj: x\n",
+            "line 1: \"obj: x\" comes before Maximize or Minimize",
+        ),
+        (
+            "Minimize\n obj: x\nSubject To\n c: x >= 1\n",
+            "the file ends without End",
+        ),
+    ];
+    for (text, expected) in cases {
+        let violations = crate::lp_format::parse(text.as_bytes()).expect_err("refused");
+        let found = messages(&violations);
+        assert!(found.contains(expected), "{expected:?} not in {found:?}");
+    }
+}
+
+#[test]
+fn text_files_are_told_apart_by_content() {
+    use caseload_sdk::UseCase;
+
+    let afiro = crate::Lp::decode("text/plain", include_bytes!("../tests/data/afiro.mps"))
+        .expect("read as MPS");
+    assert_eq!(afiro.variables.len(), 32);
+    let lp = crate::Lp::decode("text/plain", LP_FILE.as_bytes()).expect("read as LP");
+    assert_eq!(lp.sense, Sense::Maximize);
+    assert!(crate::Lp::decode("application/pdf", b"%PDF").is_err());
+}
