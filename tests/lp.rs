@@ -312,6 +312,21 @@ async fn a_hard_mip_stops_at_its_time_limit_with_its_best_and_can_be_cancelled()
     let first = &incumbents["incumbents"][0];
     assert!(first["solution"]["values"].is_object(), "{incumbents}");
 
+    // Warm started from that answer, a second run begins where the first ended: HiGHS takes
+    // its values as its first solution (they are feasible), so it ends no worse.
+    let warm = solved(
+        &server,
+        &token,
+        &json!({"variables": body["variables"], "constraints": body["constraints"],
+                "options": {"time_limit_s": 1, "warm_start": job}}),
+    )
+    .await;
+    let warm_objective = warm["objective"].as_f64().unwrap();
+    assert!(
+        warm_objective <= objective + 1e-6,
+        "{warm} after {objective}"
+    );
+
     body["options"] = json!({"time_limit_s": 60});
     let job = server.launch(&token, "lp", &body).await;
     server.wait_until_running(&token, &job).await;

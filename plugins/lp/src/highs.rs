@@ -58,6 +58,12 @@ unsafe extern "C" {
         q_value: *const f64,
         integrality: *const HighsInt,
     ) -> HighsInt;
+    fn Highs_setSparseSolution(
+        highs: *mut c_void,
+        num_entries: HighsInt,
+        index: *const HighsInt,
+        value: *const f64,
+    ) -> HighsInt;
     fn Highs_run(highs: *mut c_void) -> HighsInt;
     fn Highs_getModelStatus(highs: *const c_void) -> HighsInt;
     fn Highs_getSolution(
@@ -224,6 +230,19 @@ pub fn solve(model: &Model, context: &RunContext, stop_at: Instant) -> Result<So
         );
         if status == STATUS_ERROR {
             return Err("HiGHS refused the model".into());
+        }
+        // A MIP's start: HiGHS completes it and keeps it as its first solution if feasible.
+        if model.is_mip() && !model.initial.is_empty() {
+            let (index, value): (Vec<HighsInt>, Vec<f64>) = model.initial.iter().copied().unzip();
+            if Highs_setSparseSolution(
+                highs,
+                index.len() as HighsInt,
+                index.as_ptr(),
+                value.as_ptr(),
+            ) == STATUS_ERROR
+            {
+                return Err("HiGHS refused the start (initial_values)".into());
+            }
         }
         if caseload_highs_watch(highs) != 0 {
             return Err("HiGHS's callback could not be set".into());

@@ -22,6 +22,10 @@ pub struct LpInput {
     /// The relative gap at which a MIP counts as solved (HiGHS's `mip_rel_gap`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mip_gap: Option<f64>,
+    /// A MIP's start (a warm start): values by variable name, all or some, as an earlier
+    /// answer's `values`. HiGHS keeps it as its first solution if it is feasible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_values: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]

@@ -35,6 +35,8 @@ pub struct Model {
     pub index: Vec<i32>,
     pub value: Vec<f64>,
     pub mip_gap: Option<f64>,
+    /// A start for a MIP: (column, value) pairs.
+    pub initial: Vec<(i32, f64)>,
 }
 
 impl Model {
@@ -178,6 +180,21 @@ pub fn build(input: &LpInput) -> Result<Model, Vec<Violation>> {
             }
         }
     }
+    let mut initial = Vec::new();
+    for (name, value) in input.initial_values.iter().flatten() {
+        let pointer = format!("/initial_values/{}", escape(name));
+        match (
+            position.get(name.as_str()),
+            value.as_f64().filter(|value| value.is_finite()),
+        ) {
+            (None, _) => push(pointer, format!("no variable is named {name:?}")),
+            (Some(_), None) => push(
+                pointer,
+                format!("the value {} is not a finite number", shown(value)),
+            ),
+            (Some(&j), Some(value)) => initial.push((j as i32, value)),
+        }
+    }
     if !violations.is_empty() {
         return Err(violations);
     }
@@ -226,6 +243,7 @@ pub fn build(input: &LpInput) -> Result<Model, Vec<Violation>> {
         index,
         value,
         mip_gap: input.mip_gap,
+        initial,
     })
 }
 

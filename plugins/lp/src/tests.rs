@@ -65,7 +65,8 @@ fn a_bad_model_is_refused_at_each_pointer() {
             {"name": "c", "terms": {"x": "two", "z": 1, "a/b": 1}},
             {"name": "c", "terms": {}, "lower": 3, "upper": 2}
         ],
-        "mip_gap": 2
+        "mip_gap": 2,
+        "initial_values": {"x": 1, "w": 0}
     })))
     .expect_err("refused");
     let text = messages(&violations);
@@ -77,6 +78,7 @@ fn a_bad_model_is_refused_at_each_pointer() {
         "/constraints/0/terms/z no variable is named \"z\"",
         "/constraints/1/name \"c\" is already the name of /constraints/0",
         "/constraints/1/upper the upper bound 2 is below the lower bound 3",
+        "/initial_values/w no variable is named \"w\"",
     ] {
         assert!(text.contains(expected), "{expected:?} not in:\n{text}");
     }
