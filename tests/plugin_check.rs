@@ -72,7 +72,7 @@ fn check_says_what_a_file_serves_or_why_the_server_would_refuse_it() {
 fn check_says_when_a_file_would_replace_a_built_in() {
     let directory = tempfile::tempdir().expect("a temporary directory");
     let maxcut = directory.path().join("maxcut.wasm");
-    std::fs::write(&maxcut, caseload::plugins::MAXCUT_WASM).expect("writable");
+    std::fs::write(&maxcut, caseload::plugins::MAXCUT_WASM.as_slice()).expect("writable");
     let (status, report) = check(&[&maxcut]);
     assert_eq!(status, Some(0), "{report}");
     assert!(report.contains("replaces the built-in maxcut"), "{report}");
@@ -98,7 +98,7 @@ fn check_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, Strin
 fn check_runs_a_given_input_and_fails_on_what_the_server_would_refuse() {
     let dir = tempfile::tempdir().unwrap();
     let maxcut = dir.path().join("maxcut.wasm");
-    std::fs::write(&maxcut, caseload::plugins::MAXCUT_WASM).unwrap();
+    std::fs::write(&maxcut, caseload::plugins::MAXCUT_WASM.as_slice()).unwrap();
     let maxcut = maxcut.to_str().unwrap();
 
     let good = dir.path().join("triangle.json");

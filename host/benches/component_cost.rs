@@ -124,7 +124,7 @@ fn main() -> anyhow::Result<()> {
     // call of the component (whose instance has just given its slot back), and one right
     // after native code wrote as many bytes as the component's instance peaked at, which
     // evicts the caches alike without touching the pool.
-    let maxcut = runtime.compile(MAXCUT_WASM)?;
+    let maxcut = runtime.compile(MAXCUT_WASM.as_slice())?;
     let rounds = args.calls * 4;
     let mut alone = Vec::new();
     let mut after = Vec::new();

@@ -33,7 +33,9 @@ fn main() {
     let runtime = Runtime::with_config(&config).expect("the engine starts");
     println!("instance allocation: {:?}", runtime.allocation());
     let started = Instant::now();
-    let plugin = runtime.compile(MAXCUT_WASM).expect("max-cut compiles");
+    let plugin = runtime
+        .compile(MAXCUT_WASM.as_slice())
+        .expect("max-cut compiles");
     let compile = started.elapsed();
 
     let limits = Limits::default();
@@ -83,7 +85,7 @@ fn main() {
 
     println!(
         "max-cut component: {} bytes, compiled in {:.1} ms",
-        MAXCUT_WASM.len(),
+        MAXCUT_WASM.as_slice().len(),
         compile.as_secs_f64() * 1e3
     );
     println!(

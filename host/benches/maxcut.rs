@@ -105,7 +105,7 @@ fn main() -> anyhow::Result<()> {
         Some(path) => read_best_known(path)?,
         None => HashMap::new(),
     };
-    let sandbox = Sandbox::as_server(MAXCUT_WASM, args.seconds)?;
+    let sandbox = Sandbox::as_server(MAXCUT_WASM.as_slice(), args.seconds)?;
     let instances = args
         .files
         .iter()
@@ -221,14 +221,18 @@ fn main() -> anyhow::Result<()> {
         let unchecked = if args.unchecked {
             // Nothing can stop these runs: this is only for measuring what the checks cost.
             let config = RuntimeConfig::default().without_epoch_checks();
-            Some(Sandbox::with_config(MAXCUT_WASM, args.seconds, config)?)
+            Some(Sandbox::with_config(
+                MAXCUT_WASM.as_slice(),
+                args.seconds,
+                config,
+            )?)
         } else {
             None
         };
         // In this process, with epoch checks: the server's way for runs under 1 s.
-        let checked = Sandbox::new(MAXCUT_WASM, args.seconds)?;
+        let checked = Sandbox::new(MAXCUT_WASM.as_slice(), args.seconds)?;
         let in_processes = if args.processes {
-            Some(Sandbox::in_processes(MAXCUT_WASM, args.seconds)?)
+            Some(Sandbox::in_processes(MAXCUT_WASM.as_slice(), args.seconds)?)
         } else {
             None
         };

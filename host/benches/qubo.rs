@@ -94,7 +94,7 @@ fn main() -> anyhow::Result<()> {
         Some(path) => read_best_known(path)?,
         None => HashMap::new(),
     };
-    let sandbox = Sandbox::as_server(QUBO_WASM, args.seconds)?;
+    let sandbox = Sandbox::as_server(QUBO_WASM.as_slice(), args.seconds)?;
     let instances = args
         .files
         .iter()

@@ -240,11 +240,11 @@ async fn main() -> anyhow::Result<()> {
     let api = Api::login(&server.base_url).await?;
     println!(
         "max-cut component: {} bytes; server with the default --plugins-debounce (250ms)",
-        MAXCUT_WASM.len()
+        MAXCUT_WASM.as_slice().len()
     );
     let mut fresh = Vec::new();
     for round in 0..options.rounds {
-        let bytes = with_custom_section(MAXCUT_WASM, &format!("round {round}"));
+        let bytes = with_custom_section(MAXCUT_WASM.as_slice(), &format!("round {round}"));
         fresh.push(rename_to_serving(&api, &plugins_dir, &bytes).await?);
     }
     println!(
@@ -252,8 +252,8 @@ async fn main() -> anyhow::Result<()> {
         summary(&mut fresh)
     );
     let seen = [
-        with_custom_section(MAXCUT_WASM, "round 0"),
-        with_custom_section(MAXCUT_WASM, "round 1"),
+        with_custom_section(MAXCUT_WASM.as_slice(), "round 0"),
+        with_custom_section(MAXCUT_WASM.as_slice(), "round 1"),
     ];
     let mut cached = Vec::new();
     for round in 0..options.rounds {

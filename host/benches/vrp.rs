@@ -150,7 +150,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn quality(args: &Args, instances: &[Instance]) -> anyhow::Result<()> {
-    let sandbox = Sandbox::as_server(VRP_WASM, args.seconds)?;
+    let sandbox = Sandbox::as_server(VRP_WASM.as_slice(), args.seconds)?;
     println!(
         "quality: {} s per run in the sandbox ({}), seeds 1 to {}",
         args.seconds,
@@ -212,8 +212,8 @@ fn quality(args: &Args, instances: &[Instance]) -> anyhow::Result<()> {
 fn wasm_over_native(args: &Args, instances: &[Instance]) -> anyhow::Result<()> {
     // In this process, with epoch checks: the server's way for runs under 1 s. In a sandbox
     // process, compiled without them: its way for longer runs, every routing job of note.
-    let checked = Sandbox::new(VRP_WASM, 3600.0)?;
-    let in_processes = Sandbox::in_processes(VRP_WASM, 3600.0)?;
+    let checked = Sandbox::new(VRP_WASM.as_slice(), 3600.0)?;
+    let in_processes = Sandbox::in_processes(VRP_WASM.as_slice(), 3600.0)?;
     println!(
         "wasm/native: elapsed time in the sandbox over natively, seed 1, {} iterations, fastest of {}",
         args.budget, args.ratio_runs
@@ -290,7 +290,7 @@ fn plan(output: &Value) -> (Value, Vec<Value>) {
 fn scale(args: &Args, large: &Instance) -> anyhow::Result<()> {
     let limits = Limits::default();
     let runtime = Runtime::new()?;
-    let plugin = runtime.compile(VRP_WASM)?;
+    let plugin = runtime.compile(VRP_WASM.as_slice())?;
     let started = Instant::now();
     plugin
         .validate(&large.json, &limits)
@@ -304,7 +304,7 @@ fn scale(args: &Args, large: &Instance) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let sandbox = Sandbox::in_processes(VRP_WASM, args.large_seconds)?;
+    let sandbox = Sandbox::in_processes(VRP_WASM.as_slice(), args.large_seconds)?;
     // The sandbox process loads the component on its first run: not part of the measure.
     sandbox.run("warm-up", &large.json, &timed(0.5, 1))?;
     let recorder = Recorder::new();
@@ -364,10 +364,10 @@ fn stops(args: &Args, instance: &Instance) -> anyhow::Result<()> {
         instance.name, instance.clients
     );
     for (place, sandbox) in [
-        ("in this process", Sandbox::new(VRP_WASM, 60.0)?),
+        ("in this process", Sandbox::new(VRP_WASM.as_slice(), 60.0)?),
         (
             "in a sandbox process",
-            Sandbox::in_processes(VRP_WASM, 60.0)?,
+            Sandbox::in_processes(VRP_WASM.as_slice(), 60.0)?,
         ),
     ] {
         sandbox.run("warm-up", &instance.json, &timed(0.5, 1))?;

@@ -46,7 +46,7 @@ struct Outcome {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse_from(std::env::args().filter(|argument| argument != "--bench"));
     ensure!(!args.instances.is_empty(), "name some G-set files");
-    let sandbox = Sandbox::as_server(MAXCUT_WASM, args.seconds * 2.0)?;
+    let sandbox = Sandbox::as_server(MAXCUT_WASM.as_slice(), args.seconds * 2.0)?;
     println!(
         "{:<8} {:>4} {:>9} {:>9} {:>9} {:>8} {:>8}",
         "instance", "seed", "start", "warm", "long", "warm-st", "warm-lng"

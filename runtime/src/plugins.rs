@@ -33,6 +33,8 @@ pub use self::version::{Unresolved, VersionEntry, VersionRequest};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use std::sync::LazyLock;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -40,11 +42,37 @@ use crate::runtime::{CallError, CompiledPlugin, Limits, LoadError, PluginInfo, R
 use crate::store::{Catalog, StoredVersion};
 
 /// The max-cut component, built from `plugins/maxcut` by `build.rs`.
-pub const MAXCUT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm"));
+pub static MAXCUT_WASM: LazyLock<Vec<u8>> = LazyLock::new(|| built_in("caseload_maxcut"));
 /// The QUBO / Ising component, built from `plugins/qubo` by `build.rs`.
-pub const QUBO_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_qubo.wasm"));
+pub static QUBO_WASM: LazyLock<Vec<u8>> = LazyLock::new(|| built_in("caseload_qubo"));
 /// The vehicle routing component (CVRP, VRPTW), built from `plugins/vrp` by `build.rs`.
-pub const VRP_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_vrp.wasm"));
+pub static VRP_WASM: LazyLock<Vec<u8>> = LazyLock::new(|| built_in("caseload_vrp"));
+
+/// The built-in components, embedded zstd-compressed (to a third: the container image has a
+/// budget) and decompressed on first use.
+static COMPRESSED: &[(&str, &[u8])] = &[
+    (
+        "caseload_maxcut",
+        include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm.zst")),
+    ),
+    (
+        "caseload_qubo",
+        include_bytes!(concat!(env!("OUT_DIR"), "/caseload_qubo.wasm.zst")),
+    ),
+    (
+        "caseload_vrp",
+        include_bytes!(concat!(env!("OUT_DIR"), "/caseload_vrp.wasm.zst")),
+    ),
+];
+
+fn built_in(name: &str) -> Vec<u8> {
+    let (_, compressed) = COMPRESSED
+        .iter()
+        .find(|(built, _)| *built == name)
+        .expect("build.rs embeds it");
+    zstd::decode_all(*compressed).expect("build.rs compressed it")
+}
+
 /// Whether this binary has the linear and integer programming component (HiGHS): built from
 /// `plugins/lp` by `build.rs` where clang for `wasm32-wasi` is installed.
 pub const LP_BUILT_IN: bool = cfg!(caseload_lp);
@@ -219,9 +247,13 @@ impl PluginRegistry {
 
     /// Loads the plugins embedded in the binary.
     pub fn load_built_ins(&self) -> Result<(), PluginError> {
-        for wasm in [MAXCUT_WASM, QUBO_WASM, VRP_WASM]
-            .into_iter()
-            .chain(lp_wasm())
+        for wasm in [
+            MAXCUT_WASM.as_slice(),
+            QUBO_WASM.as_slice(),
+            VRP_WASM.as_slice(),
+        ]
+        .into_iter()
+        .chain(lp_wasm())
         {
             let plugin = Arc::new(self.load(wasm, PluginSource::BuiltIn)?);
             let mut sources = self.lock_sources();

@@ -216,10 +216,10 @@ mod tests {
     #[test]
     fn entries_of_another_wasmtime_release_are_recompiled_not_run() {
         let dir = tempfile::tempdir().expect("a directory");
-        let wasm_sha256 = hex::encode(Sha256::digest(MAXCUT_WASM));
+        let wasm_sha256 = hex::encode(Sha256::digest(MAXCUT_WASM.as_slice()));
         let old_engine = engine_of_release("48.0.8");
         let old_cache = CompileCache::open(dir.path(), &old_engine).expect("the old cache");
-        let component = Component::new(&old_engine, MAXCUT_WASM).expect("compiles");
+        let component = Component::new(&old_engine, MAXCUT_WASM.as_slice()).expect("compiles");
         old_cache.store(&wasm_sha256, &component);
         assert!(matches!(
             old_cache.load(&old_engine, &wasm_sha256),
@@ -261,7 +261,7 @@ mod tests {
         ))
         .expect("an engine");
         let mut cache = CompileCache::open(dir.path(), &engine).expect("the cache");
-        let component = Component::new(&engine, MAXCUT_WASM).expect("compiles");
+        let component = Component::new(&engine, MAXCUT_WASM.as_slice()).expect("compiles");
         let entries = ["a", "b", "c", "d"].map(|name| name.repeat(64));
         cache.store(&entries[0], &component);
         let entry_bytes = std::fs::metadata(cache.entry_path(&entries[0]))

@@ -816,7 +816,7 @@ mod tests {
         .expect("an engine");
         let functions = runtime.functions.clone().expect("a function cache");
         let first = runtime
-            .compile(crate::plugins::MAXCUT_WASM)
+            .compile(crate::plugins::MAXCUT_WASM.as_slice())
             .expect("compiles");
         assert_eq!(first.origin, CodeOrigin::Compiled);
         // Functions with the same body (adapters, trampolines) hit even in the first compile.
@@ -824,7 +824,7 @@ mod tests {
         assert!(cold.misses > 100, "{cold:?}");
 
         // The same component with a custom section at its end: other bytes, the same code.
-        let mut changed = crate::plugins::MAXCUT_WASM.to_vec();
+        let mut changed = crate::plugins::MAXCUT_WASM.as_slice().to_vec();
         let name = b"caseload-test";
         let payload = b"another build";
         changed.extend([0, (1 + name.len() + payload.len()) as u8, name.len() as u8]);
@@ -867,8 +867,8 @@ mod tests {
     #[test]
     fn a_refusal_names_the_world_a_component_was_built_against() {
         let runtime = Runtime::new().expect("an engine");
-        let component =
-            Component::new(&runtime.engine, crate::plugins::MAXCUT_WASM).expect("max-cut compiles");
+        let component = Component::new(&runtime.engine, crate::plugins::MAXCUT_WASM.as_slice())
+            .expect("max-cut compiles");
         assert_eq!(
             plugin_world_versions(&runtime.engine, &component),
             [PLUGIN_WORLD.trim_start_matches("caseload:plugin@")]
