@@ -13,14 +13,12 @@
 use std::collections::HashMap;
 
 use caseload_sdk::Violation;
+use caseload_sdk::text::LineProblems;
 use serde_json::{Map, Value};
 
 use crate::input::{Constraint, LpInput, Sense, Variable};
 
 pub const MEDIA_TYPE: &str = "text/x-lp";
-
-/// More problems than this are not listed.
-const MAX_PROBLEMS: usize = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
@@ -58,9 +56,6 @@ pub fn parse(data: &[u8]) -> Result<LpInput, Vec<Violation>> {
     let mut ended = false;
     for (number, line) in text.lines().enumerate() {
         let number = number + 1;
-        if reader.problems.len() >= MAX_PROBLEMS {
-            break;
-        }
         let line = line.split('\\').next().unwrap_or_default();
         let words: Vec<String> = line
             .split_whitespace()
@@ -135,31 +130,22 @@ pub fn parse(data: &[u8]) -> Result<LpInput, Vec<Violation>> {
         }
     }
     reader.finish_statement(section, &mut pending);
-    if !ended && reader.problems.is_empty() {
+    if !ended && reader.problems.count() == 0 {
         reader.problems.push("the file ends without End".into());
     }
-    if !reader.problems.is_empty() {
-        return Err(reader
-            .problems
-            .into_iter()
-            .map(|problem| Violation::new("", problem))
-            .collect());
-    }
-    Ok(reader.input)
+    reader.problems.into_result(reader.input)
 }
 
 #[derive(Default)]
 struct Reader {
     input: LpInput,
     positions: HashMap<String, usize>,
-    problems: Vec<String>,
+    problems: LineProblems,
 }
 
 impl Reader {
     fn problem(&mut self, line: usize, message: String) {
-        if self.problems.len() < MAX_PROBLEMS {
-            self.problems.push(format!("line {line}: {message}"));
-        }
+        self.problems.push(format!("line {line}: {message}"));
     }
 
     /// The variable's index, added (bounds 0 and none) if it is new.
@@ -320,8 +306,7 @@ impl Reader {
             [(Token::Name(name), _), (Token::Colon, _), ..] => (Some(name.clone()), 2),
             _ => (None, 0),
         };
-        let Some((_, Token::Number(rhs))) = statement.last().map(|(token, line)| (line, token))
-        else {
+        let Some((Token::Number(rhs), _)) = statement.last() else {
             return;
         };
         let rhs = sign * rhs;

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use caseload_sdk::Violation;
+use caseload_sdk::text::LineProblems;
 use serde_json::{Map, Value};
 
 use crate::input::{Constraint, LpInput, Sense, Variable};
@@ -21,8 +22,6 @@ pub const MEDIA_TYPE: &str = "text/x-mps";
 
 /// At least this large a bound is no bound (HiGHS's `infinite_bound`).
 const INFINITE_BOUND: f64 = 1e20;
-/// More problems than this are not listed.
-const MAX_PROBLEMS: usize = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
@@ -66,7 +65,7 @@ struct Reader {
     rhs: Vec<f64>,
     ranges: Vec<Option<f64>>,
     has_lower: Vec<bool>,
-    problems: Vec<String>,
+    problems: LineProblems,
 }
 
 /// The input an MPS file describes, or what is wrong with it, by line.
@@ -81,9 +80,6 @@ pub fn parse(data: &[u8]) -> Result<LpInput, Vec<Violation>> {
     let mut section = Section::None;
     for (number, line) in text.lines().enumerate() {
         let number = number + 1;
-        if reader.problems.len() >= MAX_PROBLEMS {
-            break;
-        }
         if line.trim().is_empty() || line.starts_with('*') {
             continue;
         }
@@ -138,7 +134,7 @@ pub fn parse(data: &[u8]) -> Result<LpInput, Vec<Violation>> {
             Section::End => break,
         }
     }
-    if section != Section::End && reader.problems.is_empty() {
+    if section != Section::End && reader.problems.count() == 0 {
         reader.problems.push("the file ends without ENDATA".into());
     }
     reader.finish()
@@ -146,9 +142,7 @@ pub fn parse(data: &[u8]) -> Result<LpInput, Vec<Violation>> {
 
 impl Reader {
     fn problem(&mut self, line: usize, message: String) {
-        if self.problems.len() < MAX_PROBLEMS {
-            self.problems.push(format!("line {line}: {message}"));
-        }
+        self.problems.push(format!("line {line}: {message}"));
     }
 
     fn sense(&mut self, line: usize, word: &str) {
@@ -270,14 +264,8 @@ impl Reader {
 
     /// `[set] row value [row value]`.
     fn rhs_entry(&mut self, line: usize, text: &str) {
-        let Some((_, entries)) = self.set_and_pairs(line, text) else {
-            return;
-        };
-        for (row, value) in entries {
-            let Some(value) = self.coefficient(line, &value) else {
-                continue;
-            };
-            match self.rows.get(&row).copied() {
+        for (row, value, slot) in self.row_values(line, text) {
+            match slot {
                 None => self.problem(line, format!("row {row:?} is not in ROWS")),
                 Some(RowSlot::Objective) => self.input.objective_offset = -value,
                 Some(RowSlot::Dropped) => {}
@@ -288,19 +276,29 @@ impl Reader {
 
     /// `[set] row value [row value]`.
     fn range_entry(&mut self, line: usize, text: &str) {
-        let Some((_, entries)) = self.set_and_pairs(line, text) else {
-            return;
-        };
-        for (row, value) in entries {
-            let Some(value) = self.coefficient(line, &value) else {
-                continue;
-            };
-            match self.rows.get(&row).copied() {
+        for (row, value, slot) in self.row_values(line, text) {
+            match slot {
                 Some(RowSlot::Constraint(index, _)) => self.ranges[index] = Some(value),
                 Some(_) => self.problem(line, format!("row {row:?} cannot have a range")),
                 None => self.problem(line, format!("row {row:?} is not in ROWS")),
             }
         }
+    }
+
+    /// An RHS or RANGES line's rows, each with its value (a finite number; the others are
+    /// reported) and where the row went, if it is in ROWS.
+    fn row_values(&mut self, line: usize, text: &str) -> Vec<(String, f64, Option<RowSlot>)> {
+        let Some((_, entries)) = self.set_and_pairs(line, text) else {
+            return Vec::new();
+        };
+        entries
+            .into_iter()
+            .filter_map(|(row, value)| {
+                let value = self.coefficient(line, &value)?;
+                let slot = self.rows.get(&row).copied();
+                Some((row, value, slot))
+            })
+            .collect()
     }
 
     /// RHS and RANGES lines: an optional set name, then one or two (row, value) pairs.
@@ -433,16 +431,12 @@ impl Reader {
     }
 
     fn finish(mut self) -> Result<LpInput, Vec<Violation>> {
-        if self.objective.is_none() && self.problems.is_empty() {
+        if self.objective.is_none() && self.problems.count() == 0 {
             self.problems
                 .push("ROWS has no N row, which would be the objective".into());
         }
-        if !self.problems.is_empty() {
-            return Err(self
-                .problems
-                .into_iter()
-                .map(|problem| Violation::new("", problem))
-                .collect());
+        if self.problems.count() > 0 {
+            return self.problems.into_result(self.input);
         }
         for (variable, binary) in self.input.variables.iter_mut().zip(&self.binary_by_default) {
             if *binary {
