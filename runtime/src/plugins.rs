@@ -41,55 +41,39 @@ use sha2::{Digest, Sha256};
 use crate::runtime::{CallError, CompiledPlugin, Limits, LoadError, PluginInfo, Runtime};
 use crate::store::{Catalog, StoredVersion};
 
-/// The max-cut component, built from `plugins/maxcut` by `build.rs`.
-pub static MAXCUT_WASM: LazyLock<Vec<u8>> = LazyLock::new(|| built_in("caseload_maxcut"));
-/// The QUBO / Ising component, built from `plugins/qubo` by `build.rs`.
-pub static QUBO_WASM: LazyLock<Vec<u8>> = LazyLock::new(|| built_in("caseload_qubo"));
-/// The vehicle routing component (CVRP, VRPTW), built from `plugins/vrp` by `build.rs`.
-pub static VRP_WASM: LazyLock<Vec<u8>> = LazyLock::new(|| built_in("caseload_vrp"));
-
-/// The built-in components, embedded zstd-compressed (to a third: the container image has a
-/// budget) and decompressed on first use.
-static COMPRESSED: &[(&str, &[u8])] = &[
-    (
-        "caseload_maxcut",
-        include_bytes!(concat!(env!("OUT_DIR"), "/caseload_maxcut.wasm.zst")),
-    ),
-    (
-        "caseload_qubo",
-        include_bytes!(concat!(env!("OUT_DIR"), "/caseload_qubo.wasm.zst")),
-    ),
-    (
-        "caseload_vrp",
-        include_bytes!(concat!(env!("OUT_DIR"), "/caseload_vrp.wasm.zst")),
-    ),
-];
-
-fn built_in(name: &str) -> Vec<u8> {
-    let (_, compressed) = COMPRESSED
-        .iter()
-        .find(|(built, _)| *built == name)
-        .expect("build.rs embeds it");
-    zstd::decode_all(*compressed).expect("build.rs compressed it")
+/// The built-in components are embedded zstd-compressed (to a third: the container image
+/// has a budget) and decompressed once, on first use.
+macro_rules! built_in {
+    ($artifact:literal) => {
+        LazyLock::new(|| {
+            zstd::decode_all(
+                &include_bytes!(concat!(env!("OUT_DIR"), "/", $artifact, ".wasm.zst"))[..],
+            )
+            .expect("build.rs compressed it")
+        })
+    };
 }
 
-/// Whether this binary has the linear and integer programming component (HiGHS): built from
+/// The max-cut component, built from `plugins/maxcut` by `build.rs`.
+pub static MAXCUT_WASM: LazyLock<Vec<u8>> = built_in!("caseload_maxcut");
+/// The QUBO / Ising component, built from `plugins/qubo` by `build.rs`.
+pub static QUBO_WASM: LazyLock<Vec<u8>> = built_in!("caseload_qubo");
+/// The vehicle routing component (CVRP, VRPTW), built from `plugins/vrp` by `build.rs`.
+pub static VRP_WASM: LazyLock<Vec<u8>> = built_in!("caseload_vrp");
+/// The linear and integer programming component (HiGHS, 5.2 MB; 1.2 compressed), built from
 /// `plugins/lp` by `build.rs` where clang for `wasm32-wasi` is installed.
+#[cfg(caseload_lp)]
+static LP_WASM: LazyLock<Vec<u8>> = built_in!("caseload_lp");
+
+/// Whether this binary has the lp component.
 pub const LP_BUILT_IN: bool = cfg!(caseload_lp);
 
-/// The lp component, decompressed on first use (it is embedded zstd-compressed: 5 MB of
-/// HiGHS in 1.2); None in a binary built without it.
-#[cfg(caseload_lp)]
+/// The lp component; None in a binary built without clang for `wasm32-wasi`.
 pub fn lp_wasm() -> Option<&'static [u8]> {
-    static COMPRESSED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/caseload_lp.wasm.zst"));
-    static LP: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    Some(LP.get_or_init(|| zstd::decode_all(COMPRESSED).expect("build.rs compressed it")))
-}
-
-/// None: this binary was built without clang for `wasm32-wasi`.
-#[cfg(not(caseload_lp))]
-pub fn lp_wasm() -> Option<&'static [u8]> {
-    None
+    #[cfg(caseload_lp)]
+    return Some(LP_WASM.as_slice());
+    #[cfg(not(caseload_lp))]
+    return None;
 }
 
 /// How many plugin files load at once, at start and on reload, so that a file whose
