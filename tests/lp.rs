@@ -9,7 +9,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{TestServer, expect_problem};
+use crate::support::{TestServer, expect_problem, upload_dataset};
 
 /// Netlib's AFIRO; optimal objective -464.753142857 (Netlib's lp/data/readme).
 const AFIRO: &str = include_str!("../plugins/lp/tests/data/afiro.mps");
@@ -34,23 +34,6 @@ async fn solved(server: &TestServer, token: &str, body: &Value) -> Value {
     server.output(token, &job).await
 }
 
-async fn upload_mps(server: &TestServer, token: &str, text: &str) -> String {
-    let uploaded = server
-        .client
-        .post(server.url("/data_file"))
-        .bearer_auth(token)
-        .header("content-type", "text/x-mps")
-        .body(text.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(uploaded.status(), StatusCode::CREATED);
-    uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn close(found: f64, expected: f64) -> bool {
     (found - expected).abs() <= 1e-7 * expected.abs().max(1.0)
 }
@@ -62,7 +45,7 @@ async fn afiro_from_mps_reaches_netlibs_optimum_with_duals() {
     }
     let server = TestServer::start();
     let token = server.admin_token().await;
-    let file = upload_mps(&server, &token, AFIRO).await;
+    let file = upload_dataset(&server, &token, AFIRO, "text/x-mps").await;
     let output = solved(&server, &token, &json!({"data_file_identifier": file})).await;
     assert_eq!(output["status"], "optimal", "{output}");
     assert_eq!(output["feasible"], true);
@@ -236,7 +219,7 @@ async fn bad_programs_are_refused_with_pointers_and_lines() {
             line_of("X39       R23"),
         ),
     ] {
-        let file = upload_mps(&server, &token, &broken).await;
+        let file = upload_dataset(&server, &token, &broken, "text/x-mps").await;
         let response = server
             .post_json(
                 &token,

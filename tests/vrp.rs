@@ -8,30 +8,12 @@ use std::collections::{HashMap, HashSet};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{ServerOptions, TestServer, expect_problem};
+use crate::support::{ServerOptions, TestServer, expect_problem, upload_dataset};
 
 /// CVRPLIB's X-n101-k25 (Uchoa et al. 2017), best known 27,591.
 const X_N101: &str = include_str!("../plugins/vrp/tests/data/X-n101-k25.vrp");
 /// Solomon's C101 (100 customers), best known 827.3 under the DIMACS rules.
 const C101: &str = include_str!("../plugins/vrp/tests/data/C101.txt");
-
-/// Uploads `text` as a data file of `media_type`, answering its id.
-async fn upload(server: &TestServer, token: &str, text: &str, media_type: &str) -> String {
-    let uploaded = server
-        .client
-        .post(server.url("/data_file"))
-        .bearer_auth(token)
-        .header("content-type", media_type)
-        .body(text.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(uploaded.status(), StatusCode::CREATED);
-    uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
 
 /// Launches and waits for a completed job's output.
 async fn solved(server: &TestServer, token: &str, body: &Value) -> (String, Value) {
@@ -113,7 +95,7 @@ async fn routes_are_planned_inline_and_from_published_files() {
     }
 
     // CVRPLIB's X-n101-k25 as a .vrp file, on an iteration budget.
-    let x_file = upload(&server, &token, X_N101, "text/x-vrplib").await;
+    let x_file = upload_dataset(&server, &token, X_N101, "text/x-vrplib").await;
     let budget = json!({"data_file_identifier": x_file,
                         "options": {"seed": 5, "max_iterations": 300}});
     let (x_job, x_output) = solved(&server, &token, &budget).await;
@@ -157,7 +139,7 @@ async fn routes_are_planned_inline_and_from_published_files() {
     assert_eq!(again, first);
 
     // Solomon's C101 as text/plain (told apart by its content), with the DIMACS rounding.
-    let c_file = upload(&server, &token, C101, "text/plain").await;
+    let c_file = upload_dataset(&server, &token, C101, "text/plain").await;
     let (c_job, c_output) = solved(
         &server,
         &token,
@@ -281,7 +263,7 @@ async fn bad_instances_are_refused_with_pointers() {
     }
     // A VRPLIB file with a section the format does not have: its line.
     let broken = X_N101.replace("DEMAND_SECTION", "DEMANDS_SECTION");
-    let file = upload(&server, &token, &broken, "text/x-vrplib").await;
+    let file = upload_dataset(&server, &token, &broken, "text/x-vrplib").await;
     let response = server
         .post_json(
             &token,

@@ -564,6 +564,29 @@ pub async fn wait_for_problem_within(
     }
 }
 
+/// Uploads `text` as a data file of `media_type`, answering its id.
+pub async fn upload_dataset(
+    server: &TestServer,
+    token: &str,
+    text: &str,
+    media_type: &str,
+) -> String {
+    let uploaded = server
+        .client
+        .post(server.url("/data_file"))
+        .bearer_auth(token)
+        .header("content-type", media_type)
+        .body(text.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), StatusCode::CREATED);
+    uploaded.json::<Value>().await.unwrap()["data_file_identifier"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// Asserts a problem+json answer with this status, and returns its body.
 pub async fn expect_problem(response: Response, status: StatusCode) -> Value {
     assert_eq!(response.status(), status);
