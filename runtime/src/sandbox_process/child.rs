@@ -58,6 +58,7 @@ pub fn serve_child(config: &SandboxArgs) -> Result<(), ChildError> {
                 options,
                 limits,
             } => {
+                outbox.send(&ToServer::Started, b"");
                 outbox.begin_run();
                 let report = match (plugins.get(&sha256), String::from_utf8(body)) {
                     (Some(plugin), Ok(input)) => {

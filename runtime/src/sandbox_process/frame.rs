@@ -21,8 +21,8 @@ pub(super) enum ToChild {
     /// Compile the component in the body (or read it from the compile cache) and keep it
     /// under `sha256`. Answered with [`ToServer::Loaded`].
     Load { sha256: String },
-    /// Run the component kept under `sha256` on the input in the body. Answered with reports,
-    /// then [`ToServer::Done`].
+    /// Run the component kept under `sha256` on the input in the body. Answered with
+    /// [`ToServer::Started`], reports, then [`ToServer::Done`].
     Run {
         sha256: String,
         options: RunOptions,
@@ -37,6 +37,9 @@ pub(super) enum ToChild {
 pub(super) enum ToServer {
     /// The component of the last `Load` compiled, or why not.
     Loaded(Result<(), String>),
+    /// The process took the run: if it dies from now on, the run has begun and fails. Until
+    /// then it has not, and another process can take it.
+    Started,
     /// What the guest reported since the last report: its newest progress, its incumbents
     /// in order, and the bytes its log gained.
     Report(Report),

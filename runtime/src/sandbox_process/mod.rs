@@ -148,7 +148,7 @@ impl SandboxProcesses {
     ) -> RunReport {
         // One that holds the component already, if any is idle; dropping one kills it, and
         // one that died while idle (the OOM killer, an operator) is dropped too.
-        let process = {
+        let idle = {
             let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
             idle.retain_mut(SandboxProcess::is_alive);
             idle.iter()
@@ -157,23 +157,28 @@ impl SandboxProcesses {
                 .map(|index| idle.swap_remove(index))
         }
         .filter(|process| process.holds(plugin) || process.components() < MAX_COMPONENTS);
-        let ran = match process {
-            Some(process) => Ok(process),
-            None => SandboxProcess::spawn(&self.program, &self.args).map_err(Unavailable::Spawn),
-        }
-        .and_then(|process| process.load(plugin, &cancelled))
-        .and_then(|mut process| {
-            process
-                .run(
-                    plugin,
-                    input,
-                    options,
-                    limits,
-                    &cancelled,
-                    observer.as_ref(),
-                )
-                .map(|(report, reusable)| (process, report, reusable))
-        });
+        let attempt = |process: SandboxProcess| {
+            let mut process = process.load(plugin, &cancelled)?;
+            let (report, reusable) = process.run(
+                plugin,
+                input,
+                options,
+                limits,
+                &cancelled,
+                observer.as_ref(),
+            )?;
+            Ok::<_, Unavailable>((process, report, reusable))
+        };
+        let fresh = || SandboxProcess::spawn(&self.program, &self.args).map_err(Unavailable::Spawn);
+        // An idle process that took no run (it was dying as it was picked) leaves the run to
+        // a fresh one.
+        let ran = match idle {
+            Some(process) => attempt(process).or_else(|why| {
+                tracing::warn!(%why, "starting another sandbox process");
+                fresh().and_then(attempt)
+            }),
+            None => fresh().and_then(attempt),
+        };
         let (process, report, reusable) = match ran {
             Ok(ran) => ran,
             Err(why) => {

@@ -24,6 +24,10 @@ use crate::runtime::{
 /// cache) before the server gives up on it and runs the job in its own process.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How long a process between runs may take to say it took one: it answers at once, unless
+/// it is stuck or dying.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Why a run could not go to a sandbox process; it runs in the server's process instead.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum Unavailable {
@@ -35,7 +39,7 @@ pub(super) enum Unavailable {
     Load(String),
     /// The process took no run: it died since its last one.
     #[error("the sandbox process took no run: {0}")]
-    Run(io::Error),
+    Run(String),
 }
 
 /// One child process, between runs or in one. Dropping it kills the process.
@@ -176,7 +180,9 @@ impl SandboxProcess {
             options: *options,
             limits: *limits,
         };
-        write_frame(&mut self.input, &run, input.as_bytes()).map_err(Unavailable::Run)?;
+        write_frame(&mut self.input, &run, input.as_bytes())
+            .map_err(|error| Unavailable::Run(error.to_string()))?;
+        self.started(cancelled)?;
         let mut finish_by: Option<Instant> = None;
         loop {
             match self.frames.recv_timeout(TICK) {
@@ -243,6 +249,35 @@ impl SandboxProcess {
                     }
                     Some(by) if now >= by => return Ok(self.killed(&log, CallError::Cancelled)),
                     Some(_) => {}
+                }
+            }
+        }
+    }
+
+    /// Waits for the process to take the run it was sent. A process killed while idle (the
+    /// OOM killer, an operator) may still have looked alive when it was picked, as the kernel
+    /// takes down its threads; it answers nothing, and the run goes elsewhere.
+    fn started(&mut self, cancelled: &AtomicBool) -> Result<(), Unavailable> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            match self.frames.recv_timeout(TICK) {
+                Ok(Ok((ToServer::Started, _))) => return Ok(()),
+                Ok(Ok((other, _))) => {
+                    return Err(Unavailable::Run(format!("it answered {other:?}")));
+                }
+                Ok(Err(error)) => {
+                    return Err(Unavailable::Run(error.to_string()));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Unavailable::Run(format!("it exited ({})", self.end())));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if cancelled.load(Ordering::Relaxed) {
+                        return Err(Unavailable::Run("the run was cancelled first".to_owned()));
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(Unavailable::Run("it did not answer".to_owned()));
+                    }
                 }
             }
         }
