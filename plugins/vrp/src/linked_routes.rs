@@ -51,30 +51,13 @@ pub struct LocalSearch<'p> {
     pub(crate) p: &'p Problem,
     pub(crate) n: usize,
     pub(crate) num_routes: usize,
-    pub(crate) next: Vec<u32>,
-    pub(crate) prev: Vec<u32>,
-    pub(crate) route_of: Vec<u32>,
-    pub(crate) position: Vec<u32>,
-    pub(crate) location: Vec<u32>,
-    pub(crate) cum_load: Vec<i64>,
-    pub(crate) cum_dist: Vec<i64>,
-    /// Distance of the path from the route start to a node travelled backwards.
-    pub(crate) cum_back: Vec<i64>,
+    /// Every node's place in the plan, one record each so that a move reads a node's
+    /// fields through one index (a wasm guest bounds-checks and addresses every array).
+    pub(crate) nodes: Vec<Node>,
     pub(crate) forward: Vec<Segment>,
     pub(crate) backward: Vec<Segment>,
-    /// Clients fixed to a vehicle from a node to its route's end.
-    pub(crate) fixed_after: Vec<u32>,
     pub(crate) last_tested: Vec<i64>,
-    pub(crate) route_load: Vec<i64>,
-    pub(crate) route_dist: Vec<i64>,
-    /// Penalised cost: distance, fixed cost if used, penalties.
-    pub(crate) route_cost: Vec<i64>,
-    /// The penalty part of `route_cost`.
-    pub(crate) route_penalty: Vec<i64>,
-    pub(crate) route_size: Vec<u32>,
-    pub(crate) route_modified: Vec<i64>,
-    pub(crate) route_swap_tested: Vec<i64>,
-    pub(crate) sector: Vec<Sector>,
+    pub(crate) routes: Vec<RouteState>,
     pub(crate) empty_routes: BTreeSet<u32>,
     pub(crate) order: Vec<u32>,
     pub(crate) route_order: Vec<u32>,
@@ -89,12 +72,45 @@ pub struct LocalSearch<'p> {
     /// SWAP*'s cache of each client's three best insertions into each route, by route
     /// then client, when it fits ([`MAX_CACHE_ENTRIES`]).
     pub(crate) insert_cache: Vec<ThreeBest>,
-    /// A counter that grows with every route change, never reset, and each route's value
-    /// at its last change: a cached insertion computed since is still valid.
+    /// A counter that grows with every route change, never reset: a cached insertion
+    /// computed since a route's last change (`RouteState::clock`) is still valid.
     pub(crate) clock: i64,
-    pub(crate) route_clock: Vec<i64>,
     /// Moves applied since the search was made.
     pub applied: u64,
+}
+
+/// A node of the plan: its links, route and place in it, location, and the cumulative
+/// load and distances from its route's start.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Node {
+    pub(crate) next: u32,
+    pub(crate) prev: u32,
+    pub(crate) route_of: u32,
+    pub(crate) position: u32,
+    pub(crate) location: u32,
+    /// Clients fixed to a vehicle from this node to its route's end.
+    pub(crate) fixed_after: u32,
+    pub(crate) cum_load: i64,
+    pub(crate) cum_dist: i64,
+    /// Distance of the path from the route start to this node travelled backwards.
+    pub(crate) cum_back: i64,
+}
+
+/// A route of the plan: its totals, penalised cost, polar sector and change clocks.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RouteState {
+    pub(crate) load: i64,
+    pub(crate) dist: i64,
+    /// Penalised cost: distance, fixed cost if used, penalties.
+    pub(crate) cost: i64,
+    /// The penalty part of `cost`.
+    pub(crate) penalty: i64,
+    pub(crate) size: u32,
+    pub(crate) modified: i64,
+    pub(crate) swap_tested: i64,
+    pub(crate) sector: Sector,
+    /// The search's clock at the route's last change (see `LocalSearch::clock`).
+    pub(crate) clock: i64,
 }
 
 /// The most entries (routes times clients) SWAP*'s insertion cache holds, 48 bytes each;
@@ -151,26 +167,11 @@ impl<'p> LocalSearch<'p> {
             p,
             n,
             num_routes: 0,
-            next: Vec::new(),
-            prev: Vec::new(),
-            route_of: Vec::new(),
-            position: Vec::new(),
-            location: Vec::new(),
-            cum_load: Vec::new(),
-            cum_dist: Vec::new(),
-            cum_back: Vec::new(),
+            nodes: Vec::new(),
             forward: Vec::new(),
             backward: Vec::new(),
-            fixed_after: Vec::new(),
             last_tested: vec![-1; n + 1],
-            route_load: Vec::new(),
-            route_dist: Vec::new(),
-            route_cost: Vec::new(),
-            route_penalty: Vec::new(),
-            route_size: Vec::new(),
-            route_modified: Vec::new(),
-            route_swap_tested: Vec::new(),
-            sector: Vec::new(),
+            routes: Vec::new(),
             empty_routes: BTreeSet::new(),
             order: p.movable.clone(),
             route_order: Vec::new(),
@@ -187,7 +188,6 @@ impl<'p> LocalSearch<'p> {
             removal_gain: Vec::new(),
             insert_cache: Vec::new(),
             clock: 0,
-            route_clock: Vec::new(),
             applied: 0,
         }
     }
@@ -209,16 +209,17 @@ impl<'p> LocalSearch<'p> {
 
     #[inline(always)]
     pub(crate) fn d(&self, from: u32, to: u32) -> i64 {
-        self.p
-            .travel
-            .dist(self.location[from as usize], self.location[to as usize])
+        self.p.travel.dist(
+            self.nodes[from as usize].location,
+            self.nodes[to as usize].location,
+        )
     }
 
     /// The distance from `node` to its successor, known from the cumulative distances.
     #[inline(always)]
     pub(crate) fn to_next(&self, node: u32) -> i64 {
         let n = node as usize;
-        self.cum_dist[self.next[n] as usize] - self.cum_dist[n]
+        self.nodes[self.nodes[n].next as usize].cum_dist - self.nodes[n].cum_dist
     }
 
     /// `first` then `second`, with the travel between them.
@@ -241,7 +242,7 @@ impl<'p> LocalSearch<'p> {
             if node == to {
                 return segment;
             }
-            node = self.next[node as usize];
+            node = self.nodes[node as usize].next;
         }
     }
 
@@ -253,7 +254,7 @@ impl<'p> LocalSearch<'p> {
             if node == to {
                 return segment;
             }
-            node = self.prev[node as usize];
+            node = self.nodes[node as usize].prev;
         }
     }
 
@@ -288,31 +289,26 @@ impl<'p> LocalSearch<'p> {
     pub fn load(&mut self, routes: &[Vec<u32>]) {
         let num_routes = routes.len();
         let nodes = self.n + 1 + 2 * num_routes;
-        if num_routes != self.num_routes || self.next.len() != nodes {
+        if num_routes != self.num_routes || self.nodes.len() != nodes {
             self.num_routes = num_routes;
-            self.next = vec![0; nodes];
-            self.prev = vec![0; nodes];
-            self.route_of = vec![0; nodes];
-            self.position = vec![0; nodes];
-            self.location = (0..nodes as u32).collect();
-            self.cum_load = vec![0; nodes];
-            self.cum_dist = vec![0; nodes];
-            self.cum_back = vec![0; nodes];
+            self.nodes = (0..nodes as u32)
+                .map(|location| Node {
+                    location,
+                    ..Node::default()
+                })
+                .collect();
             self.forward = vec![Segment::default(); nodes];
             self.backward = vec![Segment::default(); nodes];
-            self.fixed_after = vec![0; nodes];
-            self.route_load = vec![0; num_routes];
-            self.route_dist = vec![0; num_routes];
-            self.route_cost = vec![0; num_routes];
-            self.route_penalty = vec![0; num_routes];
-            self.route_size = vec![0; num_routes];
-            self.route_modified = vec![0; num_routes];
-            self.route_swap_tested = vec![-1; num_routes];
-            self.sector = vec![Sector::default(); num_routes];
+            self.routes = vec![
+                RouteState {
+                    swap_tested: -1,
+                    ..RouteState::default()
+                };
+                num_routes
+            ];
             self.route_order = (0..num_routes as u32).collect();
             self.best_insert = vec![ThreeBest::default(); nodes];
             self.removal_gain = vec![0; nodes];
-            self.route_clock = vec![0; num_routes];
             let entries = num_routes * (self.n + 1);
             self.insert_cache = if self.swap_star_enabled && entries <= MAX_CACHE_ENTRIES {
                 vec![ThreeBest::default(); entries]
@@ -324,18 +320,18 @@ impl<'p> LocalSearch<'p> {
         for (route, clients) in routes.iter().enumerate() {
             let start = self.start_node(route);
             let end = self.end_node(route);
-            self.location[start as usize] = self.p.start(route).location;
-            self.location[end as usize] = 0;
+            self.nodes[start as usize].location = self.p.start(route).location;
+            self.nodes[end as usize].location = 0;
             let mut previous = start;
             for &client in clients {
-                self.next[previous as usize] = client;
-                self.prev[client as usize] = previous;
+                self.nodes[previous as usize].next = client;
+                self.nodes[client as usize].prev = previous;
                 previous = client;
             }
-            self.next[previous as usize] = end;
-            self.prev[end as usize] = previous;
-            self.prev[start as usize] = start;
-            self.next[end as usize] = end;
+            self.nodes[previous as usize].next = end;
+            self.nodes[end as usize].prev = previous;
+            self.nodes[start as usize].prev = start;
+            self.nodes[end as usize].next = end;
             self.update_route(route);
         }
     }
@@ -344,11 +340,11 @@ impl<'p> LocalSearch<'p> {
     pub fn routes(&self) -> Vec<Vec<u32>> {
         (0..self.num_routes)
             .map(|route| {
-                let mut clients = Vec::with_capacity(self.route_size[route] as usize);
-                let mut node = self.next[self.start_node(route) as usize];
+                let mut clients = Vec::with_capacity(self.routes[route].size as usize);
+                let mut node = self.nodes[self.start_node(route) as usize].next;
                 while !self.is_depot(node) {
                     clients.push(node);
-                    node = self.next[node as usize];
+                    node = self.nodes[node as usize].next;
                 }
                 clients
             })
@@ -362,27 +358,27 @@ impl<'p> LocalSearch<'p> {
         let end = self.end_node(route);
         let begin = p.start(route);
         let s = start as usize;
-        self.route_of[s] = route as u32;
-        self.position[s] = 0;
-        self.cum_load[s] = begin.load;
-        self.cum_dist[s] = begin.distance;
-        self.cum_back[s] = 0;
+        self.nodes[s].route_of = route as u32;
+        self.nodes[s].position = 0;
+        self.nodes[s].cum_load = begin.load;
+        self.nodes[s].cum_dist = begin.distance;
+        self.nodes[s].cum_back = 0;
         self.forward[s] = begin.segment;
         let mut sector = Sector::default();
         let mut first_angle = true;
         let mut node = start;
         let mut position = 0;
         while node != end {
-            let following = self.next[node as usize];
+            let following = self.nodes[node as usize].next;
             let f = following as usize;
             let k = node as usize;
             position += 1;
-            self.position[f] = position;
-            self.route_of[f] = route as u32;
+            self.nodes[f].position = position;
+            self.nodes[f].route_of = route as u32;
             let is_end = following == end;
-            self.cum_load[f] = self.cum_load[k] + if is_end { 0 } else { p.demand[f] };
-            self.cum_dist[f] = self.cum_dist[k] + self.d(node, following);
-            self.cum_back[f] = self.cum_back[k] + self.d(following, node);
+            self.nodes[f].cum_load = self.nodes[k].cum_load + if is_end { 0 } else { p.demand[f] };
+            self.nodes[f].cum_dist = self.nodes[k].cum_dist + self.d(node, following);
+            self.nodes[f].cum_back = self.nodes[k].cum_back + self.d(following, node);
             if p.timed {
                 let visit = if is_end {
                     p.depot_end
@@ -410,24 +406,25 @@ impl<'p> LocalSearch<'p> {
         let size = position - 1;
         let e = end as usize;
         self.backward[e] = p.depot_end;
-        self.fixed_after[e] = 0;
-        let mut node = self.prev[e];
+        self.nodes[e].fixed_after = 0;
+        let mut node = self.nodes[e].prev;
         while node != start {
             let k = node as usize;
-            let following = self.next[k] as usize;
+            let following = self.nodes[k].next as usize;
             if p.timed {
                 self.backward[k] = self.join(self.own(node), self.backward[following]);
             }
-            self.fixed_after[k] = self.fixed_after[following] + u32::from(p.vehicle_of[k] != FREE);
-            node = self.prev[k];
+            self.nodes[k].fixed_after =
+                self.nodes[following].fixed_after + u32::from(p.vehicle_of[k] != FREE);
+            node = self.nodes[k].prev;
         }
-        self.route_size[route] = size;
-        self.route_load[route] = self.cum_load[e];
-        self.route_dist[route] = self.cum_dist[e];
-        self.sector[route] = sector;
-        self.route_modified[route] = self.moves;
+        self.routes[route].size = size;
+        self.routes[route].load = self.nodes[e].cum_load;
+        self.routes[route].dist = self.nodes[e].cum_dist;
+        self.routes[route].sector = sector;
+        self.routes[route].modified = self.moves;
         self.clock += 1;
-        self.route_clock[route] = self.clock;
+        self.routes[route].clock = self.clock;
         let used = self.used(route, size);
         self.refresh_cost(route, used);
         if used {
@@ -441,27 +438,27 @@ impl<'p> LocalSearch<'p> {
         let e = self.end_node(route) as usize;
         let cost = if self.p.timed {
             self.cost_of::<true>(
-                self.route_dist[route],
-                self.route_load[route],
+                self.routes[route].dist,
+                self.routes[route].load,
                 &self.forward[e],
                 used,
             )
         } else {
             self.cost_of::<false>(
-                self.route_dist[route],
-                self.route_load[route],
+                self.routes[route].dist,
+                self.routes[route].load,
                 &self.forward[e],
                 used,
             )
         };
-        self.route_cost[route] = cost;
+        self.routes[route].cost = cost;
         let fixed = if used { self.p.fixed_cost } else { 0 };
-        self.route_penalty[route] = cost - self.route_dist[route] - fixed;
+        self.routes[route].penalty = cost - self.routes[route].dist - fixed;
     }
 
     /// The penalised cost of the loaded plan.
     pub fn penalised_cost(&self) -> i64 {
-        self.route_cost.iter().sum()
+        self.routes.iter().map(|route| route.cost).sum()
     }
 
     /// Records an applied move and refreshes the routes it changed.
@@ -497,20 +494,25 @@ impl<'p> LocalSearch<'p> {
     /// Takes `node` out of its place and puts it right after `after`.
     pub(crate) fn insert_after(&mut self, node: u32, after: u32) {
         let (n, a) = (node as usize, after as usize);
-        let (before, following) = (self.prev[n], self.next[n]);
-        self.next[before as usize] = following;
-        self.prev[following as usize] = before;
-        let next_of_after = self.next[a];
-        self.next[a] = node;
-        self.prev[n] = after;
-        self.next[n] = next_of_after;
-        self.prev[next_of_after as usize] = node;
+        let (before, following) = (self.nodes[n].prev, self.nodes[n].next);
+        self.nodes[before as usize].next = following;
+        self.nodes[following as usize].prev = before;
+        let next_of_after = self.nodes[a].next;
+        self.nodes[a].next = node;
+        self.nodes[n].prev = after;
+        self.nodes[n].next = next_of_after;
+        self.nodes[next_of_after as usize].prev = node;
     }
 
     /// Exchanges the places of two client nodes.
     pub(crate) fn swap_nodes(&mut self, a: u32, b: u32) {
         let (ai, bi) = (a as usize, b as usize);
-        let (pa, na, pb, nb) = (self.prev[ai], self.next[ai], self.prev[bi], self.next[bi]);
+        let (pa, na, pb, nb) = (
+            self.nodes[ai].prev,
+            self.nodes[ai].next,
+            self.nodes[bi].prev,
+            self.nodes[bi].next,
+        );
         if na == b {
             self.link(pa, b);
             self.link(b, a);
@@ -529,8 +531,8 @@ impl<'p> LocalSearch<'p> {
 
     #[inline]
     pub(crate) fn link(&mut self, from: u32, to: u32) {
-        self.next[from as usize] = to;
-        self.prev[to as usize] = from;
+        self.nodes[from as usize].next = to;
+        self.nodes[to as usize].prev = from;
     }
 
     /// Relinks route `route` to visit `clients` (movable clients, in order).
@@ -558,9 +560,9 @@ impl<'p> LocalSearch<'p> {
                 return;
             }
             node = if backwards {
-                self.prev[node as usize]
+                self.nodes[node as usize].prev
             } else {
-                self.next[node as usize]
+                self.nodes[node as usize].next
             };
         }
     }
@@ -569,7 +571,7 @@ impl<'p> LocalSearch<'p> {
     /// cannot beat the routes' current penalties, which are the most it could remove.
     #[inline]
     pub(crate) fn hopeless(&self, ru: usize, rv: usize, distance_and_fixed: i64) -> bool {
-        distance_and_fixed >= self.route_penalty[ru] + self.route_penalty[rv]
+        distance_and_fixed >= self.routes[ru].penalty + self.routes[rv].penalty
     }
 
     #[inline]

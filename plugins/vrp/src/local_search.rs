@@ -37,7 +37,7 @@ impl LocalSearch<'_> {
     ) -> bool {
         self.penalties = penalties;
         for route in 0..self.num_routes {
-            let used = self.used(route, self.route_size[route]);
+            let used = self.used(route, self.routes[route].size);
             self.refresh_cost(route, used);
         }
         rng.shuffle(&mut self.order);
@@ -47,8 +47,8 @@ impl LocalSearch<'_> {
             Some(dirty) => {
                 self.moves = 1;
                 for (route, &changed) in dirty.iter().enumerate().take(self.num_routes) {
-                    self.route_modified[route] = i64::from(changed);
-                    self.route_swap_tested[route] = 0;
+                    self.routes[route].modified = i64::from(changed);
+                    self.routes[route].swap_tested = 0;
                 }
                 for &client in &self.order {
                     self.last_tested[client as usize] = 0;
@@ -58,8 +58,8 @@ impl LocalSearch<'_> {
             None => {
                 self.moves = 0;
                 for route in 0..self.num_routes {
-                    self.route_modified[route] = 0;
-                    self.route_swap_tested[route] = -1;
+                    self.routes[route].modified = 0;
+                    self.routes[route].swap_tested = -1;
                 }
                 for &client in &self.order {
                     self.last_tested[client as usize] = -1;
@@ -95,11 +95,11 @@ impl LocalSearch<'_> {
                 self.last_tested[u as usize] = self.moves;
                 for &v in p.neighbours(u) {
                     let (ru, rv) = (
-                        self.route_of[u as usize] as usize,
-                        self.route_of[v as usize] as usize,
+                        self.nodes[u as usize].route_of as usize,
+                        self.nodes[v as usize].route_of as usize,
                     );
                     if *loop_id != 0
-                        && self.route_modified[ru].max(self.route_modified[rv]) <= last_test
+                        && self.routes[ru].modified.max(self.routes[rv].modified) <= last_test
                     {
                         continue;
                     }
@@ -117,10 +117,10 @@ impl LocalSearch<'_> {
                     }
                     // The same moves with `v` replaced by its route's start: inserting
                     // right after the depot (or the fixed prefix).
-                    let before = self.prev[v as usize];
+                    let before = self.nodes[v as usize].prev;
                     if self.is_depot(before) {
-                        let rv = self.route_of[before as usize] as usize;
-                        let ru = self.route_of[u as usize] as usize;
+                        let rv = self.nodes[before as usize].route_of as usize;
+                        let ru = self.nodes[u as usize].route_of as usize;
                         let _ = self.relocate::<TIME>(u, before)
                             || self.relocate_pair::<TIME>(u, before, false)
                             || self.relocate_pair::<TIME>(u, before, true)
@@ -143,16 +143,17 @@ impl LocalSearch<'_> {
             if self.swap_star_enabled && !TIME {
                 for first in 0..self.num_routes {
                     let ru = self.route_order[first] as usize;
-                    let last_test = self.route_swap_tested[ru];
-                    self.route_swap_tested[ru] = self.moves;
+                    let last_test = self.routes[ru].swap_tested;
+                    self.routes[ru].swap_tested = self.moves;
                     for second in 0..self.num_routes {
                         let rv = self.route_order[second] as usize;
                         if ru < rv
-                            && self.route_size[ru] > 0
-                            && self.route_size[rv] > 0
+                            && self.routes[ru].size > 0
+                            && self.routes[rv].size > 0
                             && (*loop_id == 0
-                                || self.route_modified[ru].max(self.route_modified[rv]) > last_test)
-                            && self.sector[ru].overlap(&self.sector[rv])
+                                || self.routes[ru].modified.max(self.routes[rv].modified)
+                                    > last_test)
+                            && self.routes[ru].sector.overlap(&self.routes[rv].sector)
                         {
                             if stop.poll() {
                                 return false;
@@ -173,11 +174,18 @@ impl LocalSearch<'_> {
     /// Relocates `u` to right after `v`.
     fn relocate<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
-        let (pu, x, y) = (self.prev[ui], self.next[ui], self.next[vi]);
+        let (pu, x, y) = (
+            self.nodes[ui].prev,
+            self.nodes[ui].next,
+            self.nodes[vi].next,
+        );
         if v == u || y == u {
             return false;
         }
-        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let (ru, rv) = (
+            self.nodes[ui].route_of as usize,
+            self.nodes[vi].route_of as usize,
+        );
         let p = self.p;
         let delta_u = self.d(pu, x) - self.to_next(pu) - self.to_next(u);
         let delta_v = self.d(v, u) + self.d(u, y) - self.to_next(v);
@@ -187,10 +195,10 @@ impl LocalSearch<'_> {
             if !TIME {
                 delta = distance;
             } else {
-                if distance >= self.route_penalty[ru] {
+                if distance >= self.routes[ru].penalty {
                     return false;
                 }
-                let segment = if self.position[ui] < self.position[vi] {
+                let segment = if self.nodes[ui].position < self.nodes[vi].position {
                     let middle = self.walk(self.forward[pu as usize], x, v);
                     let with_u = self.join(middle, self.own(u));
                     self.join(with_u, self.backward[y as usize])
@@ -199,19 +207,19 @@ impl LocalSearch<'_> {
                     let middle = self.walk(with_u, y, pu);
                     self.join(middle, self.backward[x as usize])
                 };
-                let used = self.used(ru, self.route_size[ru]);
+                let used = self.used(ru, self.routes[ru].size);
                 delta = self.cost_of::<TIME>(
-                    self.route_dist[ru] + distance,
-                    self.route_load[ru],
+                    self.routes[ru].dist + distance,
+                    self.routes[ru].load,
                     &segment,
                     used,
-                ) - self.route_cost[ru];
+                ) - self.routes[ru].cost;
             }
         } else {
             if p.has_fixed && !p.allowed(u, rv) {
                 return false;
             }
-            let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+            let (size_u, size_v) = (self.routes[ru].size, self.routes[rv].size);
             let fixed =
                 self.fixed_delta(ru, size_u, size_u - 1) + self.fixed_delta(rv, size_v, size_v + 1);
             if self.hopeless(ru, rv, delta_u + delta_v + fixed) {
@@ -226,17 +234,17 @@ impl LocalSearch<'_> {
             };
             let demand = p.demand[ui];
             delta = self.cost_of::<TIME>(
-                self.route_dist[ru] + delta_u,
-                self.route_load[ru] - demand,
+                self.routes[ru].dist + delta_u,
+                self.routes[ru].load - demand,
                 &segment_u,
                 self.used(ru, size_u - 1),
             ) + self.cost_of::<TIME>(
-                self.route_dist[rv] + delta_v,
-                self.route_load[rv] + demand,
+                self.routes[rv].dist + delta_v,
+                self.routes[rv].load + demand,
                 &segment_v,
                 true,
-            ) - self.route_cost[ru]
-                - self.route_cost[rv];
+            ) - self.routes[ru].cost
+                - self.routes[rv].cost;
         }
         if delta >= 0 {
             return false;
@@ -250,15 +258,22 @@ impl LocalSearch<'_> {
     /// `x, u`.
     fn relocate_pair<const TIME: bool>(&mut self, u: u32, v: u32, reversed: bool) -> bool {
         let (ui, vi) = (u as usize, v as usize);
-        let x = self.next[ui];
+        let x = self.nodes[ui].next;
         if self.is_depot(x) {
             return false;
         }
-        let (pu, xx, y) = (self.prev[ui], self.next[x as usize], self.next[vi]);
+        let (pu, xx, y) = (
+            self.nodes[ui].prev,
+            self.nodes[x as usize].next,
+            self.nodes[vi].next,
+        );
         if v == u || v == x || y == u {
             return false;
         }
-        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let (ru, rv) = (
+            self.nodes[ui].route_of as usize,
+            self.nodes[vi].route_of as usize,
+        );
         let p = self.p;
         let (first, second) = if reversed { (x, u) } else { (u, x) };
         let delta_u = self.d(pu, xx) - self.to_next(pu) - self.to_next(u) - self.to_next(x);
@@ -278,10 +293,10 @@ impl LocalSearch<'_> {
             if !TIME {
                 delta = distance;
             } else {
-                if distance >= self.route_penalty[ru] {
+                if distance >= self.routes[ru].penalty {
                     return false;
                 }
-                let segment = if self.position[ui] < self.position[vi] {
+                let segment = if self.nodes[ui].position < self.nodes[vi].position {
                     let middle = self.walk(self.forward[pu as usize], xx, v);
                     let with_pair = self.join(middle, pair());
                     self.join(with_pair, self.backward[y as usize])
@@ -290,19 +305,19 @@ impl LocalSearch<'_> {
                     let middle = self.walk(with_pair, y, pu);
                     self.join(middle, self.backward[xx as usize])
                 };
-                let used = self.used(ru, self.route_size[ru]);
+                let used = self.used(ru, self.routes[ru].size);
                 delta = self.cost_of::<TIME>(
-                    self.route_dist[ru] + distance,
-                    self.route_load[ru],
+                    self.routes[ru].dist + distance,
+                    self.routes[ru].load,
                     &segment,
                     used,
-                ) - self.route_cost[ru];
+                ) - self.routes[ru].cost;
             }
         } else {
             if p.has_fixed && !(p.allowed(u, rv) && p.allowed(x, rv)) {
                 return false;
             }
-            let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
+            let (size_u, size_v) = (self.routes[ru].size, self.routes[rv].size);
             let fixed =
                 self.fixed_delta(ru, size_u, size_u - 2) + self.fixed_delta(rv, size_v, size_v + 2);
             if self.hopeless(ru, rv, delta_u + delta_v + fixed) {
@@ -317,17 +332,17 @@ impl LocalSearch<'_> {
             };
             let demand = p.demand[ui] + p.demand[x as usize];
             delta = self.cost_of::<TIME>(
-                self.route_dist[ru] + delta_u,
-                self.route_load[ru] - demand,
+                self.routes[ru].dist + delta_u,
+                self.routes[ru].load - demand,
                 &segment_u,
                 self.used(ru, size_u - 2),
             ) + self.cost_of::<TIME>(
-                self.route_dist[rv] + delta_v,
-                self.route_load[rv] + demand,
+                self.routes[rv].dist + delta_v,
+                self.routes[rv].load + demand,
                 &segment_v,
                 true,
-            ) - self.route_cost[ru]
-                - self.route_cost[rv];
+            ) - self.routes[ru].cost
+                - self.routes[rv].cost;
         }
         if delta >= 0 {
             return false;
@@ -345,11 +360,19 @@ impl LocalSearch<'_> {
         if u == v || self.is_depot(v) {
             return false;
         }
-        let (pu, x, pv, y) = (self.prev[ui], self.next[ui], self.prev[vi], self.next[vi]);
+        let (pu, x, pv, y) = (
+            self.nodes[ui].prev,
+            self.nodes[ui].next,
+            self.nodes[vi].prev,
+            self.nodes[vi].next,
+        );
         if u == pv || u == y {
             return false;
         }
-        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let (ru, rv) = (
+            self.nodes[ui].route_of as usize,
+            self.nodes[vi].route_of as usize,
+        );
         let p = self.p;
         let delta_u = self.d(pu, v) + self.d(v, x) - self.to_next(pu) - self.to_next(u);
         let delta_v = self.d(pv, u) + self.d(u, y) - self.to_next(pv) - self.to_next(v);
@@ -359,10 +382,10 @@ impl LocalSearch<'_> {
             if !TIME {
                 delta = distance;
             } else {
-                if distance >= self.route_penalty[ru] {
+                if distance >= self.routes[ru].penalty {
                     return false;
                 }
-                let segment = if self.position[ui] < self.position[vi] {
+                let segment = if self.nodes[ui].position < self.nodes[vi].position {
                     let with_v = self.join(self.forward[pu as usize], self.own(v));
                     let middle = self.walk(with_v, x, pv);
                     let with_u = self.join(middle, self.own(u));
@@ -373,13 +396,13 @@ impl LocalSearch<'_> {
                     let with_v = self.join(middle, self.own(v));
                     self.join(with_v, self.backward[x as usize])
                 };
-                let used = self.used(ru, self.route_size[ru]);
+                let used = self.used(ru, self.routes[ru].size);
                 delta = self.cost_of::<TIME>(
-                    self.route_dist[ru] + distance,
-                    self.route_load[ru],
+                    self.routes[ru].dist + distance,
+                    self.routes[ru].load,
                     &segment,
                     used,
-                ) - self.route_cost[ru];
+                ) - self.routes[ru].cost;
             }
         } else {
             if p.has_fixed && !(p.allowed(u, rv) && p.allowed(v, ru)) {
@@ -400,17 +423,17 @@ impl LocalSearch<'_> {
             };
             let shift = p.demand[vi] - p.demand[ui];
             delta = self.cost_of::<TIME>(
-                self.route_dist[ru] + delta_u,
-                self.route_load[ru] + shift,
+                self.routes[ru].dist + delta_u,
+                self.routes[ru].load + shift,
                 &segment_u,
                 true,
             ) + self.cost_of::<TIME>(
-                self.route_dist[rv] + delta_v,
-                self.route_load[rv] - shift,
+                self.routes[rv].dist + delta_v,
+                self.routes[rv].load - shift,
                 &segment_v,
                 true,
-            ) - self.route_cost[ru]
-                - self.route_cost[rv];
+            ) - self.routes[ru].cost
+                - self.routes[rv].cost;
         }
         if delta >= 0 {
             return false;
@@ -423,20 +446,23 @@ impl LocalSearch<'_> {
     /// Swaps `u` and its successor `x` with `v`.
     fn swap_two_one<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
-        let x = self.next[ui];
+        let x = self.nodes[ui].next;
         if self.is_depot(x) || self.is_depot(v) || v == u || v == x {
             return false;
         }
         let (pu, xx, pv, y) = (
-            self.prev[ui],
-            self.next[x as usize],
-            self.prev[vi],
-            self.next[vi],
+            self.nodes[ui].prev,
+            self.nodes[x as usize].next,
+            self.nodes[vi].prev,
+            self.nodes[vi].next,
         );
         if u == pv || x == pv || u == y {
             return false;
         }
-        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let (ru, rv) = (
+            self.nodes[ui].route_of as usize,
+            self.nodes[vi].route_of as usize,
+        );
         let p = self.p;
         let delta_u = self.d(pu, v) + self.d(v, xx) - self.to_next(pu) - self.to_next(x);
         let delta_v = self.d(pv, u) + self.d(x, y) - self.to_next(pv) - self.to_next(v);
@@ -450,10 +476,10 @@ impl LocalSearch<'_> {
             if !TIME {
                 delta = distance;
             } else {
-                if distance >= self.route_penalty[ru] {
+                if distance >= self.routes[ru].penalty {
                     return false;
                 }
-                let segment = if self.position[ui] < self.position[vi] {
+                let segment = if self.nodes[ui].position < self.nodes[vi].position {
                     let with_v = self.join(self.forward[pu as usize], self.own(v));
                     let middle = self.walk(with_v, xx, pv);
                     let with_pair = self.join(middle, pair());
@@ -464,13 +490,13 @@ impl LocalSearch<'_> {
                     let with_v = self.join(middle, self.own(v));
                     self.join(with_v, self.backward[xx as usize])
                 };
-                let used = self.used(ru, self.route_size[ru]);
+                let used = self.used(ru, self.routes[ru].size);
                 delta = self.cost_of::<TIME>(
-                    self.route_dist[ru] + distance,
-                    self.route_load[ru],
+                    self.routes[ru].dist + distance,
+                    self.routes[ru].load,
                     &segment,
                     used,
-                ) - self.route_cost[ru];
+                ) - self.routes[ru].cost;
             }
         } else {
             if p.has_fixed && !(p.allowed(u, rv) && p.allowed(x, rv) && p.allowed(v, ru)) {
@@ -491,17 +517,17 @@ impl LocalSearch<'_> {
             };
             let shift = p.demand[vi] - p.demand[ui] - p.demand[x as usize];
             delta = self.cost_of::<TIME>(
-                self.route_dist[ru] + delta_u,
-                self.route_load[ru] + shift,
+                self.routes[ru].dist + delta_u,
+                self.routes[ru].load + shift,
                 &segment_u,
                 true,
             ) + self.cost_of::<TIME>(
-                self.route_dist[rv] + delta_v,
-                self.route_load[rv] - shift,
+                self.routes[rv].dist + delta_v,
+                self.routes[rv].load - shift,
                 &segment_v,
                 true,
-            ) - self.route_cost[ru]
-                - self.route_cost[rv];
+            ) - self.routes[ru].cost
+                - self.routes[rv].cost;
         }
         if delta >= 0 {
             return false;
@@ -519,20 +545,23 @@ impl LocalSearch<'_> {
         if self.is_depot(v) || u == v {
             return false;
         }
-        let (x, y) = (self.next[ui], self.next[vi]);
+        let (x, y) = (self.nodes[ui].next, self.nodes[vi].next);
         if self.is_depot(x) || self.is_depot(y) {
             return false;
         }
         let (pu, xx, pv, yy) = (
-            self.prev[ui],
-            self.next[x as usize],
-            self.prev[vi],
-            self.next[y as usize],
+            self.nodes[ui].prev,
+            self.nodes[x as usize].next,
+            self.nodes[vi].prev,
+            self.nodes[y as usize].next,
         );
         if y == pu || u == y || x == v || v == xx {
             return false;
         }
-        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let (ru, rv) = (
+            self.nodes[ui].route_of as usize,
+            self.nodes[vi].route_of as usize,
+        );
         let p = self.p;
         let delta_u = self.d(pu, v) + self.d(y, xx) - self.to_next(pu) - self.to_next(x);
         let delta_v = self.d(pv, u) + self.d(x, yy) - self.to_next(pv) - self.to_next(y);
@@ -550,10 +579,10 @@ impl LocalSearch<'_> {
             if !TIME {
                 delta = distance;
             } else {
-                if distance >= self.route_penalty[ru] {
+                if distance >= self.routes[ru].penalty {
                     return false;
                 }
-                let segment = if self.position[ui] < self.position[vi] {
+                let segment = if self.nodes[ui].position < self.nodes[vi].position {
                     let with_v = self.join(self.forward[pu as usize], pair_v());
                     let middle = self.walk(with_v, xx, pv);
                     let with_u = self.join(middle, pair_u());
@@ -564,13 +593,13 @@ impl LocalSearch<'_> {
                     let with_v = self.join(middle, pair_v());
                     self.join(with_v, self.backward[xx as usize])
                 };
-                let used = self.used(ru, self.route_size[ru]);
+                let used = self.used(ru, self.routes[ru].size);
                 delta = self.cost_of::<TIME>(
-                    self.route_dist[ru] + distance,
-                    self.route_load[ru],
+                    self.routes[ru].dist + distance,
+                    self.routes[ru].load,
                     &segment,
                     used,
-                ) - self.route_cost[ru];
+                ) - self.routes[ru].cost;
             }
         } else {
             if p.has_fixed
@@ -593,17 +622,17 @@ impl LocalSearch<'_> {
             };
             let shift = p.demand[vi] + p.demand[y as usize] - p.demand[ui] - p.demand[x as usize];
             delta = self.cost_of::<TIME>(
-                self.route_dist[ru] + delta_u,
-                self.route_load[ru] + shift,
+                self.routes[ru].dist + delta_u,
+                self.routes[ru].load + shift,
                 &segment_u,
                 true,
             ) + self.cost_of::<TIME>(
-                self.route_dist[rv] + delta_v,
-                self.route_load[rv] - shift,
+                self.routes[rv].dist + delta_v,
+                self.routes[rv].load - shift,
                 &segment_v,
                 true,
-            ) - self.route_cost[ru]
-                - self.route_cost[rv];
+            ) - self.routes[ru].cost
+                - self.routes[rv].cost;
         }
         if delta >= 0 {
             return false;

@@ -23,15 +23,15 @@ impl LocalSearch<'_> {
     /// insertions into `into`.
     fn preprocess(&mut self, from: usize, into: usize) {
         let (start_into, end_into) = (self.start_node(into), self.end_node(into));
-        let mut u = self.next[self.start_node(from) as usize];
+        let mut u = self.nodes[self.start_node(from) as usize].next;
         while !self.is_depot(u) {
             let ui = u as usize;
-            let (before, after) = (self.prev[ui], self.next[ui]);
+            let (before, after) = (self.nodes[ui].prev, self.nodes[ui].next);
             self.removal_gain[ui] = self.d(before, after)
-                - (self.cum_dist[after as usize] - self.cum_dist[before as usize]);
+                - (self.nodes[after as usize].cum_dist - self.nodes[before as usize].cum_dist);
             let cached = (!self.insert_cache.is_empty()).then(|| into * (self.n + 1) + ui);
             if let Some(entry) = cached
-                && self.insert_cache[entry].computed >= self.route_clock[into]
+                && self.insert_cache[entry].computed >= self.routes[into].clock
             {
                 self.best_insert[ui] = self.insert_cache[entry];
                 u = after;
@@ -43,8 +43,9 @@ impl LocalSearch<'_> {
             };
             let mut w = start_into;
             while w != end_into {
-                let following = self.next[w as usize];
-                let edge = self.cum_dist[following as usize] - self.cum_dist[w as usize];
+                let following = self.nodes[w as usize].next;
+                let edge =
+                    self.nodes[following as usize].cum_dist - self.nodes[w as usize].cum_dist;
                 best.add(self.d(w, u) + self.d(u, following) - edge, w);
                 w = following;
             }
@@ -61,14 +62,14 @@ impl LocalSearch<'_> {
     /// node to insert after.
     fn cheapest_without(&self, u: u32, v: u32) -> (i64, u32) {
         let best = &self.best_insert[u as usize];
-        let (before_v, after_v) = (self.prev[v as usize], self.next[v as usize]);
+        let (before_v, after_v) = (self.nodes[v as usize].prev, self.nodes[v as usize].next);
         let mut found = None;
         for k in 0..3 {
             let after = best.after[k];
             if after == u32::MAX {
                 break;
             }
-            if after != v && self.next[after as usize] != v {
+            if after != v && self.nodes[after as usize].next != v {
                 found = Some((best.cost[k], after));
                 break;
             }
@@ -91,18 +92,18 @@ impl LocalSearch<'_> {
         self.preprocess(ru, rv);
         self.preprocess(rv, ru);
         let p = self.p;
-        let (load_u, load_v) = (self.route_load[ru], self.route_load[rv]);
-        let (penalty_u, penalty_v) = (self.route_penalty[ru], self.route_penalty[rv]);
+        let (load_u, load_v) = (self.routes[ru].load, self.routes[rv].load);
+        let (penalty_u, penalty_v) = (self.routes[ru].penalty, self.routes[rv].penalty);
         let mut best = Best {
             cost: 0,
             u: None,
             v: None,
         };
-        let mut u = self.next[self.start_node(ru) as usize];
+        let mut u = self.nodes[self.start_node(ru) as usize].next;
         while !self.is_depot(u) {
             let ui = u as usize;
             let allowed_u = !p.has_fixed || p.allowed(u, rv);
-            let mut v = self.next[self.start_node(rv) as usize];
+            let mut v = self.nodes[self.start_node(rv) as usize].next;
             while !self.is_depot(v) {
                 let vi = v as usize;
                 let shift = p.demand[vi] - p.demand[ui];
@@ -132,18 +133,18 @@ impl LocalSearch<'_> {
                         };
                     }
                 }
-                v = self.next[vi];
+                v = self.nodes[vi].next;
             }
-            u = self.next[ui];
+            u = self.nodes[ui].next;
         }
         // Relocations of one client into the other route.
         for (from, into, load_from, load_into, penalty_from, penalty_into) in [
             (ru, rv, load_u, load_v, penalty_u, penalty_v),
             (rv, ru, load_v, load_u, penalty_v, penalty_u),
         ] {
-            let size_from = self.route_size[from];
+            let size_from = self.routes[from].size;
             let emptied = size_from == 1 && !p.has_prefix(from);
-            let mut w = self.next[self.start_node(from) as usize];
+            let mut w = self.nodes[self.start_node(from) as usize].next;
             while !self.is_depot(w) {
                 let wi = w as usize;
                 if !p.has_fixed || p.allowed(w, into) {
@@ -173,7 +174,7 @@ impl LocalSearch<'_> {
                         };
                     }
                 }
-                w = self.next[wi];
+                w = self.nodes[wi].next;
             }
         }
         if best.cost >= 0 {

@@ -13,34 +13,34 @@ impl LocalSearch<'_> {
     #[inline(never)]
     pub(crate) fn two_opt<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
-        if self.position[ui] >= self.position[vi] {
+        if self.nodes[ui].position >= self.nodes[vi].position {
             return false;
         }
-        let x = self.next[ui];
+        let x = self.nodes[ui].next;
         if x == v {
             return false;
         }
-        let y = self.next[vi];
-        let route = self.route_of[ui] as usize;
+        let y = self.nodes[vi].next;
+        let route = self.nodes[ui].route_of as usize;
         let (xi, yi) = (x as usize, y as usize);
         let distance = self.d(u, v) + self.d(x, y) - self.to_next(u) - self.to_next(v)
-            + (self.cum_back[vi] - self.cum_back[xi])
-            - (self.cum_dist[vi] - self.cum_dist[xi]);
+            + (self.nodes[vi].cum_back - self.nodes[xi].cum_back)
+            - (self.nodes[vi].cum_dist - self.nodes[xi].cum_dist);
         let delta = if !TIME {
             distance
         } else {
-            if distance >= self.route_penalty[route] {
+            if distance >= self.routes[route].penalty {
                 return false;
             }
             let reversed = self.walk_back(self.forward[ui], v, x);
             let segment = self.join(reversed, self.backward[yi]);
-            let used = self.used(route, self.route_size[route]);
+            let used = self.used(route, self.routes[route].size);
             self.cost_of::<TIME>(
-                self.route_dist[route] + distance,
-                self.route_load[route],
+                self.routes[route].dist + distance,
+                self.routes[route].load,
                 &segment,
                 used,
-            ) - self.route_cost[route]
+            ) - self.routes[route].cost
         };
         if delta >= 0 {
             return false;
@@ -48,10 +48,10 @@ impl LocalSearch<'_> {
         // Reverse x..v in place: collect, then relink the whole route.
         self.rebuild(route, route, delta, |ls, clients, _| {
             let start = ls.start_node(route);
-            ls.collect(ls.next[start as usize], u, false, clients);
+            ls.collect(ls.nodes[start as usize].next, u, false, clients);
             ls.collect(v, x, true, clients);
             if !ls.is_depot(y) {
-                let last = ls.prev[ls.end_node(route) as usize];
+                let last = ls.nodes[ls.end_node(route) as usize].prev;
                 ls.collect(y, last, false, clients);
             }
         });
@@ -62,24 +62,29 @@ impl LocalSearch<'_> {
     /// `v`; `v`'s route keeps its start to `v` and takes `u`'s tail.
     pub(crate) fn two_opt_star<const TIME: bool>(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
-        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let (ru, rv) = (
+            self.nodes[ui].route_of as usize,
+            self.nodes[vi].route_of as usize,
+        );
         if ru == rv {
             return false;
         }
-        let (x, y) = (self.next[ui], self.next[vi]);
+        let (x, y) = (self.nodes[ui].next, self.nodes[vi].next);
         let (xi, yi) = (x as usize, y as usize);
         let p = self.p;
-        if p.has_fixed && (self.fixed_after[xi] > 0 || self.fixed_after[yi] > 0) {
+        if p.has_fixed && (self.nodes[xi].fixed_after > 0 || self.nodes[yi].fixed_after > 0) {
             return false;
         }
-        let new_dist_u = self.cum_dist[ui] + self.d(u, y) + self.route_dist[rv] - self.cum_dist[yi];
-        let new_dist_v = self.cum_dist[vi] + self.d(v, x) + self.route_dist[ru] - self.cum_dist[xi];
-        let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
-        let new_size_u = self.position[ui] + size_v - self.position[vi];
-        let new_size_v = self.position[vi] + size_u - self.position[ui];
+        let new_dist_u =
+            self.nodes[ui].cum_dist + self.d(u, y) + self.routes[rv].dist - self.nodes[yi].cum_dist;
+        let new_dist_v =
+            self.nodes[vi].cum_dist + self.d(v, x) + self.routes[ru].dist - self.nodes[xi].cum_dist;
+        let (size_u, size_v) = (self.routes[ru].size, self.routes[rv].size);
+        let new_size_u = self.nodes[ui].position + size_v - self.nodes[vi].position;
+        let new_size_v = self.nodes[vi].position + size_u - self.nodes[ui].position;
         let fixed =
             self.fixed_delta(ru, size_u, new_size_u) + self.fixed_delta(rv, size_v, new_size_v);
-        let distance = new_dist_u + new_dist_v - self.route_dist[ru] - self.route_dist[rv];
+        let distance = new_dist_u + new_dist_v - self.routes[ru].dist - self.routes[rv].dist;
         if self.hopeless(ru, rv, distance + fixed) {
             return false;
         }
@@ -91,27 +96,27 @@ impl LocalSearch<'_> {
         } else {
             (Segment::default(), Segment::default())
         };
-        let load_u = self.cum_load[ui] + self.route_load[rv] - self.cum_load[vi];
-        let load_v = self.cum_load[vi] + self.route_load[ru] - self.cum_load[ui];
+        let load_u = self.nodes[ui].cum_load + self.routes[rv].load - self.nodes[vi].cum_load;
+        let load_v = self.nodes[vi].cum_load + self.routes[ru].load - self.nodes[ui].cum_load;
         let delta = self.cost_of::<TIME>(new_dist_u, load_u, &segment_u, self.used(ru, new_size_u))
             + self.cost_of::<TIME>(new_dist_v, load_v, &segment_v, self.used(rv, new_size_v))
-            - self.route_cost[ru]
-            - self.route_cost[rv];
+            - self.routes[ru].cost
+            - self.routes[rv].cost;
         if delta >= 0 {
             return false;
         }
         self.rebuild(ru, rv, delta, |ls, clients_u, clients_v| {
             let (start_u, start_v) = (ls.start_node(ru), ls.start_node(rv));
             let (last_u, last_v) = (
-                ls.prev[ls.end_node(ru) as usize],
-                ls.prev[ls.end_node(rv) as usize],
+                ls.nodes[ls.end_node(ru) as usize].prev,
+                ls.nodes[ls.end_node(rv) as usize].prev,
             );
             if u != start_u {
-                ls.collect(ls.next[start_u as usize], u, false, clients_u);
+                ls.collect(ls.nodes[start_u as usize].next, u, false, clients_u);
             }
             ls.collect(y, last_v, false, clients_u);
             if v != start_v {
-                ls.collect(ls.next[start_v as usize], v, false, clients_v);
+                ls.collect(ls.nodes[start_v as usize].next, v, false, clients_v);
             }
             ls.collect(x, last_u, false, clients_v);
         });
@@ -123,52 +128,58 @@ impl LocalSearch<'_> {
     /// successor, then the rest of `v`'s route.
     pub(crate) fn two_opt_star_reversed(&mut self, u: u32, v: u32) -> bool {
         let (ui, vi) = (u as usize, v as usize);
-        let (ru, rv) = (self.route_of[ui] as usize, self.route_of[vi] as usize);
+        let (ru, rv) = (
+            self.nodes[ui].route_of as usize,
+            self.nodes[vi].route_of as usize,
+        );
         let p = self.p;
         if ru == rv || p.has_prefix(ru) || p.has_prefix(rv) {
             return false;
         }
-        let (x, y) = (self.next[ui], self.next[vi]);
+        let (x, y) = (self.nodes[ui].next, self.nodes[vi].next);
         let (xi, yi) = (x as usize, y as usize);
         if p.has_fixed {
             let (start_u, start_v) = (self.start_node(ru) as usize, self.start_node(rv) as usize);
-            let fixed_u = self.fixed_after[self.next[start_u] as usize];
-            let fixed_v = self.fixed_after[self.next[start_v] as usize];
+            let fixed_u = self.nodes[self.nodes[start_u].next as usize].fixed_after;
+            let fixed_v = self.nodes[self.nodes[start_v].next as usize].fixed_after;
             if fixed_u > 0 || fixed_v > 0 {
                 return false;
             }
         }
         let end_u = self.end_node(ru) as usize;
-        let new_dist_u = self.cum_dist[ui] + self.d(u, v) + self.cum_back[vi];
-        let new_dist_v = (self.cum_back[end_u] - self.cum_back[xi])
+        let new_dist_u = self.nodes[ui].cum_dist + self.d(u, v) + self.nodes[vi].cum_back;
+        let new_dist_v = (self.nodes[end_u].cum_back - self.nodes[xi].cum_back)
             + self.d(x, y)
-            + (self.route_dist[rv] - self.cum_dist[yi]);
-        let (size_u, size_v) = (self.route_size[ru], self.route_size[rv]);
-        let new_size_u = self.position[ui] + self.position[vi];
-        let new_size_v = (size_u - self.position[ui]) + (size_v - self.position[vi]);
+            + (self.routes[rv].dist - self.nodes[yi].cum_dist);
+        let (size_u, size_v) = (self.routes[ru].size, self.routes[rv].size);
+        let new_size_u = self.nodes[ui].position + self.nodes[vi].position;
+        let new_size_v = (size_u - self.nodes[ui].position) + (size_v - self.nodes[vi].position);
         let fixed =
             self.fixed_delta(ru, size_u, new_size_u) + self.fixed_delta(rv, size_v, new_size_v);
-        let distance = new_dist_u + new_dist_v - self.route_dist[ru] - self.route_dist[rv];
+        let distance = new_dist_u + new_dist_v - self.routes[ru].dist - self.routes[rv].dist;
         if self.hopeless(ru, rv, distance + fixed) {
             return false;
         }
-        let load_u = self.cum_load[ui] + self.cum_load[vi];
-        let load_v =
-            self.route_load[ru] - self.cum_load[ui] + self.route_load[rv] - self.cum_load[vi];
+        let load_u = self.nodes[ui].cum_load + self.nodes[vi].cum_load;
+        let load_v = self.routes[ru].load - self.nodes[ui].cum_load + self.routes[rv].load
+            - self.nodes[vi].cum_load;
         let none = Segment::default();
         let delta = self.cost_of::<false>(new_dist_u, load_u, &none, self.used(ru, new_size_u))
             + self.cost_of::<false>(new_dist_v, load_v, &none, self.used(rv, new_size_v))
-            - self.route_cost[ru]
-            - self.route_cost[rv];
+            - self.routes[ru].cost
+            - self.routes[rv].cost;
         if delta >= 0 {
             return false;
         }
         self.rebuild(ru, rv, delta, |ls, clients_u, clients_v| {
             let (start_u, start_v) = (ls.start_node(ru), ls.start_node(rv));
-            let (last_u, last_v) = (ls.prev[end_u], ls.prev[ls.end_node(rv) as usize]);
-            ls.collect(ls.next[start_u as usize], u, false, clients_u);
+            let (last_u, last_v) = (
+                ls.nodes[end_u].prev,
+                ls.nodes[ls.end_node(rv) as usize].prev,
+            );
+            ls.collect(ls.nodes[start_u as usize].next, u, false, clients_u);
             if v != start_v {
-                ls.collect(v, ls.next[start_v as usize], true, clients_u);
+                ls.collect(v, ls.nodes[start_v as usize].next, true, clients_u);
             }
             if !ls.is_depot(x) {
                 ls.collect(last_u, x, true, clients_v);
