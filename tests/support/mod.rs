@@ -3,6 +3,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,25 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// (runtime/src/runtime/cache.rs), so sharing them changes no behaviour; the tests of the
 /// cache itself give their servers one of their own.
 pub const SHARED_COMPILE_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/compile-cache");
+
+/// Whether a server of this test process has started on the shared compile cache.
+static CACHE_WARMED: AtomicBool = AtomicBool::new(false);
+
+/// Until a server of this process has started on the shared compile cache, starts take turns
+/// under a lock on a file in it, across test processes too: while the cache is cold (a fresh
+/// build directory), every start compiles every built-in (lp's HiGHS takes tens of seconds
+/// in a debug build), and a dozen at once on two cores outlast their patience. The first
+/// start fills the cache; the next ones read it.
+fn first_start_lock() -> Option<std::fs::File> {
+    if CACHE_WARMED.load(Ordering::Relaxed) {
+        return None;
+    }
+    std::fs::create_dir_all(SHARED_COMPILE_CACHE).expect("the shared compile cache");
+    let lock = std::fs::File::create(Path::new(SHARED_COMPILE_CACHE).join(".first-start"))
+        .expect("the first start's lock file");
+    lock.lock().expect("the first start's lock");
+    Some(lock)
+}
 
 /// The API's bodies as `schemas/api/` describes them: every response the tests read is checked
 /// against its schema, so the schemas and the server cannot drift apart.
@@ -165,9 +185,11 @@ impl TestServer {
     pub fn start_in(data_dir: tempfile::TempDir, args: &[&str]) -> TestServer {
         let stderr = std::fs::File::create(data_dir.path().join("server.log")).expect("a log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_caseload"));
-        if !args.contains(&"--compile-cache-dir") {
+        let shared_cache = !args.contains(&"--compile-cache-dir");
+        if shared_cache {
             command.env("CASELOAD_COMPILE_CACHE_DIR", SHARED_COMPILE_CACHE);
         }
+        let first_start = shared_cache.then(first_start_lock).flatten();
         let mut child = command
             .args(["--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir.path())
@@ -197,7 +219,12 @@ impl TestServer {
             }
         });
         let base_url = match receiver.recv_timeout(PATIENCE) {
-            Ok(address) => address,
+            Ok(address) => {
+                if first_start.is_some() {
+                    CACHE_WARMED.store(true, Ordering::Relaxed);
+                }
+                address
+            }
             Err(_) => {
                 let _ = child.kill();
                 let log =
