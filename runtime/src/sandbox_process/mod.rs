@@ -10,6 +10,11 @@
 //! than a round trip to a process: those with a time limit under `--sandbox-processes-from`,
 //! and those of a component whose last runs were all short ([`recent_runs`]). A use case's
 //! `sandbox` in `--plugin-limits` may choose for it instead.
+//!
+//! A process that was picked while it died takes no run (it never answers `Started`), and
+//! the run goes to a fresh one. A run sent to a process for speed waits at most a tenth of
+//! its time for the component to load there ([`load_patience`]); a longer compile goes on
+//! apart, and the run runs in the server's process in the time it has left.
 
 mod child;
 mod frame;
@@ -19,12 +24,12 @@ mod recent_runs;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 pub use self::child::{ChildError, serve_child};
-use self::process::{SandboxProcess, Unavailable};
+use self::process::{Loading, SandboxProcess, SlowLoad, Unavailable};
 use self::recent_runs::{RecentRuns, thread_cpu_time};
 use crate::limits::SandboxPlace;
 use crate::runtime::{CompiledPlugin, ExecutionObserver, Limits, RunOptions, RunReport};
@@ -51,7 +56,7 @@ pub struct SandboxProcesses {
     from: Duration,
     program: PathBuf,
     args: Vec<OsString>,
-    idle: Mutex<Vec<SandboxProcess>>,
+    idle: Arc<Mutex<Vec<SandboxProcess>>>,
     recent: RecentRuns,
 }
 
@@ -92,7 +97,7 @@ impl SandboxProcesses {
             from,
             program,
             args,
-            idle: Mutex::new(Vec::new()),
+            idle: Arc::default(),
             recent: RecentRuns::default(),
         }
     }
@@ -121,7 +126,15 @@ impl SandboxProcesses {
         };
         let started = Instant::now();
         let (report, run_time) = if in_a_process {
-            let report = self.run_in_a_process(plugin, input, options, limits, cancelled, observer);
+            // A process asked for by name waits for its load: the place is the operator's
+            // demand. Chosen for speed, it is not worth more than a tenth of the run.
+            let patience = match place {
+                SandboxPlace::Process => None,
+                SandboxPlace::Auto | SandboxPlace::Server => Some(load_patience(options)),
+            };
+            let report = self.run_in_a_process(
+                plugin, patience, input, options, limits, cancelled, observer,
+            );
             (report, started.elapsed())
         } else {
             let cpu_before = thread_cpu_time();
@@ -137,9 +150,11 @@ impl SandboxProcesses {
         report
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_in_a_process(
         &self,
         plugin: &CompiledPlugin,
+        patience: Option<Duration>,
         input: &str,
         options: &RunOptions,
         limits: &Limits,
@@ -157,8 +172,16 @@ impl SandboxProcesses {
                 .map(|index| idle.swap_remove(index))
         }
         .filter(|process| process.holds(plugin) || process.components() < MAX_COMPONENTS);
+        let began = Instant::now();
         let attempt = |process: SandboxProcess| {
-            let mut process = process.load(plugin, &cancelled)?;
+            let mut process = match process.load(plugin, &cancelled, patience) {
+                Ok(process) => process,
+                Err(Loading::Failed(why)) => return Err(why),
+                Err(Loading::Slow(load)) => {
+                    self.finish_loading(load);
+                    return Err(Unavailable::Compiling);
+                }
+            };
             let (report, reusable) = process.run(
                 plugin,
                 input,
@@ -173,17 +196,31 @@ impl SandboxProcesses {
         // An idle process that took no run (it was dying as it was picked) leaves the run to
         // a fresh one.
         let ran = match idle {
-            Some(process) => attempt(process).or_else(|why| {
-                tracing::warn!(%why, "starting another sandbox process");
-                fresh().and_then(attempt)
+            Some(process) => attempt(process).or_else(|why| match why {
+                _ if cancelled.load(Ordering::Relaxed) => Err(why),
+                Unavailable::Compiling => Err(why),
+                _ => {
+                    tracing::warn!(%why, "starting another sandbox process");
+                    fresh().and_then(attempt)
+                }
             }),
             None => fresh().and_then(attempt),
         };
         let (process, report, reusable) = match ran {
             Ok(ran) => ran,
             Err(why) => {
-                tracing::warn!(%why, "running the job in the server's process");
-                return plugin.run(input, options, limits, cancelled, observer);
+                tracing::info!(%why, "running the job in the server's process");
+                // In what is left of its time: the job's clock began with the wait.
+                let waited = began.elapsed();
+                let options = RunOptions {
+                    time_limit: options.time_limit.saturating_sub(waited),
+                    ..*options
+                };
+                let limits = Limits {
+                    wall_time: limits.wall_time.saturating_sub(waited),
+                    ..*limits
+                };
+                return plugin.run(input, &options, &limits, cancelled, observer);
             }
         };
         if reusable {
@@ -194,4 +231,32 @@ impl SandboxProcesses {
         }
         report
     }
+
+    /// Lets `load` go on on a thread of its own; the process joins the idle ones if it ends
+    /// loaded.
+    fn finish_loading(&self, load: Box<SlowLoad>) {
+        let idle = self.idle.clone();
+        let spawned = std::thread::Builder::new()
+            .name("sandbox-load".into())
+            .spawn(move || {
+                if let Some(process) = load.finish() {
+                    idle.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(process);
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot wait for a sandbox process's load");
+        }
+    }
+}
+
+/// How long a run sent to a sandbox process for speed waits for it to load the component: a
+/// tenth of its time limit, at least half a second (a compile cache's entry loads in far
+/// less). A component new to the processes' engine may compile for seconds (tens of seconds
+/// for a large one in a debug build); the run does not wait for that, but runs in the
+/// server's process, where the component is compiled already, while the load goes on for
+/// the runs after it.
+fn load_patience(options: &RunOptions) -> Duration {
+    (options.time_limit / 10).max(Duration::from_millis(500))
 }

@@ -37,9 +37,45 @@ pub(super) enum Unavailable {
     /// The process could not compile the component, died, or took too long.
     #[error("the sandbox process did not load the component: {0}")]
     Load(String),
+    /// The component was not loaded within the run's patience; it goes on loading apart.
+    #[error("the sandbox process is still compiling the component")]
+    Compiling,
     /// The process took no run: it died since its last one.
     #[error("the sandbox process took no run: {0}")]
     Run(String),
+}
+
+/// How a load that did not end in a loaded process ended.
+pub(super) enum Loading {
+    /// The process cannot take the run.
+    Failed(Unavailable),
+    /// The component still compiles: the run goes elsewhere, the load goes on.
+    Slow(Box<SlowLoad>),
+}
+
+/// A process still loading a component, given up on by the run that asked for it.
+pub(super) struct SlowLoad {
+    process: SandboxProcess,
+    sha256: String,
+    deadline: Instant,
+}
+
+impl SlowLoad {
+    /// Waits for the load to end (at most [`LOAD_TIMEOUT`] since it was asked for): the
+    /// process, holding the component, if it did.
+    pub(super) fn finish(mut self) -> Option<SandboxProcess> {
+        match self.process.await_loaded(&self.sha256, None, self.deadline) {
+            Ok(true) => Some(self.process),
+            Ok(false) => {
+                tracing::warn!("a sandbox process took too long to load a component");
+                None
+            }
+            Err(why) => {
+                tracing::warn!(%why, "a sandbox process loading in the background");
+                None
+            }
+        }
+    }
 }
 
 /// One child process, between runs or in one. Dropping it kills the process.
@@ -116,12 +152,17 @@ impl SandboxProcess {
         self.loaded.len()
     }
 
-    /// Makes sure the process holds `plugin`'s component.
+    /// Makes sure the process holds `plugin`'s component, waiting for it to compile (or be
+    /// read from the compile cache) until `patience` is over, if given, or [`LOAD_TIMEOUT`].
+    /// A load still under way after `patience` is handed back as [`Loading::Slow`], to be
+    /// finished apart from the run.
     pub(super) fn load(
         mut self,
         plugin: &CompiledPlugin,
         cancelled: &AtomicBool,
-    ) -> Result<SandboxProcess, Unavailable> {
+        patience: Option<Duration>,
+    ) -> Result<SandboxProcess, Loading> {
+        let patience = patience.unwrap_or(LOAD_TIMEOUT);
         if self.loaded.contains(plugin.wasm_sha256()) {
             return Ok(self);
         }
@@ -129,13 +170,35 @@ impl SandboxProcess {
             sha256: plugin.wasm_sha256().to_owned(),
         };
         write_frame(&mut self.input, &load, plugin.wasm())
-            .map_err(|error| Unavailable::Load(error.to_string()))?;
-        let deadline = Instant::now() + LOAD_TIMEOUT;
+            .map_err(|error| Loading::Failed(Unavailable::Load(error.to_string())))?;
+        let deadline = Instant::now() + patience.min(LOAD_TIMEOUT);
+        match self.await_loaded(plugin.wasm_sha256(), Some(cancelled), deadline) {
+            Ok(true) => Ok(self),
+            Ok(false) if patience >= LOAD_TIMEOUT => Err(Loading::Failed(Unavailable::Load(
+                "it took too long".to_owned(),
+            ))),
+            Ok(false) => Err(Loading::Slow(Box::new(SlowLoad {
+                process: self,
+                sha256: plugin.wasm_sha256().to_owned(),
+                deadline: Instant::now() + LOAD_TIMEOUT.saturating_sub(patience),
+            }))),
+            Err(why) => Err(Loading::Failed(why)),
+        }
+    }
+
+    /// Waits for the answer to a `Load` of `sha256` until `deadline` (false if it has not
+    /// come) or until `cancelled` is set.
+    fn await_loaded(
+        &mut self,
+        sha256: &str,
+        cancelled: Option<&AtomicBool>,
+        deadline: Instant,
+    ) -> Result<bool, Unavailable> {
         loop {
             match self.frames.recv_timeout(TICK) {
                 Ok(Ok((ToServer::Loaded(Ok(())), _))) => {
-                    self.loaded.insert(plugin.wasm_sha256().to_owned());
-                    return Ok(self);
+                    self.loaded.insert(sha256.to_owned());
+                    return Ok(true);
                 }
                 Ok(Ok((ToServer::Loaded(Err(message)), _))) => {
                     return Err(Unavailable::Load(message));
@@ -148,11 +211,11 @@ impl SandboxProcess {
                     return Err(Unavailable::Load(format!("it exited ({})", self.end())));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if cancelled.load(Ordering::Relaxed) {
+                    if cancelled.is_some_and(|cancelled| cancelled.load(Ordering::Relaxed)) {
                         return Err(Unavailable::Load("the run was cancelled first".to_owned()));
                     }
                     if Instant::now() >= deadline {
-                        return Err(Unavailable::Load("it took too long".to_owned()));
+                        return Ok(false);
                     }
                 }
             }
