@@ -52,20 +52,31 @@ fn main() {
         assert!(!files.is_empty(), "HiGHS's meson.build has no {list}");
         sources.extend(files.into_iter().map(|file| highs.join("highs").join(file)));
     }
-    sources.push(ours.join("caseload_highs.c"));
-    sources.push(ours.join("caseload_cxa.c"));
+    let shims = [ours.join("caseload_highs.c"), ours.join("caseload_cxa.c")];
 
-    // Objects are kept between runs of this script, in a folder named by what shapes them
-    // (the flags below and every file of ours they include): HiGHS's source is pinned.
-    let objects_dir = out_dir.join(format!("highs-{:016x}", fingerprint(&ours)));
-    std::fs::create_dir_all(&objects_dir).expect("OUT_DIR is writable");
+    // Objects are kept between runs of this script, in folders named by what shapes them:
+    // HiGHS's by the flags below, the headers of ours it includes and the pin of its
+    // version; our shims' by every file of ours, so that a change to a shim compiles only
+    // the shims.
     let includes = [
         ours.join("compat"),
         highs.join("highs"),
         highs.join("extern"),
         highs.join("extern/pdqsort"),
     ];
-    let objects = compile_all(&sources, &objects_dir, &includes);
+    let mut objects = Vec::new();
+    for (name, sources, shaped_by) in [
+        (
+            "highs",
+            &sources[..],
+            vec![ours.join("compat"), ours.join("source")],
+        ),
+        ("shims", &shims[..], vec![ours.clone()]),
+    ] {
+        let objects_dir = out_dir.join(format!("{name}-{:016x}", fingerprint(&shaped_by)));
+        std::fs::create_dir_all(&objects_dir).expect("OUT_DIR is writable");
+        objects.extend(compile_all(sources, &objects_dir, &includes));
+    }
     for object in &objects {
         println!("cargo:rustc-link-arg={}", object.display());
     }
@@ -221,12 +232,13 @@ const CPP_FLAGS: &[&str] = &["-std=c++17", "-fexceptions"];
 const C_FLAGS: &[&str] = &["-std=c11"];
 
 /// A hash of the flags and of `highs/`'s files.
-fn fingerprint(ours: &Path) -> u64 {
+/// A hash of the compiler flags and of every file under `folders`.
+fn fingerprint(folders: &[PathBuf]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (FLAGS, CPP_FLAGS, C_FLAGS).hash(&mut hasher);
     let mut files = Vec::new();
-    let mut folders = vec![ours.to_owned()];
+    let mut folders = folders.to_vec();
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
             let path = entry.path();
