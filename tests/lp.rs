@@ -46,7 +46,19 @@ async fn afiro_from_mps_reaches_netlibs_optimum_with_duals() {
     let server = TestServer::start();
     let token = server.admin_token().await;
     let file = upload_dataset(&server, &token, AFIRO, "text/x-mps").await;
-    let output = solved(&server, &token, &json!({"data_file_identifier": file})).await;
+    let job = server
+        .launch(&token, "lp", &json!({"data_file_identifier": file}))
+        .await;
+    let view = server.wait_until_ended(&token, &job).await;
+    assert_eq!(view["status"], "COMPLETED", "{view}");
+    // HiGHS's own log is the job's log.
+    let executions = view["executions"].as_object().unwrap();
+    let log = executions
+        .values()
+        .map(|execution| execution["logs"]["tail"].as_str().unwrap_or_default());
+    let log: String = log.collect();
+    assert!(log.contains("HiGHS") && log.contains("Optimal"), "{log}");
+    let output = server.output(&token, &job).await;
     assert_eq!(output["status"], "optimal", "{output}");
     assert_eq!(output["feasible"], true);
     let objective = output["objective"].as_f64().unwrap();

@@ -1,7 +1,8 @@
 //! HiGHS, compiled into the component by `build.rs`: a checked [`Model`] in, HiGHS's answer
-//! out. One thread, no output; the callback in `highs/caseload_highs.c` stops the run when
-//! the job is cancelled or its time is up, and hands each better MIP solution to
-//! [`RunContext::incumbent`].
+//! out. One thread; the callback in `highs/caseload_highs.c` stops the run when the job is
+//! cancelled or its time is up, hands each better MIP solution to
+//! [`RunContext::incumbent`], and HiGHS's log (its console output, which goes nowhere in a
+//! component) to the job's log.
 
 #![allow(unsafe_code)] // The FFI to HiGHS: the only unsafe code of the plugin.
 
@@ -9,7 +10,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_void};
 use std::time::Instant;
 
-use caseload_sdk::RunContext;
+use caseload_sdk::{LogLevel, RunContext};
 
 use crate::input::Sense;
 use crate::model::Model;
@@ -167,6 +168,27 @@ extern "C" fn caseload_lp_improving(objective: f64, values: *const f64, size: i3
     });
 }
 
+#[unsafe(no_mangle)]
+extern "C" fn caseload_lp_log(message: *const c_char) {
+    if message.is_null() {
+        return;
+    }
+    // SAFETY: HiGHS passes a NUL-terminated string that outlives the call.
+    let message = unsafe { CStr::from_ptr(message) }.to_string_lossy();
+    // HiGHS ends its lines with a newline; the job's log adds its own.
+    let message = message.trim_end_matches('\n');
+    if message.is_empty() {
+        return;
+    }
+    WATCH.with_borrow(|watch| {
+        if let Some(watch) = watch {
+            // SAFETY: `solve` sets the pointer to a context that outlives the run.
+            let context = unsafe { &*watch.context };
+            context.log(LogLevel::Info, message);
+        }
+    });
+}
+
 /// Solves `model` until `stop_at` at the latest.
 pub fn solve(model: &Model, context: &RunContext, stop_at: Instant) -> Result<Solved, String> {
     let columns = model.cost.len();
@@ -184,7 +206,9 @@ pub fn solve(model: &Model, context: &RunContext, stop_at: Instant) -> Result<So
             return Err("HiGHS could not be created".into());
         }
         let guard = Destroy(highs);
-        option_bool(highs, c"output_flag", false)?;
+        // Output on, to the callback only.
+        option_bool(highs, c"output_flag", true)?;
+        option_bool(highs, c"log_to_console", false)?;
         option_int(highs, c"threads", 1)?;
         option_int(
             highs,
