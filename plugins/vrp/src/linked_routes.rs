@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use crate::penalty::Penalties;
 use crate::problem::{FREE, Problem};
 use crate::segment::Segment;
+use crate::travel::Table;
 
 /// A polar sector (CircleSector of HGS-CVRP) in 1/65536 turns.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,6 +50,10 @@ impl Sector {
 /// The local search's state; one per run, reused for every plan.
 pub struct LocalSearch<'p> {
     pub(crate) p: &'p Problem,
+    /// The problem's distances and their row length, when they are a dense 32-bit table:
+    /// read without matching on the table's kind at every move, which a wasm guest decodes
+    /// from a niche and jumps through a table for.
+    dense_distance: Option<(&'p [i32], usize)>,
     pub(crate) n: usize,
     pub(crate) num_routes: usize,
     /// Every node's place in the plan, one record each so that a move reads a node's
@@ -163,8 +168,13 @@ impl ThreeBest {
 impl<'p> LocalSearch<'p> {
     pub fn new(p: &'p Problem, swap_star: bool) -> LocalSearch<'p> {
         let n = p.num_clients;
+        let dense_distance = match &p.travel.distance {
+            Table::Dense32 { size, entries } => Some((&entries[..], *size)),
+            _ => None,
+        };
         LocalSearch {
             p,
+            dense_distance,
             n,
             num_routes: 0,
             nodes: Vec::new(),
@@ -209,10 +219,14 @@ impl<'p> LocalSearch<'p> {
 
     #[inline(always)]
     pub(crate) fn d(&self, from: u32, to: u32) -> i64 {
-        self.p.travel.dist(
+        let (from, to) = (
             self.nodes[from as usize].location,
             self.nodes[to as usize].location,
-        )
+        );
+        match self.dense_distance {
+            Some((entries, size)) => i64::from(entries[from as usize * size + to as usize]),
+            None => self.p.travel.dist(from, to),
+        }
     }
 
     /// The distance from `node` to its successor, known from the cumulative distances.
