@@ -94,7 +94,8 @@
 //!  │   (the worker thread's CPU time for a run in the server's process; the clock for one in
 //!  │   a child)
 //!  │   (or a use case with sandbox = "process"): an idle `caseload sandbox` child (or a new
-//!  │   one) loads the component once (compile cache), runs it the same way without epoch
+//!  │   one) loads the component once (compile cache; a load past a tenth of the time limit
+//!  │   goes on apart while the run runs in the server), runs it the same way without epoch
 //!  │   checks, and sends its reports every 10 ms over its stdout; the worker waits in 10 ms
 //!  │   ticks and kills the child at the deadline, on the cancel flag, or after finish-now's
 //!  │   grace
@@ -206,8 +207,8 @@
 //!   never claimed and given back for being in the wrong pool.
 //! - A panic while running a job fails that job (`worker_lost`) and leaves the worker serving.
 //!   A sandbox process that dies (a crash, the OOM killer) fails the run it held (`trap`); one
-//!   that died idle is never handed a run, and a run it could not take runs in the server's
-//!   process. Sandbox processes have a process group of their own: a signal to the server's
+//!   that died idle takes no run (it never answers `Started`) and a fresh one takes it; a run
+//!   no process could take runs in the server's process. Sandbox processes have a process group of their own: a signal to the server's
 //!   group (Ctrl-C; the systemd unit sends SIGTERM to the server alone, `KillMode=mixed`) is
 //!   the server's to handle, so a shutdown drains them as it drains its own runs.
 //! - Argon2 verifications and `validate` calls run off the async runtime: `validate` (and the

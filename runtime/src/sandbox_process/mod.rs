@@ -14,7 +14,8 @@
 //! A process that was picked while it died takes no run (it never answers `Started`), and
 //! the run goes to a fresh one. A run sent to a process for speed waits at most a tenth of
 //! its time for the component to load there ([`load_patience`]); a longer compile goes on
-//! apart, and the run runs in the server's process in the time it has left.
+//! apart, and the run, like every such run of the component until that load ends, runs in
+//! the server's process in the time it has left.
 
 mod child;
 mod frame;
@@ -22,6 +23,7 @@ mod outbox;
 mod process;
 mod recent_runs;
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +59,8 @@ pub struct SandboxProcesses {
     program: PathBuf,
     args: Vec<OsString>,
     idle: Arc<Mutex<Vec<SandboxProcess>>>,
+    /// Components a process is loading apart from any run ([`SandboxProcesses::finish_loading`]).
+    loading: Arc<Mutex<HashSet<String>>>,
     recent: RecentRuns,
 }
 
@@ -98,6 +102,7 @@ impl SandboxProcesses {
             program,
             args,
             idle: Arc::default(),
+            loading: Arc::default(),
             recent: RecentRuns::default(),
         }
     }
@@ -161,24 +166,51 @@ impl SandboxProcesses {
         cancelled: Arc<AtomicBool>,
         observer: Arc<dyn ExecutionObserver>,
     ) -> RunReport {
+        let began = Instant::now();
+        // A run that gave up on a process runs in what is left of its time: the job's clock
+        // began with the wait (a tenth of its time limit at most, unless a process that was
+        // demanded failed). A process's own load from the compile cache takes milliseconds,
+        // and the guest then has its whole time.
+        let left = || {
+            let waited = began.elapsed();
+            let options = RunOptions {
+                time_limit: options.time_limit.saturating_sub(waited),
+                ..*options
+            };
+            let limits = Limits {
+                wall_time: limits.wall_time.saturating_sub(waited),
+                ..*limits
+            };
+            (options, limits)
+        };
         // One that holds the component already, if any is idle; dropping one kills it, and
-        // one that died while idle (the OOM killer, an operator) is dropped too.
-        let idle = {
+        // one that died while idle (the OOM killer, an operator) is dropped too. None if a
+        // process is loading the component apart already, for a run that would not wait for
+        // a second one to.
+        let (idle, loading_elsewhere) = {
             let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
             idle.retain_mut(SandboxProcess::is_alive);
-            idle.iter()
-                .rposition(|process| process.holds(plugin))
-                .or(idle.len().checked_sub(1))
-                .map(|index| idle.swap_remove(index))
-        }
-        .filter(|process| process.holds(plugin) || process.components() < MAX_COMPONENTS);
-        let began = Instant::now();
+            let holding = idle.iter().rposition(|process| process.holds(plugin));
+            let loading_elsewhere = holding.is_none()
+                && patience.is_some()
+                && self.loading().contains(plugin.wasm_sha256());
+            let picked = if loading_elsewhere {
+                None
+            } else {
+                holding
+                    .or(idle.len().checked_sub(1))
+                    .map(|index| idle.swap_remove(index))
+            };
+            (picked, loading_elsewhere)
+        };
+        let idle =
+            idle.filter(|process| process.holds(plugin) || process.components() < MAX_COMPONENTS);
         let attempt = |process: SandboxProcess| {
             let mut process = match process.load(plugin, &cancelled, patience) {
                 Ok(process) => process,
                 Err(Loading::Failed(why)) => return Err(why),
                 Err(Loading::Slow(load)) => {
-                    self.finish_loading(load);
+                    self.finish_loading(plugin.wasm_sha256(), load);
                     return Err(Unavailable::Compiling);
                 }
             };
@@ -193,16 +225,16 @@ impl SandboxProcesses {
             Ok::<_, Unavailable>((process, report, reusable))
         };
         let fresh = || SandboxProcess::spawn(&self.program, &self.args).map_err(Unavailable::Spawn);
-        // An idle process that took no run (it was dying as it was picked) leaves the run to
-        // a fresh one.
         let ran = match idle {
+            _ if loading_elsewhere => Err(Unavailable::Compiling),
+            // An idle process that was gone when asked (it was dying as it was picked)
+            // leaves the run to a fresh one.
             Some(process) => attempt(process).or_else(|why| match why {
-                _ if cancelled.load(Ordering::Relaxed) => Err(why),
-                Unavailable::Compiling => Err(why),
-                _ => {
+                Unavailable::Gone(_) if !cancelled.load(Ordering::Relaxed) => {
                     tracing::warn!(%why, "starting another sandbox process");
                     fresh().and_then(attempt)
                 }
+                _ => Err(why),
             }),
             None => fresh().and_then(attempt),
         };
@@ -210,16 +242,7 @@ impl SandboxProcesses {
             Ok(ran) => ran,
             Err(why) => {
                 tracing::info!(%why, "running the job in the server's process");
-                // In what is left of its time: the job's clock began with the wait.
-                let waited = began.elapsed();
-                let options = RunOptions {
-                    time_limit: options.time_limit.saturating_sub(waited),
-                    ..*options
-                };
-                let limits = Limits {
-                    wall_time: limits.wall_time.saturating_sub(waited),
-                    ..*limits
-                };
+                let (options, limits) = left();
                 return plugin.run(input, &options, &limits, cancelled, observer);
             }
         };
@@ -232,21 +255,36 @@ impl SandboxProcesses {
         report
     }
 
-    /// Lets `load` go on on a thread of its own; the process joins the idle ones if it ends
-    /// loaded.
-    fn finish_loading(&self, load: Box<SlowLoad>) {
-        let idle = self.idle.clone();
+    /// The components loading in a process apart from any run, by sha256.
+    fn loading(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.loading.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Lets `load` of the component `sha256` go on on a thread of its own; the process
+    /// joins the idle ones if it ends loaded.
+    fn finish_loading(&self, sha256: &str, load: Box<SlowLoad>) {
+        let (idle, loading) = (self.idle.clone(), self.loading.clone());
+        let key = sha256.to_owned();
+        self.loading().insert(key.clone());
         let spawned = std::thread::Builder::new()
             .name("sandbox-load".into())
             .spawn(move || {
-                if let Some(process) = load.finish() {
+                let loaded = load.finish();
+                // Idle before the component counts as loading no more, so that no run finds
+                // neither.
+                if let Some(process) = loaded {
                     idle.lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .push(process);
                 }
+                loading
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&key);
             });
         if let Err(error) = spawned {
             tracing::warn!(%error, "cannot wait for a sandbox process's load");
+            self.loading().remove(sha256);
         }
     }
 }

@@ -34,13 +34,18 @@ pub(super) enum Unavailable {
     /// No process could be started (the binary is gone, no more processes allowed...).
     #[error("cannot start a sandbox process: {0}")]
     Spawn(io::Error),
-    /// The process could not compile the component, died, or took too long.
+    /// The process could not compile the component, answered out of turn, or took too long.
     #[error("the sandbox process did not load the component: {0}")]
     Load(String),
+    /// The process was gone when asked to load or run (it exited, or its pipes broke): it
+    /// died since its last run, and another process can take this one.
+    #[error("the sandbox process was gone: {0}")]
+    Gone(String),
     /// The component was not loaded within the run's patience; it goes on loading apart.
     #[error("the sandbox process is still compiling the component")]
     Compiling,
-    /// The process took no run: it died since its last one.
+    /// The process did not take the run: it answered out of turn or not in time, or the run
+    /// was cancelled first.
     #[error("the sandbox process took no run: {0}")]
     Run(String),
 }
@@ -170,7 +175,7 @@ impl SandboxProcess {
             sha256: plugin.wasm_sha256().to_owned(),
         };
         write_frame(&mut self.input, &load, plugin.wasm())
-            .map_err(|error| Loading::Failed(Unavailable::Load(error.to_string())))?;
+            .map_err(|error| Loading::Failed(Unavailable::Gone(error.to_string())))?;
         let deadline = Instant::now() + patience.min(LOAD_TIMEOUT);
         match self.await_loaded(plugin.wasm_sha256(), Some(cancelled), deadline) {
             Ok(true) => Ok(self),
@@ -206,9 +211,9 @@ impl SandboxProcess {
                 Ok(Ok((other, _))) => {
                     return Err(Unavailable::Load(format!("it answered {other:?}")));
                 }
-                Ok(Err(error)) => return Err(Unavailable::Load(error.to_string())),
+                Ok(Err(error)) => return Err(Unavailable::Gone(error.to_string())),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(Unavailable::Load(format!("it exited ({})", self.end())));
+                    return Err(Unavailable::Gone(format!("it exited ({})", self.end())));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if cancelled.is_some_and(|cancelled| cancelled.load(Ordering::Relaxed)) {
@@ -244,8 +249,8 @@ impl SandboxProcess {
             limits: *limits,
         };
         write_frame(&mut self.input, &run, input.as_bytes())
-            .map_err(|error| Unavailable::Run(error.to_string()))?;
-        self.started(cancelled)?;
+            .map_err(|error| Unavailable::Gone(error.to_string()))?;
+        self.started(cancelled, limits.wall_time)?;
         let mut finish_by: Option<Instant> = None;
         loop {
             match self.frames.recv_timeout(TICK) {
@@ -320,19 +325,17 @@ impl SandboxProcess {
     /// Waits for the process to take the run it was sent. A process killed while idle (the
     /// OOM killer, an operator) may still have looked alive when it was picked, as the kernel
     /// takes down its threads; it answers nothing, and the run goes elsewhere.
-    fn started(&mut self, cancelled: &AtomicBool) -> Result<(), Unavailable> {
-        let deadline = Instant::now() + START_TIMEOUT;
+    fn started(&mut self, cancelled: &AtomicBool, wall_time: Duration) -> Result<(), Unavailable> {
+        let deadline = Instant::now() + START_TIMEOUT.min(wall_time);
         loop {
             match self.frames.recv_timeout(TICK) {
                 Ok(Ok((ToServer::Started, _))) => return Ok(()),
                 Ok(Ok((other, _))) => {
                     return Err(Unavailable::Run(format!("it answered {other:?}")));
                 }
-                Ok(Err(error)) => {
-                    return Err(Unavailable::Run(error.to_string()));
-                }
+                Ok(Err(error)) => return Err(Unavailable::Gone(error.to_string())),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(Unavailable::Run(format!("it exited ({})", self.end())));
+                    return Err(Unavailable::Gone(format!("it exited ({})", self.end())));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if cancelled.load(Ordering::Relaxed) {
