@@ -109,6 +109,8 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
         sandboxes,
         "the same process runs it"
     );
+    // Killed before it took the run, the process would leave it to another one.
+    wait_until_busy(sandboxes[0]).await;
     kill(sandboxes[0]).await;
 
     let view = server.wait_until_ended(&token, &spinning).await;
@@ -132,6 +134,28 @@ async fn a_sandbox_process_that_dies_fails_only_its_run() {
     grow_a_little(&server, &token).await;
     let last = sandbox_processes(server.pid());
     assert!(last.len() == 1 && last != now, "{last:?}");
+}
+
+/// Waits until process `pid` has spent a tenth of a second of CPU time more than now: the
+/// spinning guest runs in it.
+async fn wait_until_busy(pid: u32) {
+    // utime and stime, in clock ticks (100 a second), after the name in parentheses.
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        // From the state letter on, utime and stime are the 12th and 13th fields.
+        let field = |index: usize| fields.get(index)?.parse::<u64>().ok();
+        field(11).zip(field(12)).map(|(user, system)| user + system)
+    };
+    let before = ticks().expect("the process runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ticks().is_some_and(|now| now < before + 10) {
+        assert!(Instant::now() < deadline, "{pid} is not running its guest");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// A run of the runaway guest that completes at once (it grows its memory by 1 MiB).
