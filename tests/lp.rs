@@ -57,7 +57,11 @@ async fn afiro_from_mps_reaches_netlibs_optimum_with_duals() {
         .values()
         .map(|execution| execution["logs"]["tail"].as_str().unwrap_or_default());
     let log: String = log.collect();
-    assert!(log.contains("HiGHS") && log.contains("Optimal"), "{log}");
+    assert!(
+        log.contains("LP has 27 rows; 32 cols; 83 nonzeros")
+            && log.contains("Model status        : Optimal"),
+        "{log}"
+    );
     let output = server.output(&token, &job).await;
     assert_eq!(output["status"], "optimal", "{output}");
     assert_eq!(output["feasible"], true);

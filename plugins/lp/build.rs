@@ -12,7 +12,8 @@
 //!   when told `threads = 1`), and a `<dlfcn.h>` whose `dlopen` always fails;
 //! - C++ exceptions on, which clang lowers to calls for a wasm target without exception
 //!   handling: `highs/caseload_cxa.c` makes a throw a trap;
-//! - `highs/caseload_highs.c`, the callback that stops a run and reports incumbents.
+//! - `highs/caseload_highs.c`, the callback that stops a run, reports incumbents and passes
+//!   HiGHS's log on to the job's log.
 //!
 //! The objects are linked into the component with libc++, libc++abi and wasi-libc's signal
 //! emulation, copied out of Debian's `/usr/lib/wasm32-wasi` (its libc stays out: the Rust
@@ -231,7 +232,6 @@ const FLAGS: &[&str] = &[
 const CPP_FLAGS: &[&str] = &["-std=c++17", "-fexceptions"];
 const C_FLAGS: &[&str] = &["-std=c11"];
 
-/// A hash of the flags and of `highs/`'s files.
 /// A hash of the compiler flags and of every file under `folders`.
 fn fingerprint(folders: &[PathBuf]) -> u64 {
     use std::hash::{Hash, Hasher};

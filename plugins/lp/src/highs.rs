@@ -124,6 +124,41 @@ struct Watch {
     columns: usize,
     names: *const Vec<String>,
     last_improvement: Option<std::time::Duration>,
+    /// HiGHS's log since its last newline: it writes some lines in pieces.
+    log_line: String,
+}
+
+impl Watch {
+    fn context(&self) -> &RunContext {
+        // SAFETY: `solve` sets the pointer to a context that outlives the run.
+        unsafe { &*self.context }
+    }
+
+    /// Appends a piece of HiGHS's log, writing each line it completes to the job's log
+    /// (`end`: what is left too).
+    fn log(&mut self, piece: &str, end: bool) {
+        self.log_line.push_str(piece);
+        while let Some(newline) = self.log_line.find('\n') {
+            let line: String = self.log_line.drain(..=newline).collect();
+            self.context().log(LogLevel::Info, line.trim_end());
+        }
+        if end && !self.log_line.trim().is_empty() {
+            let line = std::mem::take(&mut self.log_line);
+            self.context().log(LogLevel::Info, line.trim_end());
+        }
+    }
+}
+
+/// Ends the watch of a solve however the solve ends: the rest of the log is written and the
+/// callback finds no run.
+struct EndWatch;
+
+impl Drop for EndWatch {
+    fn drop(&mut self) {
+        if let Some(mut watch) = WATCH.take() {
+            watch.log("", true);
+        }
+    }
 }
 
 thread_local! {
@@ -175,16 +210,9 @@ extern "C" fn caseload_lp_log(message: *const c_char) {
     }
     // SAFETY: HiGHS passes a NUL-terminated string that outlives the call.
     let message = unsafe { CStr::from_ptr(message) }.to_string_lossy();
-    // HiGHS ends its lines with a newline; the job's log adds its own.
-    let message = message.trim_end_matches('\n');
-    if message.is_empty() {
-        return;
-    }
-    WATCH.with_borrow(|watch| {
+    WATCH.with_borrow_mut(|watch| {
         if let Some(watch) = watch {
-            // SAFETY: `solve` sets the pointer to a context that outlives the run.
-            let context = unsafe { &*watch.context };
-            context.log(LogLevel::Info, message);
+            watch.log(&message, false);
         }
     });
 }
@@ -222,6 +250,22 @@ pub fn solve(model: &Model, context: &RunContext, stop_at: Instant) -> Result<So
         if let Some(gap) = model.mip_gap {
             option_double(highs, c"mip_rel_gap", gap)?;
         }
+        // Watched from before the model is passed, so that HiGHS's reasons for refusing it
+        // are in the log.
+        if caseload_highs_watch(highs) != 0 {
+            return Err("HiGHS's callback could not be set".into());
+        }
+        let started = Instant::now();
+        WATCH.set(Some(Watch {
+            context,
+            stop_at,
+            started,
+            columns,
+            names: &model.column_names,
+            last_improvement: None,
+            log_line: String::new(),
+        }));
+        let watching = EndWatch;
         let status = Highs_passModel(
             highs,
             columns as HighsInt,
@@ -268,20 +312,10 @@ pub fn solve(model: &Model, context: &RunContext, stop_at: Instant) -> Result<So
                 return Err("HiGHS refused the start (initial_values)".into());
             }
         }
-        if caseload_highs_watch(highs) != 0 {
-            return Err("HiGHS's callback could not be set".into());
-        }
-        let started = Instant::now();
-        WATCH.set(Some(Watch {
-            context,
-            stop_at,
-            started,
-            columns,
-            names: &model.column_names,
-            last_improvement: None,
-        }));
         let run_status = Highs_run(highs);
-        let watch = WATCH.take();
+        let last_improvement =
+            WATCH.with_borrow(|watch| watch.as_ref().and_then(|watch| watch.last_improvement));
+        drop(watching);
         if run_status == STATUS_ERROR && Highs_getModelStatus(highs) == 0 {
             return Err("HiGHS failed before it had a status".into());
         }
@@ -308,7 +342,7 @@ pub fn solve(model: &Model, context: &RunContext, stop_at: Instant) -> Result<So
             solved.row_duals.as_mut_ptr(),
         );
         solved.time_to_best = if model.is_mip() {
-            watch.and_then(|watch| watch.last_improvement)
+            last_improvement
         } else {
             Some(started.elapsed())
         };
