@@ -2,9 +2,13 @@
 """Compares the vrp use case's solver with PyVRP on the same instances, seeds and time.
 
 For each instance and seed it runs PyVRP, then the native runner
-(`cargo run --release -p caseload-vrp --example solve`), one after the other, never
-together, and prints each solver's gap to the best known solution (median over the seeds)
-per instance, and their means.
+(`cargo run --release -p caseload-vrp --example solve`), one after the other, and prints
+each solver's gap to the best known solution (median over the seeds) per instance, and
+their means. `--sandbox BENCH` runs the component the server embeds instead, in a sandbox
+process under a job's limits, through the vrp bench's executable (`cargo bench -p
+caseload-host --bench vrp --no-run` prints its path). `--together` starts the two runs of a
+seed at once, one per core, so that both see the same machine at the same time and the
+comparison takes half as long; without it they never overlap.
 
     scripts/vrp-vs-pyvrp.py --set x --dir /work/bench-instances/X \
         --instances X-n101-k25 X-n502-k39 --seeds 1 2 3 --seconds 10
@@ -62,18 +66,39 @@ def solomon_to_vrplib(path, target):
         out.write("DEPOT_SECTION\n1\n-1\nEOF\n")
 
 
-def run_pyvrp(python, path, seconds, seed, rounding):
-    out = subprocess.run([python, "-c", PYVRP_RUN, path, str(seconds), str(seed), rounding],
-                         check=True, capture_output=True, text=True).stdout.split()
+def ours_command(runner, sandbox, path, seconds, seed):
+    if sandbox:
+        return [sandbox, "--budget", "0", "--stops", "0", "--seconds", str(seconds), "--seed", str(seed), path]
+    return [runner, path, "--seconds", str(seconds), "--seed", str(seed)]
+
+
+def pyvrp_command(python, path, seconds, seed, rounding):
+    return [python, "-c", PYVRP_RUN, path, str(seconds), str(seed), rounding]
+
+
+def parse_pyvrp(out):
+    out = out.split()
     return float(out[0]), int(out[1])
 
 
-def run_ours(runner, path, seconds, seed):
-    out = subprocess.run([runner, path, "--seconds", str(seconds), "--seed", str(seed)],
-                         check=True, capture_output=True, text=True).stdout
+def parse_ours(out):
     line = next(line for line in out.splitlines() if line.startswith("RESULT"))
     fields = dict(part.split("=", 1) for part in line.split()[1:])
     return float(fields["cost"]), int(fields["iterations"])
+
+
+def run_all(commands, together):
+    """Each command's standard output, run at once if `together`, else one after the other."""
+    if not together:
+        return [subprocess.run(c, check=True, capture_output=True, text=True).stdout for c in commands]
+    running = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    outputs = []
+    for command, process in zip(commands, running):
+        out, err = process.communicate()
+        if process.returncode != 0:
+            raise subprocess.CalledProcessError(process.returncode, command, out, err)
+        outputs.append(out)
+    return outputs
 
 
 def gap(cost, bks):
@@ -90,6 +115,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--python", default="/work/bench-venv/bin/python")
     parser.add_argument("--runner", default="target/release/examples/solve")
+    parser.add_argument("--sandbox", help="the vrp bench's executable: run the component in the sandbox")
+    parser.add_argument("--together", action="store_true", help="run the two solvers of a seed at once")
     parser.add_argument("--skip-pyvrp", action="store_true", help="run ours only")
     parser.add_argument("--raw", help="append every run to this CSV")
     args = parser.parse_args()
@@ -122,12 +149,17 @@ def main():
             solomon_to_vrplib(path, pyvrp_path)
         ours, theirs = [], []
         for seed in args.seeds:
+            commands = [ours_command(args.runner, args.sandbox, path, args.seconds, seed)]
             if not args.skip_pyvrp:
-                cost, iterations = run_pyvrp(args.python, pyvrp_path, args.seconds, seed, rounding)
+                commands.append(pyvrp_command(args.python, pyvrp_path, args.seconds, seed, rounding))
+            # PyVRP first when one after the other, as before `--together` existed.
+            outputs = run_all(commands, args.together) if args.together else run_all(commands[::-1], False)[::-1]
+            if not args.skip_pyvrp:
+                cost, iterations = parse_pyvrp(outputs[1])
                 theirs.append(cost)
                 if writer:
                     writer.writerow([name, "pyvrp", seed, args.seconds, cost, iterations])
-            cost, iterations = run_ours(args.runner, path, args.seconds, seed)
+            cost, iterations = parse_ours(outputs[0])
             ours.append(cost)
             if writer:
                 writer.writerow([name, "ours", seed, args.seconds, cost, iterations])

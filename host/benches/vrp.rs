@@ -55,6 +55,10 @@ struct Args {
     /// Quality runs per instance, with seeds 1, 2, ...
     #[arg(long, default_value_t = 1)]
     seeds: u64,
+    /// One quality run per instance, with this seed (instead of `--seeds`); each run also
+    /// prints a `RESULT` line, as the native runner does, for `scripts/vrp-vs-pyvrp.py`.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Iteration budget of the wasm/native comparison (`max_iterations`); 0 skips it.
     #[arg(long, default_value_t = 1000)]
     budget: u64,
@@ -152,14 +156,15 @@ fn main() -> anyhow::Result<()> {
 fn quality(args: &Args, instances: &[Instance]) -> anyhow::Result<()> {
     let sandbox = Sandbox::as_server(VRP_WASM.as_slice(), args.seconds)?;
     println!(
-        "quality: {} s per run in the sandbox ({}), seeds 1 to {}",
+        "quality: {} s per run in the sandbox ({}), seeds {}",
         args.seconds,
         if args.seconds >= 1.0 {
             "in a sandbox process, as the server runs jobs of 1 s or more"
         } else {
             "in this process, under a job's limits"
         },
-        args.seeds
+        args.seed
+            .map_or(format!("1 to {}", args.seeds), |seed| seed.to_string())
     );
     println!(
         "{:<14} {:>7} {:>9} {:<26} {:>8} {:>9}",
@@ -169,12 +174,21 @@ fn quality(args: &Args, instances: &[Instance]) -> anyhow::Result<()> {
     for instance in instances {
         let mut costs = Vec::new();
         let mut memory = 0;
-        for seed in 1..=args.seeds {
+        let seeds = args.seed.map_or(1..=args.seeds, |seed| seed..=seed);
+        for seed in seeds {
             let run = sandbox.run(&instance.name, &instance.json, &timed(args.seconds, seed))?;
             if run.output["feasible"] != Value::Bool(true) {
                 bail!("{}: seed {seed} found no feasible plan", instance.name);
             }
-            costs.push(number(&run.output, "/cost", &instance.name)?);
+            let cost = number(&run.output, "/cost", &instance.name)?;
+            if args.seed.is_some() {
+                println!(
+                    "RESULT name={}-s{seed} cost={cost} feasible=true iterations={}",
+                    instance.name,
+                    number(&run.output, "/solver/iterations", &instance.name)?
+                );
+            }
+            costs.push(cost);
             memory = memory.max(run.peak_memory_bytes);
         }
         let gap = instance
