@@ -192,7 +192,7 @@ async fn a_plugin_built_against_0_2_0_still_loads_and_runs() {
         .iter()
         .map(|version| version["world"].as_str().unwrap())
         .collect();
-    assert!(worlds.contains(&"caseload:plugin@0.2.1"), "{versions}");
+    assert!(worlds.contains(&"caseload:plugin@0.2.2"), "{versions}");
 }
 
 #[tokio::test]

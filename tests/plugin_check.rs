@@ -47,7 +47,7 @@ fn check_says_what_a_file_serves_or_why_the_server_would_refuse_it() {
             .to_owned()
     };
     assert!(
-        verdict(&good).ends_with("loads: versioned 1.0.0 (caseload:plugin@0.2.1)"),
+        verdict(&good).ends_with("loads: versioned 1.0.0 (caseload:plugin@0.2.2)"),
         "{report}"
     );
     assert!(

@@ -172,7 +172,7 @@ async fn a_published_version_serves_and_an_older_one_stays_pinnable() {
     assert_eq!(version_entry(&listing, "2.0.0")["current"], true);
     assert_eq!(
         version_entry(&listing, "2.0.0")["world"],
-        "caseload:plugin@0.2.1"
+        "caseload:plugin@0.2.2"
     );
     // Built-ins are versions too.
     let maxcut = versions(&server, &token, "maxcut").await;

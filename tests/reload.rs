@@ -158,7 +158,7 @@ async fn broken_files_are_rejected_and_the_old_version_keeps_serving() {
             // An empty component: valid, but it exports no caseload:plugin world.
             "wrong world",
             b"\0asm\x0d\x00\x01\x00".to_vec(),
-            "does not implement the caseload:plugin@0.2.1 world",
+            "does not implement the caseload:plugin@0.2.2 world",
         ),
         (
             "describe panics",

@@ -69,6 +69,7 @@ pub mod bindings {
 pub mod __private {
     pub use wit_bindgen;
 
+    use crate::bindings::exports::caseload::plugin::evaluator as scoring;
     use crate::bindings::exports::caseload::plugin::use_case as wit;
     use crate::{RunContext, UseCase, Violation};
 
@@ -143,6 +144,55 @@ pub mod __private {
             )),
             Err(crate::RunError::Failed(message)) => Err(wit::PluginError::Failed(message)),
         }
+    }
+
+    pub fn evaluate<U: UseCase>(
+        input: String,
+        solution: String,
+    ) -> Result<scoring::Evaluation, scoring::EvaluateError> {
+        let invalid = |violations: Vec<Violation>| {
+            scoring::EvaluateError::Invalid(
+                violations
+                    .into_iter()
+                    .map(|violation| scoring::Violation {
+                        pointer: violation.pointer,
+                        message: violation.message,
+                    })
+                    .collect(),
+            )
+        };
+        let under_input = |violations: Vec<Violation>| {
+            invalid(
+                violations
+                    .into_iter()
+                    .map(|violation| {
+                        Violation::new(format!("/input{}", violation.pointer), violation.message)
+                    })
+                    .collect(),
+            )
+        };
+        let input: U::Input = serde_json::from_str(&input)
+            .map_err(|error| under_input(vec![Violation::new("", error.to_string())]))?;
+        if !U::RUN_CHECKS_INPUT {
+            U::validate(&input).map_err(under_input)?;
+        }
+        let evaluation = U::evaluate(&input, &solution).map_err(|error| match error {
+            crate::EvaluateError::Invalid(violations) => invalid(violations),
+            crate::EvaluateError::Unsupported => scoring::EvaluateError::Unsupported,
+        })?;
+        Ok(scoring::Evaluation {
+            objective: evaluation.objective,
+            feasible: evaluation.feasible,
+            violations: evaluation
+                .violations
+                .into_iter()
+                .map(|violation| scoring::Violation {
+                    pointer: violation.pointer,
+                    message: violation.message,
+                })
+                .collect(),
+            details: evaluation.details.to_string(),
+        })
     }
 
     fn parse<U: UseCase>(input: &str) -> Result<U::Input, Vec<wit::Violation>> {
@@ -244,6 +294,46 @@ pub trait UseCase {
 
     /// Solves one job.
     fn run(input: Self::Input, context: &RunContext) -> Result<Self::Output, RunError>;
+
+    /// Scores `solution` (JSON in the shape of the output, or the part of it that decides
+    /// the objective) for `input`, which passed the schema and [`validate`](Self::validate),
+    /// without searching: `POST /problem/<name>/evaluate`. The violations' pointers point
+    /// into `{"input": ..., "solution": ...}`, so begin with `/solution` or `/input`;
+    /// [`solution`] reads the solution with such pointers. The default does not score.
+    fn evaluate(_input: &Self::Input, _solution: &str) -> Result<Evaluation, EvaluateError> {
+        Err(EvaluateError::Unsupported)
+    }
+}
+
+/// A solution's score: what [`UseCase::evaluate`] answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The value the output schema's `x-caseload-objective` points at, for this solution.
+    pub objective: f64,
+    /// Whether the solution keeps every rule of the input.
+    pub feasible: bool,
+    /// Each rule it breaks, at a pointer into `{"input": ..., "solution": ...}`.
+    pub violations: Vec<Violation>,
+    /// What else the use case reports of the solution (its KPIs); `{}` if nothing.
+    pub details: serde_json::Value,
+}
+
+/// Why [`UseCase::evaluate`] scored nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvaluateError {
+    /// The solution (or the input) cannot be scored as given: it has the wrong shape, say.
+    /// Rules it breaks are an [`Evaluation`]'s violations instead.
+    Invalid(Vec<Violation>),
+    /// The use case does not score solutions.
+    Unsupported,
+}
+
+/// Reads a solution for [`UseCase::evaluate`]: a JSON error becomes a violation at
+/// `/solution` that says where in the text it is.
+pub fn solution<T: DeserializeOwned>(solution: &str) -> Result<T, EvaluateError> {
+    serde_json::from_str(solution).map_err(|error| {
+        EvaluateError::Invalid(vec![Violation::new("/solution", error.to_string())])
+    })
 }
 
 /// The severity of a log line.
@@ -449,6 +539,18 @@ macro_rules! export_use_case {
                     $crate::bindings::exports::caseload::plugin::use_case::PluginError,
                 > {
                     $crate::__private::run::<$use_case>(input, options)
+                }
+            }
+
+            impl $crate::bindings::exports::caseload::plugin::evaluator::Guest for CaseloadExport {
+                fn evaluate(
+                    input: ::std::string::String,
+                    solution: ::std::string::String,
+                ) -> ::std::result::Result<
+                    $crate::bindings::exports::caseload::plugin::evaluator::Evaluation,
+                    $crate::bindings::exports::caseload::plugin::evaluator::EvaluateError,
+                > {
+                    $crate::__private::evaluate::<$use_case>(input, solution)
                 }
             }
 

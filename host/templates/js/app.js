@@ -8,7 +8,7 @@
 // ({tag: 'invalid-input', val: [...]} or {tag: 'failed', val: 'message'}). u64 values
 // (`options.seed`, `options.timeLimitMs`) arrive as BigInt.
 
-import { cancelled, progress } from 'caseload:plugin/host@0.2.1';
+import { cancelled, progress } from 'caseload:plugin/host@0.2.2';
 
 import { INPUT, OUTPUT } from './schemas.js';
 
@@ -59,5 +59,39 @@ export const useCase = {
       }
     });
     return JSON.stringify({ sides, difference: Math.abs(sums[0] - sums[1]) });
+  },
+};
+
+// `evaluator` is the world's exported interface `evaluator`: it scores a given solution
+// without searching (POST /problem/{{name}}/evaluate), the objective `run` would report for
+// it and each rule it breaks. A use case that does not score solutions throws
+// { tag: 'unsupported' }; a solution it cannot read, { tag: 'invalid', val: [...] }.
+export const evaluator = {
+  evaluate(input, solution) {
+    const { numbers } = JSON.parse(input);
+    let sides;
+    try {
+      ({ sides } = JSON.parse(solution));
+    } catch (error) {
+      throw { tag: 'invalid', val: [{ pointer: '/solution', message: String(error) }] };
+    }
+    if (
+      !Array.isArray(sides) ||
+      sides.length !== numbers.length ||
+      sides.some((side) => side !== 0 && side !== 1)
+    ) {
+      const message = `give sides: 0 or 1 for each of the ${numbers.length} numbers`;
+      throw { tag: 'invalid', val: [{ pointer: '/solution/sides', message }] };
+    }
+    const sums = [0, 0];
+    numbers.forEach((number, index) => {
+      sums[sides[index]] += number;
+    });
+    return {
+      objective: Math.abs(sums[0] - sums[1]),
+      feasible: true,
+      violations: [],
+      details: JSON.stringify({ sums }),
+    };
   },
 };

@@ -5,7 +5,7 @@ import json
 
 import wit_world
 from componentize_py_types import Err
-from wit_world.exports import use_case
+from wit_world.exports import evaluator, use_case
 from wit_world.imports import host
 
 import schemas
@@ -55,3 +55,29 @@ class UseCase(wit_world.exports.UseCase):
                     raise Err(use_case.PluginError_Failed("cancelled"))
                 host.progress(done / len(order), "")
         return json.dumps({"sides": sides, "difference": abs(sums[0] - sums[1])})
+
+
+class Evaluator(wit_world.exports.Evaluator):
+    # Scores a given solution without searching (POST /problem/{{name}}/evaluate): the
+    # objective `run` would report for it, and each rule it breaks. A use case that does not
+    # score solutions raises Err(evaluator.EvaluateError_Unsupported()).
+    def evaluate(self, input: str, solution: str) -> evaluator.Evaluation:
+        numbers = json.loads(input)["numbers"]
+        try:
+            sides = json.loads(solution).get("sides")
+        except (ValueError, AttributeError) as error:
+            raise Err(evaluator.EvaluateError_Invalid([evaluator.Violation("/solution", str(error))]))
+        if not isinstance(sides, list) or len(sides) != len(numbers) or any(
+            side not in (0, 1) or isinstance(side, bool) for side in sides
+        ):
+            message = f"give sides: 0 or 1 for each of the {len(numbers)} numbers"
+            raise Err(evaluator.EvaluateError_Invalid([evaluator.Violation("/solution/sides", message)]))
+        sums = [0.0, 0.0]
+        for number, side in zip(numbers, sides):
+            sums[side] += number
+        return evaluator.Evaluation(
+            objective=abs(sums[0] - sums[1]),
+            feasible=True,
+            violations=[],
+            details=json.dumps({"sums": sums}),
+        )

@@ -4,6 +4,7 @@
 
 mod cache;
 mod engine;
+mod evaluate;
 mod function_cache;
 mod incumbent_budget;
 mod log;
@@ -25,21 +26,24 @@ pub use self::log::{BoundedLog, LogTail};
 use self::sandbox::SandboxState;
 use crate::violation::Violation;
 
-/// Host-side bindings generated from the SDK's WIT world, the one contract.
+/// Host-side bindings generated from the SDK's WIT, the one contract: the part of the `plugin`
+/// world every 0.2.x component has (`evaluate`'s, added in 0.2.2, are in [`evaluate`]).
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         path: "../sdk/wit",
-        world: "plugin",
+        world: "plugin-base",
     });
 }
 
 use self::bindings::exports::caseload::plugin::use_case as wit;
-use self::bindings::{Plugin as PluginBindings, PluginPre};
+use self::bindings::{PluginBase as PluginBindings, PluginBasePre as PluginPre};
+use self::evaluate::EvaluatorPre;
+pub use self::evaluate::{EvaluateError, Evaluation};
 
 /// The plugin world this host implements, as `sdk/wit/caseload.wit` declares it (a unit test
 /// keeps this in step with the WIT). A component built against an older minor version links
-/// too (wasmtime matches 0.2.0 imports to 0.2.1 definitions); any other does not.
-pub const PLUGIN_WORLD: &str = "caseload:plugin@0.2.1";
+/// too (wasmtime matches 0.2.0 imports to 0.2.2 definitions); any other does not.
+pub const PLUGIN_WORLD: &str = "caseload:plugin@0.2.2";
 
 /// How often the ticker thread advances the engine's epoch; deadlines and cancellation are
 /// noticed within one tick of CPU-bound guest code.
@@ -320,6 +324,8 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(world_error)?;
+        // Only components built against 0.2.2 or later export `evaluator`.
+        let evaluator = EvaluatorPre::new(instance_pre.clone()).ok();
         let pre = PluginPre::new(instance_pre).map_err(world_error)?;
         // It linked, so it names one 0.2.x version (or several, the newest wins).
         let world = plugin_world_versions(&self.engine, &component)
@@ -331,6 +337,7 @@ impl Runtime {
         Ok(CompiledPlugin {
             engine: self.engine.clone(),
             pre,
+            evaluator,
             origin,
             world,
             wasm: Arc::from(wasm),
@@ -490,6 +497,8 @@ fn spawn_epoch_ticker(engine: &Engine) {
 pub struct CompiledPlugin {
     engine: Engine,
     pre: PluginPre<SandboxState>,
+    /// The `evaluator` export, if the component has one (built against 0.2.2 or later).
+    evaluator: Option<EvaluatorPre<SandboxState>>,
     origin: CodeOrigin,
     /// The world it was built against, e.g. `caseload:plugin@0.2.0`.
     world: String,

@@ -147,4 +147,16 @@ bool exports_caseload_plugin_use_case_run(plugin_string_t *input,
     return true;
 }
 
+// Scores a given solution without searching (POST /problem/{{name}}/evaluate): the objective
+// run would report for it, and each rule it breaks. This use case does not score solutions; one
+// that does fills in *ret (objective, feasible, violations, details as JSON text) and returns
+// true, or sets err to EXPORTS_CASELOAD_PLUGIN_EVALUATOR_EVALUATE_ERROR_INVALID with violations
+// for a solution it cannot read.
+bool exports_caseload_plugin_evaluator_evaluate(plugin_string_t *, plugin_string_t *,
+                                                exports_caseload_plugin_evaluator_evaluation_t *,
+                                                exports_caseload_plugin_evaluator_evaluate_error_t *err) {
+    err->tag = EXPORTS_CASELOAD_PLUGIN_EVALUATOR_EVALUATE_ERROR_UNSUPPORTED;
+    return false;
+}
+
 }  // extern "C"

@@ -1,7 +1,9 @@
 //! {{name}}: a caseload use case. `caseload plugin build` makes the component;
 //! `caseload plugin watch .` rebuilds, checks and publishes it on every change.
 
-use caseload_sdk::{Describe, RunContext, RunError, UseCase, Violation};
+use caseload_sdk::{
+    Describe, EvaluateError, Evaluation, RunContext, RunError, UseCase, Violation,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, Serialize)]
@@ -64,6 +66,33 @@ impl UseCase for Plugin {
         Ok(Output {
             sides,
             difference: (sums[0] - sums[1]).abs(),
+        })
+    }
+
+    // Scores a given solution without searching (POST /problem/{{name}}/evaluate): the
+    // objective `run` would report for it, and each rule it breaks. Without this method the
+    // SDK answers that the use case does not evaluate solutions.
+    fn evaluate(input: &Input, solution: &str) -> Result<Evaluation, EvaluateError> {
+        #[derive(Deserialize)]
+        struct Given {
+            sides: Vec<u8>,
+        }
+        let Given { sides } = caseload_sdk::solution(solution)?;
+        if sides.len() != input.numbers.len() || sides.iter().any(|&side| side > 1) {
+            return Err(EvaluateError::Invalid(vec![Violation::new(
+                "/solution/sides",
+                format!("give 0 or 1 for each of the {} numbers", input.numbers.len()),
+            )]));
+        }
+        let mut sums = [0.0, 0.0];
+        for (number, &side) in input.numbers.iter().zip(&sides) {
+            sums[usize::from(side)] += number;
+        }
+        Ok(Evaluation {
+            objective: (sums[0] - sums[1]).abs(),
+            feasible: true,
+            violations: Vec::new(),
+            details: serde_json::json!({ "sums": sums }),
         })
     }
 }
