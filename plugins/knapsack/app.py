@@ -9,7 +9,7 @@ import time
 
 import wit_world
 from componentize_py_types import Err
-from wit_world.exports import use_case
+from wit_world.exports import evaluator, use_case
 from wit_world.imports import host
 
 import knapsack
@@ -83,3 +83,44 @@ class UseCase(wit_world.exports.UseCase):
         if items and all("name" in item for item in items):
             output["names"] = [items[i]["name"] for i in solution.chosen]
         return json.dumps(output)
+
+
+class Evaluator(wit_world.exports.Evaluator):
+    def evaluate(self, input: str, solution: str) -> evaluator.Evaluation:
+        """The value and weight of the items a solution chooses (`chosen`, as the output
+        gives them); a packing over the capacity, or an item chosen twice, breaks the rules."""
+        problem = json.loads(input)
+        items, capacity = problem["items"], problem["capacity"]
+        try:
+            chosen = json.loads(solution).get("chosen")
+        except (ValueError, AttributeError) as error:
+            raise Err(evaluator.EvaluateError_Invalid([evaluator.Violation("/solution", str(error))]))
+        if not isinstance(chosen, list):
+            raise Err(evaluator.EvaluateError_Invalid(
+                [evaluator.Violation("/solution/chosen", "give chosen: the indices of the items packed")]))
+        wrong = [
+            evaluator.Violation(f"/solution/chosen/{at}", f"is {index!r}: items are numbered 0 to {len(items) - 1}")
+            for at, index in enumerate(chosen)
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(items)
+        ]
+        if wrong:
+            raise Err(evaluator.EvaluateError_Invalid(wrong))
+        violations = []
+        first = {}
+        for at, index in enumerate(chosen):
+            if index in first:
+                violations.append(evaluator.Violation(
+                    f"/solution/chosen/{at}", f"packs item {index} again, first at /solution/chosen/{first[index]}"))
+            else:
+                first[index] = at
+        value = sum(items[i]["value"] for i in first)
+        weight = sum(items[i]["weight"] for i in first)
+        if weight > capacity:
+            violations.append(evaluator.Violation(
+                "/solution/chosen", f"weighs {weight}, more than the capacity {capacity}"))
+        return evaluator.Evaluation(
+            objective=float(value),
+            feasible=not violations,
+            violations=violations,
+            details=json.dumps({"value": value, "weight": weight, "items": len(first)}),
+        )

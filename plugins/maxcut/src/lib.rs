@@ -17,6 +17,7 @@
 
 pub mod anneal;
 mod clock;
+mod evaluate;
 pub mod exhaustive;
 pub mod graph;
 mod metropolis;
@@ -29,7 +30,10 @@ mod solver_tests;
 pub mod tempering;
 pub mod weight;
 
-use caseload_sdk::{Describe, LogLevel, RunContext, RunError, SolverReport, UseCase, Violation};
+use caseload_sdk::{
+    Describe, EvaluateError, Evaluation, LogLevel, RunContext, RunError, SolverReport, UseCase,
+    Violation,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::graph::Graph;
@@ -72,6 +76,18 @@ pub struct MaxCutOutput {
 
 pub struct MaxCut;
 
+/// The input's graph, from its matrix or its edges.
+fn graph_of(input: &MaxCutInput) -> Result<Graph, Vec<Violation>> {
+    match (&input.adj_matrix, &input.edges) {
+        (Some(matrix), _) => Ok(Graph::from_dense(matrix)),
+        (None, Some(edges)) => Ok(Graph::from_edges(input.num_nodes, edges)),
+        (None, None) => Err(vec![Violation::new(
+            "",
+            "the graph needs adj_matrix or edges",
+        )]),
+    }
+}
+
 impl UseCase for MaxCut {
     type Input = MaxCutInput;
     type Output = MaxCutOutput;
@@ -112,17 +128,13 @@ impl UseCase for MaxCut {
         }
     }
 
+    /// The cut of the solution's `partition`; every partition is feasible.
+    fn evaluate(input: &MaxCutInput, solution: &str) -> Result<Evaluation, EvaluateError> {
+        evaluate::evaluate(input, solution)
+    }
+
     fn run(input: MaxCutInput, context: &RunContext) -> Result<MaxCutOutput, RunError> {
-        let graph = match (&input.adj_matrix, &input.edges) {
-            (Some(matrix), _) => Graph::from_dense(matrix),
-            (None, Some(edges)) => Graph::from_edges(input.num_nodes, edges),
-            (None, None) => {
-                return Err(RunError::InvalidInput(vec![Violation::new(
-                    "",
-                    "the graph needs adj_matrix or edges",
-                )]));
-            }
-        };
+        let graph = graph_of(&input).map_err(RunError::InvalidInput)?;
         let limits = Limits {
             deadline: context.deadline(),
             max_iterations: context.max_iterations(),

@@ -14,13 +14,17 @@
 //! Built for `wasm32-wasip2` by the host's build script; `cargo test -p caseload-qubo` runs
 //! the tests natively.
 
+mod evaluate;
 mod forms;
 pub mod input;
 pub mod model;
 pub mod qbsolv;
 pub mod solve;
 
-use caseload_sdk::{Describe, LogLevel, RunContext, RunError, SolverReport, UseCase, Violation};
+use caseload_sdk::{
+    Describe, EvaluateError, Evaluation, LogLevel, RunContext, RunError, SolverReport, UseCase,
+    Violation,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -82,6 +86,12 @@ impl UseCase for Qubo {
 
     /// `run` builds the model `validate` would, and answers its violations the same way.
     const RUN_CHECKS_INPUT: bool = true;
+
+    /// The energy of the solution's `sample` (or `sample_by_label`); every sample in the
+    /// model's domain is feasible.
+    fn evaluate(input: &QuboInput, solution: &str) -> Result<Evaluation, EvaluateError> {
+        evaluate::evaluate(input, solution)
+    }
 
     fn run(input: QuboInput, context: &RunContext) -> Result<QuboOutput, RunError> {
         let (model, labels) = input::model(&input).map_err(RunError::InvalidInput)?;

@@ -17,6 +17,7 @@
 
 pub mod construction;
 pub mod crossover;
+mod evaluate;
 pub mod genetic;
 pub mod input;
 mod linked_routes;
@@ -44,7 +45,10 @@ mod tests;
 
 use std::time::{Duration, Instant};
 
-use caseload_sdk::{Describe, LogLevel, RunContext, RunError, SolverReport, UseCase, Violation};
+use caseload_sdk::{
+    Describe, EvaluateError, Evaluation, LogLevel, RunContext, RunError, SolverReport, UseCase,
+    Violation,
+};
 
 use crate::genetic::{Observer, Settings};
 use crate::input::VrpInput;
@@ -104,6 +108,11 @@ impl UseCase for Vrp {
 
     /// `run` builds the model `validate` would, and answers its violations the same way.
     const RUN_CHECKS_INPUT: bool = true;
+
+    /// The cost of the solution's routes, and every rule they break (`evaluate.rs`).
+    fn evaluate(input: &VrpInput, solution: &str) -> Result<Evaluation, EvaluateError> {
+        evaluate::evaluate(input, solution)
+    }
 
     fn run(input: VrpInput, context: &RunContext) -> Result<VrpOutput, RunError> {
         let model = model::build(&input).map_err(RunError::InvalidInput)?;

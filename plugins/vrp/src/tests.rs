@@ -441,6 +441,102 @@ fn real_instances_decode_and_solve() {
     assert!(output.cost >= 827.3 - 1e-9, "{}", output.cost);
 }
 
+// ---------------------------------------------------------------- evaluate
+
+/// The routes of a CVRPLIB `.sol` file as client ids of its `.vrp` (customer k is node k + 1).
+fn solution_routes(sol: &str) -> Vec<Vec<i64>> {
+    sol.lines()
+        .filter_map(|line| line.strip_prefix("Route #"))
+        .map(|line| {
+            let (_, clients) = line.split_once(':').expect("Route #n: ...");
+            clients
+                .split_whitespace()
+                .map(|client| client.parse::<i64>().expect("a number") + 1)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_best_known_plan_of_x_n101_scores_to_its_cost_and_a_broken_one_to_violations() {
+    let x = decode(
+        "text/x-vrplib",
+        include_str!("../tests/data/X-n101-k25.vrp"),
+    )
+    .expect("X-n101-k25");
+    let mut routes = solution_routes(include_str!("../tests/data/X-n101-k25.sol"));
+    assert_eq!(routes.len(), 26);
+    let scored = Vrp::evaluate(&x, &json!({ "routes": routes }).to_string()).expect("scored");
+    assert_eq!(scored.objective, 27591.0);
+    assert!(scored.feasible, "{:?}", scored.violations);
+    assert_eq!(scored.details["vehicles_used"], 26);
+
+    // The first route's first client moved to the second route, and the last route's
+    // clients dropped: capacity or not, the dropped ones are each unserved.
+    let moved = routes[0].remove(0);
+    routes[1].insert(0, moved);
+    let dropped = routes.pop().expect("a last route");
+    let scored = Vrp::evaluate(&x, &json!({ "routes": routes }).to_string()).expect("scored");
+    assert!(!scored.feasible);
+    let unserved: Vec<&str> = scored
+        .violations
+        .iter()
+        .filter(|violation| violation.message.starts_with("no route serves"))
+        .map(|violation| violation.pointer.as_str())
+        .collect();
+    assert_eq!(unserved.len(), dropped.len(), "{:?}", scored.violations);
+    assert!(scored.objective > 27591.0);
+}
+
+#[test]
+fn every_answer_scores_to_its_own_cost_and_feasibility() {
+    let mut rng = Rng::new(8);
+    for case in 0..6 {
+        let mut instance = random_instance(&mut rng, 30, case % 2 == 1);
+        if case == 2 {
+            instance.vehicles.fixed_cost = Some(25.0);
+        }
+        if case == 3 {
+            instance.vehicles.count = Some(2);
+        }
+        if case == 4 {
+            instance.rounding = Some(Rounding::OneDecimal);
+        }
+        let output = run(instance.clone(), case, 15);
+        let answer = serde_json::to_string(&output).expect("JSON");
+        let scored = Vrp::evaluate(&instance, &answer).expect("scored");
+        assert_eq!(scored.objective, output.cost, "case {case}");
+        assert_eq!(
+            scored.feasible, output.feasible,
+            "case {case}: {:?}",
+            scored.violations
+        );
+        assert_eq!(
+            scored.details["routes"],
+            serde_json::to_value(&output.routes).expect("JSON"),
+            "case {case}"
+        );
+    }
+}
+
+#[test]
+fn a_solution_of_the_wrong_shape_is_invalid() {
+    let x = input(base());
+    for solution in [
+        "[]",
+        r#"{"routes": 3}"#,
+        r#"{"routes": [[1], {"vehicle": 0}]}"#,
+        "{",
+    ] {
+        match Vrp::evaluate(&x, solution) {
+            Err(caseload_sdk::EvaluateError::Invalid(violations)) => {
+                assert_eq!(violations[0].pointer, "/solution", "{solution}")
+            }
+            other => panic!("{solution}: {other:?}"),
+        }
+    }
+}
+
 // ---------------------------------------------------------------- validation
 
 fn base() -> Value {
