@@ -138,6 +138,49 @@ async fn knapsack_in_python_is_exact_through_the_server() {
     assert_eq!(output["names"], json!(["stove", "lamp"]), "{output}");
     assert_eq!(output["optimal"], true, "{output}");
 
+    // Its own answer scores to its value; a packing over the capacity, with an item twice,
+    // breaks both rules, each at its pointer.
+    let scored: Value = server
+        .post_json(
+            &token,
+            "/problem/knapsack/evaluate",
+            &json!({"input": example, "solution": output}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(scored["objective"], 90.0, "{scored}");
+    assert_eq!(scored["feasible"], true, "{scored}");
+    let every: Vec<usize> = (0..example["items"].as_array().unwrap().len()).collect();
+    let mut chosen = every.clone();
+    chosen.push(every[0]);
+    let scored: Value = server
+        .post_json(
+            &token,
+            "/problem/knapsack/evaluate",
+            &json!({"input": example, "solution": {"chosen": chosen}}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(scored["feasible"], false, "{scored}");
+    let pointers: Vec<&str> = scored["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|violation| violation["pointer"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        pointers,
+        [
+            format!("/solution/chosen/{}", every.len()).as_str(),
+            "/solution/chosen"
+        ],
+        "{scored}"
+    );
+
     let mut random = Lcg(7);
     for instance in 0..24 {
         let count = random.next(13) as usize;

@@ -13,6 +13,7 @@ mod console;
 mod container;
 mod datasets;
 mod durability;
+mod evaluate;
 mod experiments;
 mod finding;
 mod finish;

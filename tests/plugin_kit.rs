@@ -90,7 +90,7 @@ fn assert_check_passes(dir: &Path, component: &Path, name: &str) {
     );
     assert_eq!(status, Some(0), "{stdout}{stderr}");
     assert!(
-        stdout.contains(&format!("loads: {name} 0.1.0 (caseload:plugin@0.2.1)")),
+        stdout.contains(&format!("loads: {name} 0.1.0 (caseload:plugin@0.2.2)")),
         "{stdout}"
     );
     assert!(
@@ -100,7 +100,8 @@ fn assert_check_passes(dir: &Path, component: &Path, name: &str) {
 }
 
 /// The component dropped into a running server serves the template's use case: its example
-/// listed, a job solved, a negative number refused with a 422 at its pointer.
+/// listed, a job solved, a negative number refused with a 422 at its pointer, and a given
+/// split scored by its `evaluate` (the C and C++ templates leave it unsupported: 501).
 async fn assert_served(component: &Path, name: &str) {
     let server = TestServer::start_with(crate::support::ServerOptions {
         args: &["--plugins-debounce", "100ms"],
@@ -151,6 +152,25 @@ async fn assert_served(component: &Path, name: &str) {
         .await;
     let body = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
     assert_eq!(body["errors"][0]["pointer"], "/numbers/1", "{body}");
+
+    let evaluate = |sides: Value| {
+        let body = json!({"input": {"numbers": [8, 7, 6, 5, 4]}, "solution": {"sides": sides}});
+        let path = format!("/problem/{name}/evaluate");
+        let (server, token) = (&server, &token);
+        async move { server.post_json(token, &path, &body).await }
+    };
+    let scored = evaluate(json!([0, 0, 1, 1, 1])).await;
+    if name.ends_with("-c") || name.ends_with("-cpp") {
+        expect_problem(scored, StatusCode::NOT_IMPLEMENTED).await;
+        return;
+    }
+    assert_eq!(scored.status(), StatusCode::OK);
+    let scored: Value = scored.json().await.unwrap();
+    assert_eq!(scored["objective"], 0.0, "{scored}");
+    assert_eq!(scored["feasible"], true, "{scored}");
+    let refused = evaluate(json!([0, 2, 1, 1, 1])).await;
+    let body = expect_problem(refused, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert_eq!(body["errors"][0]["pointer"], "/solution/sides", "{body}");
 }
 
 #[tokio::test]

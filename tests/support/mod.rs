@@ -50,6 +50,7 @@ pub enum Contract {
     Problem,
     DataFile,
     Cancel,
+    Evaluation,
 }
 
 pub fn assert_contract(contract: Contract, body: &Value) {
@@ -74,6 +75,10 @@ pub fn assert_contract(contract: Contract, body: &Value) {
         Contract::Cancel => (
             "cancel",
             include_str!("../../schemas/api/cancel.schema.json"),
+        ),
+        Contract::Evaluation => (
+            "evaluation",
+            include_str!("../../schemas/api/evaluation.schema.json"),
         ),
     };
     let schema: Value = serde_json::from_str(text).expect("the schema is JSON");

@@ -27,6 +27,22 @@ def test_a_job_is_launched_waited_for_and_read(client):
     assert client.output(job)["cut_value"] == 2
 
 
+def test_a_solution_is_evaluated_inline_and_from_a_data_file(client):
+    from caseload import Invalid
+
+    scored = client.evaluate("maxcut", {"partition": [0, 1, 0]}, TRIANGLE)
+    assert scored["objective"] == 2
+    assert scored["sense"] == "maximize"
+    assert scored["feasible"] is True
+    stored = client.upload(io.BytesIO(b"3 2\n1 2 1\n2 3 5\n"), media_type="text/plain")
+    scored = client.evaluate("maxcut", {"partition": [1, 0, 1]},
+                             data_file=stored["data_file_identifier"])
+    assert scored["objective"] == 6
+    with pytest.raises(Invalid) as raised:
+        client.evaluate("maxcut", {"partition": [0, 1]}, TRIANGLE)
+    assert "/solution/partition" in str(raised.value)
+
+
 def test_times_are_aware_datetimes_at_the_spec_s_instants(client):
     before = datetime.now(timezone.utc) - timedelta(seconds=5)
     job = client.submit("maxcut", TRIANGLE)

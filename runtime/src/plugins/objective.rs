@@ -130,6 +130,18 @@ impl ObjectiveSpec {
         }))
     }
 
+    /// Whether higher or lower is better, as declared, or as `output` says where the
+    /// declaration points into it (None if it says nothing there).
+    pub fn sense_of(&self, output: &Value) -> Option<Sense> {
+        match &self.sense {
+            SenseSpec::Fixed(sense) => Some(*sense),
+            SenseSpec::At(pointer) => output
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .and_then(Sense::parse),
+        }
+    }
+
     /// The objective of an output, or why it has none where the schema says it is.
     pub fn read(&self, output: &Value) -> Result<Objective, String> {
         let value = output

@@ -128,6 +128,7 @@ impl ApiError {
             ApiError::Unavailable(_) | ApiError::DatabaseAway => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
             }
+            ApiError::NotImplemented(_) => (StatusCode::NOT_IMPLEMENTED, "not-implemented"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }

@@ -12,7 +12,7 @@ use crate::domain::launch::MAX_BATCH;
 use crate::plugins::PluginRegistry;
 
 /// The body schemas of `schemas/api/`, by the component names the paths refer to.
-const BODY_SCHEMAS: [(&str, &str); 6] = [
+const BODY_SCHEMAS: [(&str, &str); 7] = [
     (
         "Token",
         include_str!("../../../schemas/api/token.schema.json"),
@@ -36,6 +36,10 @@ const BODY_SCHEMAS: [(&str, &str); 6] = [
     (
         "Cancel",
         include_str!("../../../schemas/api/cancel.schema.json"),
+    ),
+    (
+        "Evaluation",
+        include_str!("../../../schemas/api/evaluation.schema.json"),
     ),
 ];
 
@@ -543,6 +547,21 @@ fn own_schemas() -> Vec<(&'static str, Value)> {
             }),
         ),
         ("Options", crate::domain::options::schema()),
+        (
+            "EvaluateBody",
+            json!({
+                "title": "EvaluateBody",
+                "description": "A solution to score, and the input it is for: inline, or a data file of the caller's (with the use case's dataset parameters in input).",
+                "type": "object",
+                "required": ["solution"],
+                "properties": {
+                    "input": {"type": "object", "description": "The use case's input, as a launch gives it inline."},
+                    "data_file_identifier": {"type": "string", "description": "A data file of the caller's, read as a launch's dataset is."},
+                    "solution": {"description": "The use case's output, or the part of it that decides the objective."},
+                },
+                "additionalProperties": false,
+            }),
+        ),
         (
             "Labels",
             json!({

@@ -17,7 +17,8 @@ use super::accounts::{admin, api_keys, audit, login, projects};
 use super::datasets::data_files;
 use super::experiments::experiment;
 use super::jobs::{
-    batch, check, events, finish, incumbents, job, job_input, problems, rerun, webhook_secret,
+    batch, check, evaluate, events, finish, incumbents, job, job_input, problems, rerun,
+    webhook_secret,
 };
 use super::operations::{health, service};
 use super::registry::plugins;
@@ -53,6 +54,7 @@ pub fn app(state: AppState) -> Router {
         .merge(data_files::router())
         .merge(job_input::router())
         .merge(check::router())
+        .merge(evaluate::router())
         .merge(plugins::router())
         .merge(rerun::router())
         .merge(finish::router())

@@ -112,6 +112,10 @@ pub enum ApiError {
     /// back.
     #[error("the database does not answer; retry in a moment")]
     DatabaseAway,
+    /// The use case cannot do what was asked (an evaluate-only run of a plugin without
+    /// `evaluate`): 501; the detail says why.
+    #[error("{0}")]
+    NotImplemented(String),
     /// Anything the client cannot fix. Logged in full; the response says nothing of it.
     #[error("internal error: {0}")]
     Internal(String),

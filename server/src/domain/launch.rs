@@ -399,7 +399,7 @@ fn dataset_parameters(
 
 /// The caller's data file a dataset-form body names. An identifier that names no file of the
 /// caller's is 404, like any other id of someone else's.
-async fn dataset_file(
+pub(super) async fn dataset_file(
     state: &Services,
     user: &AuthUser,
     identifier: &Value,
@@ -440,7 +440,7 @@ pub async fn insert_failed(
 
 /// The dataset as the plugin's JSON input: JSON files as they are, other media types the
 /// plugin reads through its `decode`, off the async runtime under the submission deadline.
-async fn dataset_text(
+pub(super) async fn dataset_text(
     state: &Services,
     plugin: &Arc<Plugin>,
     file: &DataFile,
@@ -501,7 +501,7 @@ async fn validate_with_plugin(
 /// A failed submission-time call into the plugin, as the client hears of it: what the plugin
 /// rejected is a 422 with its violations; running out of time or memory is the input's fault
 /// too; anything else is ours.
-fn call_error(rejected: &str, doing: &str, error: CallError) -> ApiError {
+pub(super) fn call_error(rejected: &str, doing: &str, error: CallError) -> ApiError {
     match error {
         CallError::InvalidInput(violations) => invalid(rejected, violations),
         CallError::Timeout(limit) => {

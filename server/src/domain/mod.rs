@@ -3,6 +3,7 @@
 //! the handlers translate a request into one of these calls and its answer into HTTP.
 //!
 //! - `launch.rs`: what a launch is: its use case resolved, its body checked, the job to store.
+//! - `evaluate.rs`: an evaluate-only run, a given solution scored without a job.
 //! - `options.rs`, `labels.rs`, `warm_start.rs`: a launch's options, labels and warm start.
 //! - `races.rs`: `options.race`, its entrants launched, stopped and settled.
 //! - `experiments.rs`, `experiment_summary.rs`: experiments, and what their runs add up to.
@@ -15,6 +16,7 @@
 
 pub mod audit;
 pub mod error;
+pub mod evaluate;
 pub mod experiment_summary;
 pub mod experiments;
 pub mod jobs;

@@ -175,6 +175,32 @@ def submit(
                 params=_project(project), headers=_idempotency(idempotency_key))
 
 
+def evaluate(
+    problem: str,
+    solution: Any,
+    input: dict[str, Any] | None = None,
+    *,
+    data_file: str | None = None,
+    parameters: dict[str, Any] | None = None,
+    version: str | None = None,
+) -> Call[dict[str, Any]]:
+    """Scores `solution` (the use case's output, or the part of it that decides the
+    objective) for `input`, or for the uploaded `data_file` (with the use case's dataset
+    `parameters`), by the use case's `evaluate`, without a job: `{problem, version,
+    objective, sense, feasible, violations, details}`. A use case that does not evaluate
+    solutions answers `NotImplemented` (501)."""
+    if (input is None) == (data_file is None):
+        raise ValueError("give either input or data_file")
+    body: dict[str, Any] = {"solution": solution}
+    if input is not None:
+        body["input"] = input
+    else:
+        body["data_file_identifier"] = data_file
+        if parameters:
+            body["input"] = parameters
+    return Call("POST", f"{_problem_path(problem, version)}/evaluate", _json, json=body)
+
+
 def submit_batch(
     problem: str,
     bodies: Iterable[dict[str, Any]],

@@ -95,6 +95,7 @@ class AsyncClient:
     job = _call(core.job)
     output = _call(core.output)
     cancel = _call(core.cancel)
+    evaluate = _call(core.evaluate)
     finish = _call(core.finish)
     incumbents = _call(core.incumbents)
 

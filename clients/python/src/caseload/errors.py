@@ -60,6 +60,11 @@ class Invalid(ApiError):
         return "\n".join(lines)
 
 
+class NotImplementedByUseCase(ApiError):
+    """501: the use case cannot do this; `evaluate` of a use case whose component does not
+    score solutions."""
+
+
 class QuotaExceeded(ApiError):
     """429 or 507 at a quota: pending jobs, stored bytes, held requests. Waiting for jobs to
     end or deleting data frees room; retrying at once does not."""
@@ -88,6 +93,7 @@ def error_for(status: int, problem: dict[str, Any], retry_after: float | None,
         409: Conflict,
         422: Invalid,
         429: QuotaExceeded,
+        501: NotImplementedByUseCase,
         507: QuotaExceeded,
     }
     return classes.get(status, ApiError)(status, problem, request_id)

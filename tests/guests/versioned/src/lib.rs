@@ -9,12 +9,14 @@
 //! quick finisher) instead of 1.0.0; `other-bytes` is 1.0.0 built differently, and
 //! declares no objective; `bench-version` declares `9.0.0-r00`, a marker the registry bench
 //! rewrites to make as many versions as it wants; `bad-example` lists an example its schema
-//! refuses; `slow-example` one that sleeps 6 s; `describe-panics`, `describe-loops` and `bad-schema` are plugins the host must
-//! refuse to load. Built by the host's build script for the end-to-end tests; never shipped.
+//! refuses; `slow-example` one that sleeps 6 s; `misreports` declares 4.1.0, scores as 2.0.0
+//! and reports a score a point above its answer's `points`, which its `evaluate` (every
+//! build's) scores; `describe-panics`, `describe-loops` and `bad-schema` are plugins the host
+//! must refuse to load. Built by the host's build script for the end-to-end tests; never shipped.
 
 use std::time::{Duration, Instant};
 
-use caseload_sdk::{Describe, RunContext, RunError, UseCase, Violation};
+use caseload_sdk::{Describe, EvaluateError, Evaluation, RunContext, RunError, UseCase, Violation};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -24,12 +26,14 @@ const VERSION: &str = if cfg!(feature = "v2") {
     "3.0.0"
 } else if cfg!(feature = "bench-version") {
     "9.0.0-r00"
+} else if cfg!(feature = "misreports") {
+    "4.1.0"
 } else {
     "1.0.0"
 };
 
 /// How a build scores: 2.0.0 better than 1.0.0 on positive values, 3.0.0 worse.
-const SCORE_FACTOR: f64 = if cfg!(feature = "v2") {
+const SCORE_FACTOR: f64 = if cfg!(feature = "v2") || cfg!(feature = "misreports") {
     2.0
 } else if cfg!(feature = "v3") {
     0.5
@@ -154,11 +158,36 @@ impl UseCase for Versioned {
         }
         // The seed moves the score a little: seeds differ, their median is the value.
         let noise = (context.seed() % 3) as f64 - 1.0;
+        let points = input.value * SCORE_FACTOR + noise;
+        // `misreports` claims a point more than its answer is worth.
+        let score = if cfg!(feature = "misreports") {
+            points + 1.0
+        } else {
+            points
+        };
         Ok(json!({
             "version": VERSION,
-            "score": input.value * SCORE_FACTOR + noise,
+            "score": score,
+            "points": points,
             "optimal": cfg!(feature = "v3"),
         }))
+    }
+
+    /// An answer is worth its `points`: the score it should report.
+    fn evaluate(_input: &Input, solution: &str) -> Result<Evaluation, EvaluateError> {
+        let solution: Value = caseload_sdk::solution(solution)?;
+        let Some(points) = solution["points"].as_f64() else {
+            return Err(EvaluateError::Invalid(vec![Violation::new(
+                "/solution/points",
+                "an answer of versioned has its points",
+            )]));
+        };
+        Ok(Evaluation {
+            objective: points,
+            feasible: true,
+            violations: Vec::new(),
+            details: json!({}),
+        })
     }
 }
 
