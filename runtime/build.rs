@@ -34,6 +34,7 @@ const VERSIONED_VARIANTS: &[(&str, &str)] = &[
     ("bad-example", "bad_example"),
     ("slow-example", "slow_example"),
     ("bench-version", "bench"),
+    ("misreports", "misreports"),
 ];
 
 fn main() {

@@ -395,6 +395,26 @@ async fn a_gated_publish_promotes_only_a_version_that_loses_nowhere() {
         "{versions}"
     );
 
+    // 4.1.0 wins on every input, by claiming a point more than its answers are worth: the
+    // current version's evaluate scores each answer and finds it out.
+    let response = server
+        .client
+        .post(server.url(&format!("/plugins?gate={gate}")))
+        .bearer_auth(&token)
+        .header("content-type", "application/wasm")
+        .body(versioned("misreports"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let published: Value = response.json().await.unwrap();
+    assert_eq!(published["gate"]["passed"], false, "{published}");
+    assert_eq!(published["gate"]["losses"], 0, "{published}");
+    let reason = published["gate"]["reason"].as_str().unwrap();
+    assert!(reason.contains("misreports its objective"), "{reason}");
+    assert!(reason.contains("evaluate scores that answer"), "{reason}");
+    assert_eq!(published["current"], false, "{published}");
+
     // A gate whose template cannot run leaves the version stored, not current, and says why.
     let bad =
         form_urlencoded::byte_serialize(br#"{"inputs": [{"value": "high"}]}"#).collect::<String>();

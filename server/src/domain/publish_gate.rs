@@ -1,7 +1,8 @@
 //! `POST /plugins?gate=<template>`: a new version is stored, then promoted only if an
 //! experiment against the current version, on the template's inputs and seeds, finds it
-//! losing on none (ties allowed) and failing on none. Otherwise it stays stored, not current,
-//! and the answer names the experiment that refused it.
+//! losing on none (ties allowed) and failing on none, and, where the current version has
+//! `evaluate`, each of its answers scores to the objective it reports. Otherwise it stays
+//! stored, not current, and the answer names the experiment that refused it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,10 +12,14 @@ use serde_json::Value;
 use super::ApiError;
 use super::audit::registry_actor;
 use super::error::invalid;
-use super::experiments::{ExperimentRequest, launch, parse_fields, summary};
+use super::evaluate::evaluate;
+use super::experiment_summary::VERSION_LABEL;
+use super::experiments::{ExperimentRequest, Summarized, launch, parse_fields, summary};
+use super::rerun::input_fields;
 use crate::auth::AuthUser;
 use crate::plugins::Plugin;
 use crate::state::Services;
+use crate::store::{JobOutput, JobStatus};
 use crate::violation::Violation;
 
 /// How long a publish waits for its gate's experiment. A gate that has not finished by then
@@ -100,10 +105,14 @@ pub async fn run_gate(
         Err(error) => return Err(error),
     };
     let started = Instant::now();
-    let experiment = loop {
-        let experiment = summary(state, user, &record.id).await?.summary;
-        if experiment.progress.done || started.elapsed() >= GATE_WAIT {
-            break experiment;
+    let Summarized {
+        definition,
+        summary: experiment,
+        ..
+    } = loop {
+        let summarized = summary(state, user, &record.id).await?;
+        if summarized.summary.progress.done || started.elapsed() >= GATE_WAIT {
+            break summarized;
         }
         tokio::time::sleep(POLL).await;
     };
@@ -130,7 +139,11 @@ pub async fn run_gate(
             challenger.compared_inputs
         ))
     } else {
-        None
+        let label = definition
+            .versions
+            .last()
+            .map_or(String::new(), |version| version.version.clone());
+        misreported(state, user, &record.id, &label, current).await?
     };
     // Promoted only over the version it was compared with: another promoted meanwhile was
     // not tested against.
@@ -172,6 +185,75 @@ pub async fn run_gate(
         failures: challenger.failures,
         reason,
     })
+}
+
+/// Whether the current version's `evaluate` scores each completed run of the candidate
+/// (labelled `candidate`) to the objective the run reports: why not, for the first that
+/// does not. None if every one does, or the current version does not evaluate.
+async fn misreported(
+    state: &Services,
+    user: &AuthUser,
+    experiment: &str,
+    candidate: &str,
+    current: &Arc<Plugin>,
+) -> Result<Option<String>, ApiError> {
+    if !current.component.has_evaluate() {
+        return Ok(None);
+    }
+    for run in state.store.experiment_runs(&user.id, experiment).await? {
+        let labels: Value = run
+            .labels
+            .as_deref()
+            .and_then(|labels| serde_json::from_str(labels).ok())
+            .unwrap_or(Value::Null);
+        let (JobStatus::Completed, Some(reported)) = (run.status, run.objective) else {
+            continue;
+        };
+        if labels[VERSION_LABEL].as_str() != Some(candidate) {
+            continue;
+        }
+        let gone = || ApiError::Internal(format!("gate run {} is gone", run.job_id));
+        let input = state
+            .store
+            .job_input(&user.id, &run.job_id)
+            .await?
+            .ok_or_else(gone)?;
+        let Some(JobOutput::Completed(output)) =
+            state.store.job_output(&user.id, &run.job_id).await?
+        else {
+            return Err(gone());
+        };
+        let mut fields = input_fields(state, &input).await?;
+        let mut body = serde_json::Map::new();
+        if let Some(file) = fields.remove("data_file_identifier") {
+            body.insert("data_file_identifier".into(), file);
+        }
+        body.insert("input".into(), Value::Object(fields));
+        body.insert(
+            "solution".into(),
+            serde_json::from_str(&output).unwrap_or(Value::Null),
+        );
+        let scored = match evaluate(state, user, current, body).await {
+            Ok(scored) => scored.evaluation.objective,
+            Err(ApiError::NotImplemented(_)) => return Ok(None),
+            Err(ApiError::Validation { detail, .. }) => {
+                return Ok(Some(format!(
+                    "the current version's evaluate cannot score its answer of job {}: {detail}",
+                    run.job_id
+                )));
+            }
+            Err(error) => return Err(error),
+        };
+        let tolerance = 1e-9 * scored.abs().max(1.0);
+        if (reported.value - scored).abs() > tolerance {
+            return Ok(Some(format!(
+                "it misreports its objective: job {} reports {}, and the current version's \
+                 evaluate scores that answer {scored}",
+                run.job_id, reported.value
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// The answer of a gate whose experiment could not be launched (its template's inputs are
