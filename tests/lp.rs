@@ -87,6 +87,53 @@ async fn afiro_from_mps_reaches_netlibs_optimum_with_duals() {
         close(recomputed, objective),
         "{recomputed} against {objective}"
     );
+
+    // Evaluated against the same data file, HiGHS's answer scores to its objective and keeps
+    // every row within HiGHS's tolerance; the values halved break rows, at their pointers.
+    let scored: Value = server
+        .post_json(
+            &token,
+            "/problem/lp/evaluate",
+            &json!({"data_file_identifier": file, "solution": output}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        close(scored["objective"].as_f64().unwrap(), objective),
+        "{scored}"
+    );
+    assert_eq!(scored["sense"], "minimize", "{scored}");
+    assert_eq!(scored["feasible"], true, "{scored}");
+    let halved: serde_json::Map<String, Value> = output["values"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, value)| (name.clone(), json!(value.as_f64().unwrap() / 2.0)))
+        .collect();
+    let scored: Value = server
+        .post_json(
+            &token,
+            "/problem/lp/evaluate",
+            &json!({"data_file_identifier": file, "solution": {"values": halved}}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(scored["feasible"], false, "{scored}");
+    assert!(
+        scored["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|violation| violation["pointer"]
+                .as_str()
+                .unwrap()
+                .starts_with("/input/constraints/")),
+        "{scored}"
+    );
 }
 
 #[tokio::test]

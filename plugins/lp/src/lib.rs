@@ -11,6 +11,7 @@
 //! Built for `wasm32-wasip2` by the runtime's build script where clang for `wasm32-wasi` is
 //! installed; `cargo test -p caseload-lp` runs the model and format tests natively.
 
+mod evaluate;
 #[cfg(target_family = "wasm")]
 mod highs;
 pub mod input;
@@ -21,7 +22,9 @@ pub mod mps;
 #[cfg(test)]
 mod tests;
 
-use caseload_sdk::{Describe, RunContext, RunError, SolverReport, UseCase, Violation};
+use caseload_sdk::{
+    Describe, EvaluateError, Evaluation, RunContext, RunError, SolverReport, UseCase, Violation,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -121,6 +124,11 @@ impl UseCase for Lp {
 
     /// `run` builds the model `validate` would, and answers its violations the same way.
     const RUN_CHECKS_INPUT: bool = true;
+
+    /// The objective of given values, and each bound, integrality and constraint they break.
+    fn evaluate(input: &LpInput, solution: &str) -> Result<Evaluation, EvaluateError> {
+        evaluate::evaluate(input, solution)
+    }
 
     fn run(input: LpInput, context: &RunContext) -> Result<LpOutput, RunError> {
         let model = model::build(&input).map_err(RunError::InvalidInput)?;
