@@ -26,6 +26,7 @@ mod knapsack;
 mod limits;
 mod logins;
 mod lp;
+mod mcp;
 mod objectives;
 mod oidc;
 mod openapi_tools;

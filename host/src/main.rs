@@ -24,6 +24,7 @@ mod data_command;
 mod job_command;
 mod key_command;
 mod kit;
+mod mcp_command;
 mod registry_command;
 mod user_command;
 
@@ -70,9 +71,13 @@ fn end_quietly_on_a_closed_pipe() {}
 async fn run(cli: Cli) -> anyhow::Result<()> {
     // A command's report is its output; the server's log lines would only bury it.
     let default_level = match cli.command {
-        Some(Command::Plugin(_) | Command::Job(_) | Command::Data(_) | Command::Ready { .. }) => {
-            "warn"
-        }
+        Some(
+            Command::Plugin(_)
+            | Command::Job(_)
+            | Command::Data(_)
+            | Command::Mcp { .. }
+            | Command::Ready { .. },
+        ) => "warn",
         _ => "info",
     };
     let otlp = match &cli.command {
@@ -103,6 +108,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         },
         Some(Command::Job(command)) => exit_with(job_command::run(command).await),
         Some(Command::Data(command)) => exit_with(data_command::run(command).await),
+        Some(Command::Mcp { target }) => exit_with(mcp_command::run(target).await),
         Some(Command::Plugin(command)) => {
             let data_dir = cli.storage.data_dir.clone();
             let command = command.clone();

@@ -83,7 +83,8 @@ impl Scope {
         if path == "/webhook_secret" {
             return Scope::Launch;
         }
-        if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        // The MCP server's tools are calls of this API, each checked as its own request.
+        if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) || path == "/mcp" {
             return Scope::Read;
         }
         let registry = path == "/plugins"
@@ -211,6 +212,7 @@ mod tests {
             Scope::Launch
         );
         assert_eq!(Scope::needed_for(&Method::DELETE, "/job/x"), Scope::Launch);
+        assert_eq!(Scope::needed_for(&Method::POST, "/mcp"), Scope::Read);
         assert_eq!(Scope::needed_for(&Method::POST, "/plugins"), Scope::Publish);
         assert_eq!(
             Scope::needed_for(&Method::PUT, "/problem/maxcut/current"),

@@ -268,6 +268,7 @@ pub mod config;
 pub mod domain;
 pub mod http_post;
 pub mod listener;
+pub mod mcp;
 pub mod metrics;
 pub mod oidc;
 pub mod private_file;

@@ -64,6 +64,14 @@ pub enum Command {
     /// Upload datasets to a server, from a shell or CI, with an API key.
     #[command(subcommand)]
     Data(DataCommand),
+    /// Serve the Model Context Protocol over standard input and output, for an assistant that
+    /// starts this process: its tools (use cases, launch, status, wait, output, cancel,
+    /// upload, list, evaluate) call the server at --url with --key. `POST /mcp` serves the
+    /// same tools over HTTP.
+    Mcp {
+        #[command(flatten)]
+        target: ServerTarget,
+    },
     /// Apply the database's migrations and exit (what a deployment's init step runs before
     /// replicas that start with `serve --no-migrate`).
     Migrate,

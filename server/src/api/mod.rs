@@ -18,6 +18,7 @@ pub mod datasets;
 mod error;
 pub mod experiments;
 pub mod jobs;
+mod mcp;
 mod openapi;
 pub mod operations;
 mod query;
@@ -80,6 +81,8 @@ pub struct AppState {
     pub held_requests: Arc<HeldRequests>,
     /// Whether the database is away, so that requests needing it are answered at once.
     pub database_outage: Arc<DatabaseOutage>,
+    /// The whole API, once `router::app` built it: `POST /mcp`'s tools call it.
+    pub own_router: Arc<std::sync::OnceLock<axum::Router>>,
 }
 
 impl AppState {
@@ -105,6 +108,7 @@ impl AppState {
             held_requests: Arc::default(),
             owner_feeds: Arc::default(),
             database_outage: Arc::default(),
+            own_router: Arc::default(),
         }
     }
 

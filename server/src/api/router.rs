@@ -22,7 +22,7 @@ use super::jobs::{
 };
 use super::operations::{health, service};
 use super::registry::plugins;
-use super::{ApiError, AppState, console, database_outage, openapi, query};
+use super::{ApiError, AppState, console, database_outage, mcp, openapi, query};
 use crate::metrics::Metrics;
 use crate::telemetry;
 
@@ -40,7 +40,8 @@ pub fn operations_app(state: AppState) -> Router {
 /// The whole API, ready to serve.
 pub fn app(state: AppState) -> Router {
     let request_id = HeaderName::from_static("x-request-id");
-    Router::new()
+    let own_router = state.own_router.clone();
+    let router = Router::new()
         .merge(login::router())
         .merge(api_keys::router())
         .merge(admin::router())
@@ -61,6 +62,7 @@ pub fn app(state: AppState) -> Router {
         .merge(incumbents::router())
         .merge(experiment::router())
         .merge(service::router())
+        .merge(mcp::router())
         // Every route above needs the database; those below do not, or say it is away.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -102,7 +104,9 @@ pub fn app(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_unusable_request_id))
-        .layer(axum::middleware::map_response(no_sniffing))
+        .layer(axum::middleware::map_response(no_sniffing));
+    let _ = own_router.set(router.clone());
+    router
 }
 
 /// A request's span: its id, method, path, and (once known) route and user for the log; kind
