@@ -171,11 +171,9 @@ pub mod __private {
                     .collect(),
             )
         };
+        // The host has run the schema and `validate` on the input.
         let input: U::Input = serde_json::from_str(&input)
             .map_err(|error| under_input(vec![Violation::new("", error.to_string())]))?;
-        if !U::RUN_CHECKS_INPUT {
-            U::validate(&input).map_err(under_input)?;
-        }
         let evaluation = U::evaluate(&input, &solution).map_err(|error| match error {
             crate::EvaluateError::Invalid(violations) => invalid(violations),
             crate::EvaluateError::Unsupported => scoring::EvaluateError::Unsupported,

@@ -68,7 +68,7 @@ class Evaluator(wit_world.exports.Evaluator):
         except (ValueError, AttributeError) as error:
             raise Err(evaluator.EvaluateError_Invalid([evaluator.Violation("/solution", str(error))]))
         if not isinstance(sides, list) or len(sides) != len(numbers) or any(
-            side not in (0, 1) or isinstance(side, bool) for side in sides
+            type(side) is not int or side not in (0, 1) for side in sides
         ):
             message = f"give sides: 0 or 1 for each of the {len(numbers)} numbers"
             raise Err(evaluator.EvaluateError_Invalid([evaluator.Violation("/solution/sides", message)]))

@@ -3,13 +3,13 @@
 
 use caseload_sdk::{EvaluateError, Evaluation, Violation, solution};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::{MaxCutInput, graph_of};
 
 #[derive(Deserialize)]
 struct Partition {
-    partition: Vec<u8>,
+    partition: Vec<Value>,
 }
 
 pub(crate) fn evaluate(input: &MaxCutInput, text: &str) -> Result<Evaluation, EvaluateError> {
@@ -22,14 +22,15 @@ pub(crate) fn evaluate(input: &MaxCutInput, text: &str) -> Result<Evaluation, Ev
                 .collect(),
         )
     })?;
+    let side = |value: &Value| value.as_u64().filter(|side| *side <= 1);
     let mut wrong: Vec<Violation> = partition
         .iter()
         .enumerate()
-        .filter(|(_, side)| **side > 1)
-        .map(|(node, side)| {
+        .filter(|(_, value)| side(value).is_none())
+        .map(|(node, value)| {
             Violation::new(
                 format!("/solution/partition/{node}"),
-                format!("is {side}: each node's side is 0 or 1"),
+                format!("is {value}: each node's side is 0 or 1"),
             )
         })
         .collect();
@@ -49,7 +50,10 @@ pub(crate) fn evaluate(input: &MaxCutInput, text: &str) -> Result<Evaluation, Ev
     if !wrong.is_empty() {
         return Err(EvaluateError::Invalid(wrong));
     }
-    let sides: Vec<bool> = partition.iter().map(|&side| side == 1).collect();
+    let sides: Vec<bool> = partition
+        .iter()
+        .map(|value| side(value) == Some(1))
+        .collect();
     let cut_value = graph.cut_value(&sides);
     let cut_edges = (0..graph.num_nodes())
         .flat_map(|node| graph.neighbours(node).map(move |(other, _)| (node, other)))
@@ -91,6 +95,8 @@ mod tests {
         for (solution, pointer) in [
             (r#"{"partition": [0, 1]}"#, "/solution/partition"),
             (r#"{"partition": [0, 3, 1]}"#, "/solution/partition/1"),
+            (r#"{"partition": [0, 1, 256]}"#, "/solution/partition/2"),
+            (r#"{"partition": [0.5, 1, 0]}"#, "/solution/partition/0"),
             (r#"{"sides": [0, 1, 0]}"#, "/solution"),
         ] {
             match MaxCut::evaluate(&triangle(), solution) {

@@ -10,7 +10,7 @@ use crate::input::{QuboInput, model};
 
 #[derive(Deserialize)]
 struct Sample {
-    sample: Option<Vec<i64>>,
+    sample: Option<Vec<Value>>,
     sample_by_label: Option<Map<String, Value>>,
 }
 
@@ -29,7 +29,7 @@ pub(crate) fn evaluate(input: &QuboInput, text: &str) -> Result<Evaluation, Eval
     })?;
     let (values, at): (Vec<Value>, Vec<String>) = match (given.sample, given.sample_by_label) {
         (Some(sample), _) => (
-            sample.into_iter().map(Value::from).collect(),
+            sample,
             (0..bqm.num_variables)
                 .map(|i| format!("/solution/sample/{i}"))
                 .collect(),
@@ -129,11 +129,17 @@ mod tests {
                 Qubo::evaluate(&input, &format!(r#"{{"sample": {sample}}}"#)).expect("scored");
             assert_eq!(scored.objective, energy, "{vartype}");
             assert_eq!(scored.details["sense"], "minimize");
-            match Qubo::evaluate(&input, r#"{"sample": [1, 2]}"#) {
-                Err(EvaluateError::Invalid(violations)) => {
-                    assert_eq!(violations[0].pointer, "/solution/sample/1")
+            for wrong in [
+                r#"{"sample": [1, 2]}"#,
+                r#"{"sample": [1, 0.5]}"#,
+                r#"{"sample": [1, 300]}"#,
+            ] {
+                match Qubo::evaluate(&input, wrong) {
+                    Err(EvaluateError::Invalid(violations)) => {
+                        assert_eq!(violations[0].pointer, "/solution/sample/1", "{wrong}")
+                    }
+                    other => panic!("{wrong}: {other:?}"),
                 }
-                other => panic!("{other:?}"),
             }
         }
     }

@@ -15,7 +15,6 @@ use caseload_sdk::{EvaluateError, Evaluation, Violation, solution};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::genetic::Settings;
 use crate::input::{ClientId, VrpInput};
 use crate::model::{self, MAX_VIOLATIONS, Model};
 use crate::output::{RouteOutput, schedule};
@@ -85,7 +84,7 @@ pub(crate) fn evaluate(input: &VrpInput, text: &str) -> Result<Evaluation, Evalu
                 .collect(),
         )
     })?;
-    let problem = Problem::new(&model, Settings::for_model(&model).neighbours);
+    let problem = Problem::without_neighbours(&model);
     let mut broken = Broken::default();
     let routes = resolve(&model, given, &mut broken);
 

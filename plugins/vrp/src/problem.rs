@@ -69,6 +69,33 @@ pub struct Problem {
 
 impl Problem {
     pub fn new(model: &Model, settings: NeighbourSettings) -> Problem {
+        let mut problem = Problem::without_neighbours(model);
+        let tables = Tables {
+            num_clients: problem.num_clients,
+            travel: &problem.travel,
+            service: &problem.service,
+            early: &problem.early,
+            late: &problem.late,
+            timed: problem.timed,
+            movable: &problem.movable,
+            coordinates: problem.coordinates.as_ref(),
+        };
+        let lists = neighbours::granular(&tables, settings);
+        let mut start = Vec::with_capacity(problem.num_clients + 2);
+        let mut list = Vec::new();
+        start.push(0);
+        for neighbours in &lists {
+            list.extend_from_slice(neighbours);
+            start.push(list.len() as u32);
+        }
+        problem.neighbour_start = start;
+        problem.neighbour_list = list;
+        problem
+    }
+
+    /// The problem without its granular neighbourhoods (every client's list empty): what
+    /// costing and scheduling given routes need, without the search's O(n² log n) set-up.
+    pub fn without_neighbours(model: &Model) -> Problem {
         let n = model.num_clients;
         let travel = model.travel.densified();
         let mut vehicle_of = vec![FREE; n + 1];
@@ -123,7 +150,7 @@ impl Problem {
                 .collect()
         });
         let symmetric = travel.symmetric();
-        let mut problem = Problem {
+        Problem {
             num_clients: n,
             travel,
             demand: model.demand.clone(),
@@ -151,7 +178,7 @@ impl Problem {
             visits: (0..=n)
                 .map(|c| Segment::visit(c as u32, model.service[c], model.early[c], model.late[c]))
                 .collect(),
-            neighbour_start: Vec::new(),
+            neighbour_start: vec![0; n + 2],
             neighbour_list: Vec::new(),
             angle,
             coordinates: model.coordinates.clone(),
@@ -164,28 +191,7 @@ impl Problem {
                 }
                 fixed_slots
             },
-        };
-        let tables = Tables {
-            num_clients: problem.num_clients,
-            travel: &problem.travel,
-            service: &problem.service,
-            early: &problem.early,
-            late: &problem.late,
-            timed: problem.timed,
-            movable: &problem.movable,
-            coordinates: problem.coordinates.as_ref(),
-        };
-        let lists = neighbours::granular(&tables, settings);
-        let mut start = Vec::with_capacity(n + 2);
-        let mut list = Vec::new();
-        start.push(0);
-        for neighbours in &lists {
-            list.extend_from_slice(neighbours);
-            start.push(list.len() as u32);
         }
-        problem.neighbour_start = start;
-        problem.neighbour_list = list;
-        problem
     }
 
     /// The neighbours of location `client` (empty for the depot and prefix clients).

@@ -24,6 +24,8 @@ use crate::violation::Violation;
 #[derive(Debug, Clone)]
 pub struct Scored {
     pub evaluation: Evaluation,
+    /// The evaluation's details, read: a JSON object.
+    pub details: Value,
     pub sense: Option<Sense>,
 }
 
@@ -109,17 +111,44 @@ pub async fn evaluate(
             (input.to_string(), violations)
         })
         .await?;
-    if !violations.is_empty() {
-        let violations = violations
+    let under_input = |violations: Vec<Violation>| -> Vec<Violation> {
+        violations
             .into_iter()
             .map(|violation| {
                 Violation::new(format!("/input{}", violation.pointer), violation.message)
             })
-            .collect();
+            .collect()
+    };
+    if !violations.is_empty() {
         return Err(invalid(
             "the input does not match the use case's schema",
-            violations,
+            under_input(violations),
         ));
+    }
+    // Then the use case's own checks, as a launch's: `evaluate` may count on them.
+    let checking = plugin.clone();
+    let limits = state.submission_limits(&plugin.info.name, None);
+    let (input, checked) = state
+        .run_blocking(move || {
+            let checked = checking.component.validate(&input, &limits);
+            (input, checked)
+        })
+        .await?;
+    match checked {
+        Ok(()) => {}
+        Err(CallError::InvalidInput(violations)) => {
+            return Err(invalid(
+                "the input is not valid for this use case",
+                under_input(violations),
+            ));
+        }
+        Err(error) => {
+            return Err(call_error(
+                "the input is not valid for this use case",
+                "validating the input",
+                error,
+            ));
+        }
     }
 
     let solution_text = solution.to_string();
@@ -134,14 +163,27 @@ pub async fn evaluate(
             plugin.info.name, evaluation.objective
         ))),
         Ok(evaluation) => {
-            // Where the sense is in the output, the solution or the use case's details say it.
-            let details = serde_json::from_str(&evaluation.details).unwrap_or(Value::Null);
+            let details = match serde_json::from_str(&evaluation.details) {
+                Ok(details @ Value::Object(_)) => details,
+                _ => {
+                    return Err(ApiError::Internal(format!(
+                        "{}'s evaluate answered details that are not a JSON object",
+                        plugin.info.name
+                    )));
+                }
+            };
+            // Where the sense is in the output, the use case's details say it (the solution,
+            // which the caller wrote, only if they do not).
             let sense = plugin.objective.as_ref().and_then(|objective| {
                 objective
-                    .sense_of(&solution)
-                    .or_else(|| objective.sense_of(&details))
+                    .sense_of(&details)
+                    .or_else(|| objective.sense_of(&solution))
             });
-            Ok(Scored { evaluation, sense })
+            Ok(Scored {
+                evaluation,
+                details,
+                sense,
+            })
         }
         Err(EvaluateError::Unsupported) => Err(not_implemented(plugin)),
         Err(EvaluateError::Call(CallError::InvalidInput(violations))) => Err(invalid(

@@ -47,13 +47,11 @@ async fn evaluate_solution(
         ..
     } = read_launch(&state, &problem_id, &headers, body).await?;
     let (fields, _large) = parse_object(&state, body).await?;
-    let Scored { evaluation, sense } = evaluate(&state, &user, &plugin, fields).await?;
-    let details = serde_json::from_str(&evaluation.details).map_err(|error| {
-        ApiError::Internal(format!(
-            "{}'s evaluate answered details that are not JSON: {error}",
-            plugin.info.name
-        ))
-    })?;
+    let Scored {
+        evaluation,
+        details,
+        sense,
+    } = evaluate(&state, &user, &plugin, fields).await?;
     Ok(Json(EvaluationResponse {
         problem: plugin.info.name.clone(),
         version: plugin.info.version.clone(),
