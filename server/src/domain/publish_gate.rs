@@ -188,8 +188,9 @@ pub async fn run_gate(
 }
 
 /// Whether the current version's `evaluate` scores each completed run of the candidate
-/// (labelled `candidate`) to the objective the run reports: why not, for the first that
-/// does not. None if every one does, or the current version does not evaluate.
+/// (labelled `candidate`) to the objective the run reports, within 1e-7 relative: why not,
+/// for the first that does not (or that it cannot score). None if every one does, or the
+/// current version does not evaluate.
 async fn misreported(
     state: &Services,
     user: &AuthUser,
@@ -236,15 +237,31 @@ async fn misreported(
         let scored = match evaluate(state, user, current, body).await {
             Ok(scored) => scored.evaluation.objective,
             Err(ApiError::NotImplemented(_)) => return Ok(None),
-            Err(ApiError::Validation { detail, .. }) => {
+            // The store went away: the gate cannot decide, the publish fails.
+            Err(error @ ApiError::DatabaseAway) => return Err(error),
+            // Whatever else kept the current version from scoring the answer refuses it:
+            // an answer the current version cannot read is not shown to be what it claims.
+            Err(error) => {
+                tracing::warn!(job = %run.job_id, %error, "the gate could not score an answer");
+                let why = match error {
+                    ApiError::Validation { detail, errors } => {
+                        let listed: Vec<String> = errors
+                            .iter()
+                            .map(|v| format!("{}: {}", v.pointer, v.message))
+                            .collect();
+                        format!("{detail}: {}", listed.join("; "))
+                    }
+                    other => other.to_string(),
+                };
                 return Ok(Some(format!(
-                    "the current version's evaluate cannot score its answer of job {}: {detail}",
+                    "the current version's evaluate cannot score its answer of job {}: {why}",
                     run.job_id
                 )));
             }
-            Err(error) => return Err(error),
         };
-        let tolerance = 1e-9 * scored.abs().max(1.0);
+        // HiGHS's feasibility tolerance, relative: objectives summed in another order (a
+        // solver's own against a recomputation) differ by far less.
+        let tolerance = 1e-7 * scored.abs().max(reported.value.abs()).max(1.0);
         if (reported.value - scored).abs() > tolerance {
             return Ok(Some(format!(
                 "it misreports its objective: job {} reports {}, and the current version's \
