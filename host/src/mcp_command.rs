@@ -36,7 +36,7 @@ pub async fn run(target: &ServerTarget) -> anyhow::Result<bool> {
         let (api, stdout) = (api.clone(), stdout.clone());
         answering.spawn(async move {
             let answer = match serde_json::from_str::<Value>(&line) {
-                Ok(message) => mcp::answer(&message, api.as_ref()).await,
+                Ok(message) => mcp::answer_all(&message, api.as_ref()).await,
                 Err(error) => Some(serde_json::json!({"jsonrpc": "2.0", "id": null,
                     "error": {"code": -32700, "message": format!("not JSON: {error}")}})),
             };

@@ -13,6 +13,7 @@
 
 use std::future::Future;
 
+use base64::Engine;
 use serde_json::{Map, Value, json};
 
 /// The newest protocol version this server speaks; a client that asks for another it
@@ -43,11 +44,27 @@ pub trait Api: Sync {
     ) -> impl Future<Output = Result<(u16, Value), String>> + Send;
 }
 
+/// Why a call cannot be answered: a JSON-RPC error's code and message.
+type ToolError = (i64, String);
+
 /// A request body a tool sends.
 #[derive(Debug, Clone)]
 pub enum Body {
     Json(Value),
     Bytes { media_type: String, bytes: Vec<u8> },
+}
+
+/// The answer to a JSON-RPC message, or a batch of them (an array: the array of their
+/// answers); None for a notification, a response, or a batch of only those.
+pub async fn answer_all(message: &Value, api: &impl Api) -> Option<Value> {
+    let Value::Array(batch) = message else {
+        return answer(message, api).await;
+    };
+    let mut answers = Vec::new();
+    for message in batch {
+        answers.extend(answer(message, api).await);
+    }
+    (!answers.is_empty()).then_some(Value::Array(answers))
 }
 
 /// The answer to one JSON-RPC message, or None for a notification (or a response).
@@ -167,9 +184,10 @@ pub fn tools() -> Vec<Value> {
         tool(
             "upload_data_file",
             "Upload a data file (a VRPLIB or Solomon instance, an MPS model, a G-set graph, \
-             JSON...) as text; launch_job takes its id as data_file.",
-            json!({"type": "object", "required": ["content", "media_type"], "properties": {
+             JSON...) as text or base64; launch_job takes its id as data_file.",
+            json!({"type": "object", "required": ["media_type"], "properties": {
                 "content": {"type": "string", "description": "The file's text."},
+                "content_base64": {"type": "string", "description": "Or its bytes, in base64."},
                 "media_type": {"type": "string", "description": "e.g. text/x-vrplib, text/x-mps, text/plain, application/json"}
             }}),
         ),
@@ -179,9 +197,11 @@ pub fn tools() -> Vec<Value> {
              and each rule it breaks.",
             json!({"type": "object", "required": ["problem", "solution"], "properties": {
                 "problem": {"type": "string"},
-                "input": {"type": "object"},
-                "data_file": {"type": "string"},
-                "solution": {"description": "The use case's output, or its deciding part."}
+                "input": {"type": "object", "description": "The input, inline."},
+                "data_file": {"type": "string", "description": "A data file's id, instead of input."},
+                "parameters": {"type": "object", "description": "Beside data_file: the use case's dataset parameters."},
+                "solution": {"description": "The use case's output, or its deciding part."},
+                "version": {"type": "string", "description": "A version to pin; the current one if left out."}
             }}),
         ),
     ]
@@ -194,7 +214,7 @@ fn tool(name: &str, description: &str, input_schema: Value) -> Value {
 /// `tools/call`: the tool's API call, its answer as the tool's result. A refusal by the API
 /// is the tool's error (`isError`), with the problem document; a call the tool cannot make
 /// (an unknown tool, an argument missing) is a JSON-RPC error.
-async fn call_tool(params: &Value, api: &impl Api) -> Result<Value, (i64, String)> {
+async fn call_tool(params: &Value, api: &impl Api) -> Result<Value, ToolError> {
     let name = params["name"].as_str().unwrap_or_default();
     let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
     let Value::Object(arguments) = arguments else {
@@ -222,12 +242,34 @@ async fn call_tool(params: &Value, api: &impl Api) -> Result<Value, (i64, String
     Ok(result)
 }
 
+/// A launch's or an evaluation's input: `input` (an object), or `data_file` with the use
+/// case's dataset `parameters` (an object, maybe empty) beside it.
+fn input_or_file<'a>(
+    name: &str,
+    arguments: &'a Map<String, Value>,
+) -> Result<(Map<String, Value>, Option<&'a str>), ToolError> {
+    match (arguments.get("input"), arguments.get("data_file")) {
+        (Some(Value::Object(input)), None) => Ok((input.clone(), None)),
+        (None, Some(Value::String(file))) => {
+            let parameters = match arguments.get("parameters") {
+                Some(Value::Object(parameters)) => parameters.clone(),
+                _ => Map::new(),
+            };
+            Ok((parameters, Some(file)))
+        }
+        _ => Err((
+            -32602,
+            format!("{name} needs input (an object) or data_file (a data file's id), not both"),
+        )),
+    }
+}
+
 /// The API request a tool makes with these arguments.
 fn request_for(
     name: &str,
     arguments: &Map<String, Value>,
-) -> Result<(&'static str, String, Option<Body>), (i64, String)> {
-    let text = |key: &str| -> Result<String, (i64, String)> {
+) -> Result<(&'static str, String, Option<Body>), ToolError> {
+    let text = |key: &str| -> Result<String, ToolError> {
         arguments
             .get(key)
             .and_then(Value::as_str)
@@ -238,6 +280,14 @@ fn request_for(
     let segment = |text: String| -> String {
         percent_encoding::utf8_percent_encode(&text, SEGMENT).to_string()
     };
+    // `problem`, and `@version` if a version is given.
+    let problem = || -> Result<String, ToolError> {
+        let mut problem = segment(text("problem")?);
+        if let Some(version) = arguments.get("version").and_then(Value::as_str) {
+            problem = format!("{problem}@{}", segment(version.to_owned()));
+        }
+        Ok(problem)
+    };
     Ok(match name {
         "list_use_cases" => ("GET", "/problems".into(), None),
         "get_use_case" => (
@@ -246,29 +296,12 @@ fn request_for(
             None,
         ),
         "launch_job" => {
-            let mut problem = segment(text("problem")?);
-            if let Some(version) = arguments.get("version").and_then(Value::as_str) {
-                problem = format!("{problem}@{}", segment(version.to_owned()));
+            let problem = problem()?;
+            let (input, file) = input_or_file(name, arguments)?;
+            let mut body = input;
+            if let Some(file) = file {
+                body.insert("data_file_identifier".into(), json!(file));
             }
-            let mut body = match (arguments.get("input"), arguments.get("data_file")) {
-                (Some(Value::Object(input)), None) => input.clone(),
-                (None, Some(Value::String(file))) => {
-                    let mut body = match arguments.get("parameters") {
-                        Some(Value::Object(parameters)) => parameters.clone(),
-                        _ => Map::new(),
-                    };
-                    body.insert("data_file_identifier".into(), json!(file));
-                    body
-                }
-                _ => {
-                    return Err((
-                        -32602,
-                        "launch_job needs input (an object) or data_file (a data file's id), \
-                         not both"
-                            .into(),
-                    ));
-                }
-            };
             for key in ["options", "labels"] {
                 if let Some(value) = arguments.get(key) {
                     body.insert(key.into(), value.clone());
@@ -310,28 +343,45 @@ fn request_for(
             query.append_pair("limit", &limit.clamp(1, 100).to_string());
             ("GET", format!("/jobs?{}", query.finish()), None)
         }
-        "upload_data_file" => (
-            "POST",
-            "/data_file".into(),
-            Some(Body::Bytes {
-                media_type: text("media_type")?,
-                bytes: text("content")?.into_bytes(),
-            }),
-        ),
-        "evaluate_solution" => {
-            let mut body = Map::new();
-            for (from, to) in [
-                ("input", "input"),
-                ("data_file", "data_file_identifier"),
-                ("solution", "solution"),
-            ] {
-                if let Some(value) = arguments.get(from) {
-                    body.insert(to.into(), value.clone());
+        "upload_data_file" => {
+            let bytes = match (
+                arguments.get("content").and_then(Value::as_str),
+                arguments.get("content_base64").and_then(Value::as_str),
+            ) {
+                (Some(content), None) => content.as_bytes().to_vec(),
+                (None, Some(encoded)) => base64::engine::general_purpose::STANDARD
+                    .decode(encoded.trim())
+                    .map_err(|error| (-32602, format!("content_base64 is not base64: {error}")))?,
+                _ => {
+                    return Err((
+                        -32602,
+                        format!("{name} needs content (text) or content_base64, not both"),
+                    ));
                 }
-            }
+            };
+            let media_type = text("media_type")?;
             (
                 "POST",
-                format!("/problem/{}/evaluate", segment(text("problem")?)),
+                "/data_file".into(),
+                Some(Body::Bytes { media_type, bytes }),
+            )
+        }
+        "evaluate_solution" => {
+            let Some(solution) = arguments.get("solution") else {
+                return Err((-32602, format!("{name} needs solution")));
+            };
+            let (input, file) = input_or_file(name, arguments)?;
+            let mut body = Map::new();
+            if let Some(file) = file {
+                body.insert("data_file_identifier".into(), json!(file));
+            }
+            if file.is_none() || !input.is_empty() {
+                body.insert("input".into(), Value::Object(input));
+            }
+            body.insert("solution".into(), solution.clone());
+            (
+                "POST",
+                format!("/problem/{}/evaluate", problem()?),
                 Some(Body::Json(Value::Object(body))),
             )
         }
@@ -414,12 +464,32 @@ mod tests {
             listed["result"]["structuredContent"]["path"],
             "/jobs?status=RUNNING%2CPENDING&limit=5"
         );
+        let evaluated = call(
+            &api,
+            "evaluate_solution",
+            json!({"problem": "vrp", "data_file": "f1", "parameters": {"rounding": "exact"},
+                   "solution": {"routes": []}}),
+        )
+        .await;
+        assert_eq!(
+            evaluated["result"]["structuredContent"]["json"],
+            json!({"data_file_identifier": "f1", "input": {"rounding": "exact"}, "solution": {"routes": []}})
+        );
         let missing = call(&api, "get_output", json!({"job": "missing"})).await;
         assert_eq!(missing["result"]["isError"], true);
         // What a tool cannot make is a JSON-RPC error, and no call.
         let before = api.0.lock().expect("the calls").len();
         for (name, arguments) in [
             ("launch_job", json!({"problem": "vrp"})),
+            (
+                "launch_job",
+                json!({"problem": "vrp", "input": {}, "data_file": "f1"}),
+            ),
+            ("evaluate_solution", json!({"problem": "vrp", "input": {}})),
+            (
+                "upload_data_file",
+                json!({"media_type": "text/plain", "content_base64": "%%"}),
+            ),
             ("get_job", json!({})),
             ("no_such_tool", json!({})),
         ] {

@@ -63,17 +63,7 @@ async fn post_mcp(
         Ok(_) => return refuse(-32600, "a JSON-RPC message is an object".into()),
         Err(error) => return refuse(-32700, format!("not JSON: {error}")),
     };
-    let answer = match &message {
-        Value::Array(batch) => {
-            let mut answers = Vec::new();
-            for message in batch {
-                answers.extend(mcp::answer(message, &api).await);
-            }
-            (!answers.is_empty()).then_some(Value::Array(answers))
-        }
-        message => mcp::answer(message, &api).await,
-    };
-    Ok(match answer {
+    Ok(match mcp::answer_all(&message, &api).await {
         Some(answer) => axum::Json(answer).into_response(),
         None => StatusCode::ACCEPTED.into_response(),
     })
