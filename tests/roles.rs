@@ -19,7 +19,8 @@ enum Caller {
 }
 
 /// What an operation needs, by the table the issue gives: `read` is every GET but the
-/// webhook secret's (which signs callbacks: a launcher's); the registry's changes are an
+/// webhook secret's (which signs callbacks: a launcher's), and `POST /mcp` (whose tools are
+/// API calls, each checked as its own request); the registry's changes are an
 /// administrator's (`publish`); keys are their owner's to manage (by token, or by a key with
 /// the `admin` scope); the rest launches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +37,7 @@ fn needs(method: &Method, path: &str) -> Needs {
         Needs::Admin
     } else if path == "/webhook_secret" {
         Needs::Launch
-    } else if *method == Method::GET {
+    } else if *method == Method::GET || path == "/mcp" {
         Needs::Read
     } else if path.starts_with("/api_keys") {
         Needs::OwnKeys
