@@ -3,7 +3,7 @@
 //! client ids or an object with `clients` (and `vehicle`, else its place in the list).
 //!
 //! The plan is costed as an output is (distance, fixed cost per vehicle used, the unserved
-//! penalty per client no route serves), its schedules computed as [`output::schedule`]
+//! penalty per client no route serves), its schedules computed as [`crate::output::schedule`]
 //! computes them, and every rule it breaks is a violation at a pointer into the solution:
 //! a load over capacity, service after a window closes, a route over the duration limit, a
 //! return after the depot closes, a vehicle the fleet does not have, a route that breaks
