@@ -64,8 +64,26 @@ async fn a_killed_server_loses_no_acknowledged_job() {
     });
     let token = server.admin_token().await;
     let jobs = launch_many(&[&server], &token, 300, &timed_job(0.05)).await;
-    // Jobs run oldest first: once the 20th ended, the workers are busy with later ones.
+    // Jobs run oldest first: once the 20th ended, the workers are busy with later ones. The
+    // kill comes the moment a job is seen running, so that one is surely interrupted (a
+    // kill right after the 20th ended could fall between two claims).
     server.wait_until_ended(&token, &jobs[19]).await;
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let running: Value = server
+            .get(&token, "/jobs?status=RUNNING&limit=1")
+            .await
+            .json()
+            .await
+            .unwrap();
+        if running["jobs"]
+            .as_array()
+            .is_some_and(|jobs| !jobs.is_empty())
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no job was seen running");
+    }
     let data_dir = server.kill();
 
     let server = TestServer::start_in(data_dir, &args);
