@@ -20,9 +20,6 @@ use caseload::mcp::{self, Api, Body};
 /// What the command calls itself in the server's log.
 const USER_AGENT: &str = concat!("caseload-mcp/", env!("CARGO_PKG_VERSION"));
 
-/// The most of an answer read (a job's output may be large).
-const MAX_ANSWER: usize = 256 << 20;
-
 /// Serves until standard input ends.
 pub async fn run(target: &ServerTarget) -> anyhow::Result<bool> {
     let api = Arc::new(Remote(ApiClient::new(target, USER_AGENT)?));
@@ -37,8 +34,11 @@ pub async fn run(target: &ServerTarget) -> anyhow::Result<bool> {
         answering.spawn(async move {
             let answer = match serde_json::from_str::<Value>(&line) {
                 Ok(message) => mcp::answer_all(&message, api.as_ref()).await,
-                Err(error) => Some(serde_json::json!({"jsonrpc": "2.0", "id": null,
-                    "error": {"code": -32700, "message": format!("not JSON: {error}")}})),
+                Err(error) => Some(mcp::error(
+                    Value::Null,
+                    -32700,
+                    &format!("not JSON: {error}"),
+                )),
             };
             if let Some(answer) = answer {
                 let mut text = answer.to_string();
@@ -83,9 +83,7 @@ impl Api for Remote {
             .await
             .map_err(|error| format!("{error:#}"))?;
         let status = response.status().as_u16();
-        let bytes = read_body(response.into_body(), MAX_ANSWER).await?;
-        let answer = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        Ok((status, answer))
+        let bytes = read_body(response.into_body(), mcp::MAX_ANSWER).await?;
+        Ok((status, mcp::answer_body(&bytes)))
     }
 }

@@ -326,6 +326,21 @@ pub enum EvaluateError {
     Unsupported,
 }
 
+impl EvaluateError {
+    /// The input's own violations (from building what `validate` builds, say), as an
+    /// evaluation's: their pointers moved under `/input`.
+    pub fn input(violations: Vec<Violation>) -> EvaluateError {
+        EvaluateError::Invalid(
+            violations
+                .into_iter()
+                .map(|violation| {
+                    Violation::new(format!("/input{}", violation.pointer), violation.message)
+                })
+                .collect(),
+        )
+    }
+}
+
 /// Reads a solution for [`UseCase::evaluate`]: a JSON error becomes a violation at
 /// `/solution` that says where in the text it is.
 pub fn solution<T: DeserializeOwned>(solution: &str) -> Result<T, EvaluateError> {

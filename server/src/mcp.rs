@@ -44,6 +44,15 @@ pub trait Api: Sync {
     ) -> impl Future<Output = Result<(u16, Value), String>> + Send;
 }
 
+/// The most of an API answer a tool reads (a job's output may be large).
+pub const MAX_ANSWER: usize = 256 << 20;
+
+/// An API answer's body as a tool gives it: its JSON, or its text if it is not JSON.
+pub fn answer_body(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+}
+
 /// Why a call cannot be answered: a JSON-RPC error's code and message.
 type ToolError = (i64, String);
 
@@ -96,7 +105,8 @@ pub async fn answer(message: &Value, api: &impl Api) -> Option<Value> {
     })
 }
 
-fn error(id: Value, code: i64, message: &str) -> Value {
+/// A JSON-RPC error answer; `Value::Null` for the id of a message that could not be read.
+pub fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 

@@ -47,14 +47,7 @@ fn bounds(lower: f64, upper: f64) -> String {
 
 pub(crate) fn evaluate(input: &LpInput, text: &str) -> Result<Evaluation, EvaluateError> {
     let Values { values } = solution(text)?;
-    let model = model::build(input).map_err(|violations| {
-        EvaluateError::Invalid(
-            violations
-                .into_iter()
-                .map(|v| Violation::new(format!("/input{}", v.pointer), v.message))
-                .collect(),
-        )
-    })?;
+    let model = model::build(input).map_err(EvaluateError::input)?;
     let x = read_values(&model, &values)?;
 
     let mut violations = Vec::new();

@@ -14,14 +14,7 @@ struct Partition {
 
 pub(crate) fn evaluate(input: &MaxCutInput, text: &str) -> Result<Evaluation, EvaluateError> {
     let Partition { partition } = solution(text)?;
-    let graph = graph_of(input).map_err(|violations| {
-        EvaluateError::Invalid(
-            violations
-                .into_iter()
-                .map(|v| Violation::new(format!("/input{}", v.pointer), v.message))
-                .collect(),
-        )
-    })?;
+    let graph = graph_of(input).map_err(EvaluateError::input)?;
     let side = |value: &Value| value.as_u64().filter(|side| *side <= 1);
     let mut wrong: Vec<Violation> = partition
         .iter()

@@ -19,14 +19,7 @@ pub(crate) fn evaluate(input: &QuboInput, text: &str) -> Result<Evaluation, Eval
     let invalid = |pointer: &str, message: String| {
         EvaluateError::Invalid(vec![Violation::new(pointer, message)])
     };
-    let (bqm, labels) = model(input).map_err(|violations| {
-        EvaluateError::Invalid(
-            violations
-                .into_iter()
-                .map(|v| Violation::new(format!("/input{}", v.pointer), v.message))
-                .collect(),
-        )
-    })?;
+    let (bqm, labels) = model(input).map_err(EvaluateError::input)?;
     let (values, at): (Vec<Value>, Vec<String>) = match (given.sample, given.sample_by_label) {
         (Some(sample), _) => (
             sample,

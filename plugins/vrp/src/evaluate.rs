@@ -76,14 +76,7 @@ impl Broken {
 
 pub(crate) fn evaluate(input: &VrpInput, text: &str) -> Result<Evaluation, EvaluateError> {
     let Plan { routes: given } = solution(text)?;
-    let model = model::build(input).map_err(|violations| {
-        EvaluateError::Invalid(
-            violations
-                .into_iter()
-                .map(|v| Violation::new(format!("/input{}", v.pointer), v.message))
-                .collect(),
-        )
-    })?;
+    let model = model::build(input).map_err(EvaluateError::input)?;
     let problem = Problem::without_neighbours(&model);
     let mut broken = Broken::default();
     let routes = resolve(&model, given, &mut broken);

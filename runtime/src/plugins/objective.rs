@@ -154,19 +154,16 @@ impl ObjectiveSpec {
                     self.pointer
                 )
             })?;
-        let sense = match &self.sense {
-            SenseSpec::Fixed(sense) => *sense,
-            SenseSpec::At(pointer) => output
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .and_then(Sense::parse)
-                .ok_or_else(|| {
-                    format!(
-                        "the output has no \"minimize\" or \"maximize\" at {pointer} (the output \
-                         schema's {OBJECTIVE_KEYWORD})"
-                    )
-                })?,
-        };
+        let sense = self.sense_of(output).ok_or_else(|| {
+            let pointer = match &self.sense {
+                SenseSpec::At(pointer) => pointer.as_str(),
+                SenseSpec::Fixed(_) => "",
+            };
+            format!(
+                "the output has no \"minimize\" or \"maximize\" at {pointer} (the output \
+                 schema's {OBJECTIVE_KEYWORD})"
+            )
+        })?;
         Ok(Objective { value, sense })
     }
 }

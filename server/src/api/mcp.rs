@@ -21,9 +21,6 @@ use crate::api::{ApiError, AppState};
 use crate::auth::AuthUser;
 use crate::mcp::{self, Api};
 
-/// The most of an inner answer read (a job's output may be large).
-const MAX_ANSWER: usize = 256 << 20;
-
 pub fn router() -> Router<AppState> {
     Router::new().route("/mcp", post(post_mcp))
 }
@@ -54,8 +51,7 @@ async fn post_mcp(
         .map_err(|_| ApiError::PayloadTooLarge(16 << 20))?;
     // What is not a message or a batch of them is 400, with a JSON-RPC error of no id.
     let refuse = |code: i64, message: String| {
-        let answer = serde_json::json!({"jsonrpc": "2.0", "id": null,
-            "error": {"code": code, "message": message}});
+        let answer = mcp::error(Value::Null, code, &message);
         Ok((StatusCode::BAD_REQUEST, axum::Json(answer)).into_response())
     };
     let message: Value = match serde_json::from_slice(&body) {
@@ -106,11 +102,9 @@ impl Api for InProcess {
             Err(never) => match never {},
         };
         let status = response.status().as_u16();
-        let bytes: Bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER)
+        let bytes: Bytes = axum::body::to_bytes(response.into_body(), mcp::MAX_ANSWER)
             .await
             .map_err(|error| format!("{method} {path}: {error}"))?;
-        let answer = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        Ok((status, answer))
+        Ok((status, mcp::answer_body(&bytes)))
     }
 }
